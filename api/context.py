@@ -1,0 +1,53 @@
+"""Request context: the runtime, the authenticated principal, and the auth decorators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import current_app, g, request
+
+from shared import accounts
+from shared.accounts import Principal
+from shared.errors import Forbidden, Unauthorized
+from shared.runtime import Runtime
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def runtime() -> Runtime:
+    return current_app.extensions["eonyx"]
+
+
+def principal() -> Principal:
+    return g.principal
+
+
+def _authenticate() -> Principal:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("send 'Authorization: Bearer <token>'", code="missing_token")
+    with runtime().db.session() as db:
+        return accounts.authenticate(db, token.strip())
+
+
+def login_required(view: F) -> F:
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g.principal = _authenticate()
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def admin_required(view: F) -> F:
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g.principal = _authenticate()
+        if not g.principal.is_admin:
+            raise Forbidden("this needs an administrator")
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

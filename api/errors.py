@@ -1,0 +1,36 @@
+"""Domain errors to HTTP statuses, in one place."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask
+
+from api.extensions import error_payload
+from shared import errors
+from shared.settings import SettingsError
+
+log = logging.getLogger(__name__)
+
+STATUS = {
+    errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.StorageError: 503,
+}
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(errors.EonyxError)
+    def _domain_error(exc: errors.EonyxError):  # type: ignore[no-untyped-def]
+        status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
+        if status >= 500:
+            log.error("request failed: %s", exc.message, exc_info=exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+        return error_payload(exc.code, exc.message), status, headers
+
+    @app.errorhandler(SettingsError)
+    def _settings_error(exc: SettingsError):  # type: ignore[no-untyped-def]
+        return error_payload("misconfigured", str(exc)), 500

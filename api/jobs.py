@@ -1,0 +1,55 @@
+"""Administrative jobs: start an index rebuild in a worker and follow it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from api.context import admin_required, runtime
+from shared.errors import EonyxError, NotFound
+from shared.runtime import JobQueue
+
+blp = Blueprint("jobs", __name__, description="Background jobs")
+JOB_ID = ma.validate.Regexp(r"^[0-9a-f-]{36}$")
+
+
+class JobSchema(ma.Schema):
+    id = ma.fields.String()
+    state = ma.fields.String()
+    result = ma.fields.Raw(allow_none=True)
+    error = ma.fields.String(allow_none=True)
+
+
+class NoQueue(EonyxError):
+    code = "no_queue"
+
+
+def _jobs() -> JobQueue:
+    jobs = runtime().jobs
+    if jobs is None:
+        raise NoQueue("no job queue is configured (set REDIS_URL or use `eonyx serve`)")
+    return jobs
+
+
+@blp.route("/index/rebuild")
+class IndexRebuild(MethodView):
+    @admin_required
+    @blp.response(202, JobSchema)
+    def post(self) -> dict[str, Any]:
+        job_id = _jobs().enqueue("eonyx.index.rebuild")
+        return {"id": job_id, "state": "PENDING"}
+
+
+@blp.route("/jobs/<job_id>")
+class JobById(MethodView):
+    @admin_required
+    @blp.response(200, JobSchema)
+    def get(self, job_id: str) -> dict[str, object]:
+        try:
+            JOB_ID(job_id)
+        except ma.ValidationError:
+            raise NotFound("job not found") from None
+        return _jobs().status(job_id)

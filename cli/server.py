@@ -1,0 +1,185 @@
+"""Server-side commands: serve, worker, users, index, db."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import click
+
+from shared import accounts, index
+from shared.embedded_redis import EmbeddedRedis
+from shared.errors import EonyxError
+from shared.runtime import Runtime
+from shared.settings import Settings, load_settings
+
+
+def _runtime() -> Runtime:
+    return Runtime.build(load_settings())
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def serve(host: str, port: int) -> None:
+    """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    embedded = None
+    if not settings.redis_url:
+        embedded = EmbeddedRedis(settings.data_dir)
+        try:
+            settings = settings.with_changes(redis_url=embedded.start())
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from None
+    worker = None
+    try:
+        Runtime.build(settings).db.migrate()
+        worker = _start_worker_process(settings)
+        _serve_http(settings, host, port)
+    finally:
+        if worker is not None:
+            _stop_process(worker)
+        if embedded is not None:
+            embedded.stop()
+    click.echo("Eonyx stopped.")
+
+
+def _start_worker_process(settings: Settings) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "DATA_DIR": str(settings.data_dir)}
+    env["DATABASE_URL"] = settings.database_url
+    command = [sys.executable, "-m", "cli", "worker", "--beat", "--concurrency", "2"]
+    return subprocess.Popen(command, env=env, start_new_session=True)
+
+
+def _stop_process(process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _serve_http(settings: Settings, host: str, port: int) -> None:
+    from werkzeug.serving import make_server
+
+    from api import create_app
+
+    server = make_server(host, port, create_app(settings), threaded=True)
+    stop = threading.Event()
+
+    def _shutdown(signum: int, _frame: object) -> None:
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    previous = {sig: signal.signal(sig, _shutdown) for sig in (signal.SIGINT, signal.SIGTERM)}
+    click.echo(f"Eonyx is running at http://{host}:{server.port} (data in {settings.data_dir})")
+    click.echo("Press Ctrl+C to stop.")
+    try:
+        server.serve_forever()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.server_close()
+
+
+@click.command()
+@click.option("--beat/--no-beat", default=False, help="Also run the periodic scheduler.")
+@click.option("--concurrency", type=int, default=None, help="Worker threads (default: cores).")
+def worker(beat: bool, concurrency: int | None) -> None:
+    """Start a background worker (needs REDIS_URL or a running `eonyx serve`)."""
+    from workers.app import create_celery
+
+    settings = load_settings()
+    try:
+        app = create_celery(settings)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    (settings.data_dir / "run").mkdir(parents=True, exist_ok=True)
+    argv = ["worker", "--loglevel", "INFO", "--pool", "threads", "-Q", "eonyx"]
+    if concurrency:
+        argv += ["--concurrency", str(concurrency)]
+    if beat:
+        argv.append("--beat")
+    app.worker_main(argv)
+
+
+@click.group()
+def users() -> None:
+    """Manage accounts."""
+
+
+@users.command("create")
+@click.argument("username")
+@click.option("--password", help="Asked for when not given.")
+@click.option("--admin", is_flag=True, help="Make the user an administrator.")
+def users_create(username: str, password: str | None, admin: bool) -> None:
+    """Create a user (the first one should be an --admin)."""
+    if password is None:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    rt = _runtime()
+    rt.db.migrate()
+    try:
+        with rt.db.session() as db:
+            user = accounts.create_user(db, username, password, is_admin=admin)
+    except EonyxError as exc:
+        raise click.ClickException(exc.message) from None
+    click.echo(f"created {'admin' if admin else 'user'} {user.username} ({user.id})")
+
+
+@users.command("list")
+def users_list() -> None:
+    """List the accounts."""
+    rt = _runtime()
+    with rt.db.session() as db:
+        for user in accounts.list_users(db):
+            click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
+
+
+@click.group("index")
+def index_group() -> None:
+    """The session index (a cache of the session files)."""
+
+
+@index_group.command("rebuild")
+@click.option("--drop", is_flag=True, help="Forget the whole index first and re-read every file.")
+def index_rebuild(drop: bool) -> None:
+    """Bring the index in line with the session files."""
+    rt = _runtime()
+    rt.db.migrate()
+    if drop:
+        with rt.db.session() as db:
+            index.drop(db)
+    total = sum(1 for user_id in rt.store.user_ids() for _ in rt.store.scan(user_id))
+    with click.progressbar(length=total, label="Indexing sessions") as bar:
+        report = index.rebuild(rt.db.session, rt.store, progress=bar.update)
+    click.echo(
+        f"{report.scanned} sessions: {report.reread} re-read, {report.removed} stale rows removed"
+    )
+
+
+@click.group()
+def db() -> None:
+    """The database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the migrations (safe to run on every start)."""
+    rt = _runtime()
+    rt.db.migrate()
+    click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+COMMANDS = [serve, worker, users, index_group, db]

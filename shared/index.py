@@ -1,0 +1,200 @@
+"""The session index: listing data in SQL so that a listing never opens a session file.
+
+It is a cache of the files. Writers keep it current (`record`); `reconcile_user` brings one
+user's rows in line with the files (re-reading only files whose size or mtime changed);
+a user without an `index_state` row (a dropped index) is reconciled before their next listing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, false, insert, or_, select, true
+from sqlalchemy.orm import Session
+
+from shared.errors import InvalidInput, NotFound
+from shared.models import IndexState, SessionRow
+from shared.sessions import FileInfo, SessionState, SessionStore, isoformat, parse_time, utcnow
+
+log = logging.getLogger(__name__)
+MAX_PAGE = 200
+
+
+def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
+    return {
+        "id": state.id,
+        "user_id": state.user_id,
+        "title": state.title,
+        "title_pending": state.title_pending,
+        "source": state.source,
+        "temporary": state.temporary,
+        "pinned": bool(state.pinned),
+        "archived": bool(state.archived),
+        "folder_id": state.folder_id,
+        "message_count": state.message_count,
+        "image_count": state.image_count,
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "file_size": info.size,
+        "file_mtime_ns": info.mtime_ns,
+    }
+
+
+def record(db: Session, state: SessionState, info: FileInfo) -> None:
+    """Write-through after a change to a session file."""
+    db.execute(delete(SessionRow).where(SessionRow.id == state.id))
+    db.execute(insert(SessionRow), [row_values(state, info)])
+
+
+def forget(db: Session, session_id: str) -> None:
+    db.execute(delete(SessionRow).where(SessionRow.id == session_id))
+
+
+def empty_before(db: Session, cutoff: datetime) -> list[tuple[str, str]]:
+    """(user id, session id) of indexed sessions with no message, unchanged since `cutoff`."""
+    query = select(SessionRow.user_id, SessionRow.id).where(
+        SessionRow.message_count == 0,
+        SessionRow.image_count == 0,
+        SessionRow.updated_at < cutoff,
+    )
+    return [(user_id, session_id) for user_id, session_id in db.execute(query)]
+
+
+def get_row(db: Session, user_id: str, session_id: str) -> SessionRow:
+    row = db.get(SessionRow, session_id)
+    if row is None or row.user_id != user_id:
+        raise NotFound("session not found")
+    return row
+
+
+def is_built(db: Session, user_id: str) -> bool:
+    return db.get(IndexState, user_id) is not None
+
+
+@dataclass
+class ReconcileReport:
+    scanned: int = 0
+    reread: int = 0
+    removed: int = 0
+
+
+def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:
+    """Make the user's rows match their files; re-read only new or changed files."""
+    known = {
+        row.id: FileInfo(row.file_size, row.file_mtime_ns)
+        for row in db.execute(
+            select(SessionRow.id, SessionRow.file_size, SessionRow.file_mtime_ns).where(
+                SessionRow.user_id == user_id
+            )
+        )
+    }
+    report = ReconcileReport()
+    fresh: list[dict[str, Any]] = []
+    stale: list[str] = []
+    for session_id, info in store.scan(user_id):
+        report.scanned += 1
+        if known.pop(session_id, None) == info:
+            continue
+        try:
+            state, info = store.load(user_id, session_id, keep_messages=False)
+        except NotFound:
+            log.warning("skipping unreadable session file %s/%s", user_id, session_id)
+            continue
+        stale.append(session_id)
+        fresh.append(row_values(state, info))
+    stale.extend(known)  # rows whose file is gone
+    report.reread, report.removed = len(fresh), len(known)
+    for start in range(0, len(stale), 500):
+        db.execute(delete(SessionRow).where(SessionRow.id.in_(stale[start : start + 500])))
+    if fresh:
+        db.execute(insert(SessionRow), fresh)
+    db.merge(IndexState(user_id=user_id, built_at=utcnow()))
+    return report
+
+
+def rebuild(
+    session_factory: Callable[[], Any],
+    store: SessionStore,
+    progress: Callable[[int], None] | None = None,
+) -> ReconcileReport:
+    """Reconcile every user found on disk; one transaction per user."""
+    total = ReconcileReport()
+    for user_id in store.user_ids():
+        with session_factory() as db:
+            report = reconcile_user(db, store, user_id)
+        total.scanned += report.scanned
+        total.reread += report.reread
+        total.removed += report.removed
+        if progress:
+            progress(report.scanned)
+    return total
+
+
+def drop(db: Session) -> None:
+    """Forget the whole index; the next listing of each user rebuilds theirs."""
+    db.execute(delete(SessionRow))
+    db.execute(delete(IndexState))
+
+
+def encode_cursor(row: SessionRow) -> str:
+    raw = json.dumps([int(row.pinned), isoformat(row.updated_at), row.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        pinned, updated, session_id = json.loads(raw)
+        return bool(pinned), parse_time(updated), str(session_id)
+    except (ValueError, TypeError, binascii.Error):
+        raise InvalidInput(
+            "cursor is not one this server gave out", code="invalid_cursor"
+        ) from None
+
+
+def list_page(
+    db: Session,
+    user_id: str,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    query: str | None = None,
+    folder_id: str | None = None,
+    archived: bool = False,
+) -> tuple[list[SessionRow], str | None]:
+    """Pinned first, then most recently updated; a keyset cursor keeps pages stable under writes."""
+    limit = max(1, min(limit, MAX_PAGE))
+    stmt = select(SessionRow).where(
+        SessionRow.user_id == user_id,
+        SessionRow.temporary == false(),
+        SessionRow.archived == (true() if archived else false()),
+    )
+    if folder_id is not None:
+        stmt = stmt.where(SessionRow.folder_id == folder_id)
+    if query:
+        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        stmt = stmt.where(SessionRow.title.ilike(pattern, escape="\\"))
+    if cursor:
+        pinned, updated, last_id = decode_cursor(cursor)
+        same_pin = SessionRow.pinned == (true() if pinned else false())
+        after = [
+            and_(same_pin, SessionRow.updated_at < updated),
+            and_(same_pin, SessionRow.updated_at == updated, SessionRow.id < last_id),
+        ]
+        if pinned:
+            after.append(SessionRow.pinned == false())
+        stmt = stmt.where(or_(*after))
+    stmt = stmt.order_by(
+        SessionRow.pinned.desc(), SessionRow.updated_at.desc(), SessionRow.id.desc()
+    ).limit(limit + 1)
+    rows = list(db.scalars(stmt))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1]) if more and rows else None

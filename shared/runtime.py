@@ -1,0 +1,60 @@
+"""The runtime: the long-lived objects built once from the settings.
+
+A Flask app, a Celery worker, a CLI command and a test each build one `Runtime` and pass it
+to the domain functions; nothing in shared/ reaches for globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+from shared.db import Database
+from shared.embedded_redis import find_embedded_redis
+from shared.locks import FileLocks, Locks, RedisLocks
+from shared.sessions import SessionStore
+from shared.settings import Settings
+
+
+class JobQueue(Protocol):
+    """Where background work is sent: the Celery app (workers/queue.py) in every deployment."""
+
+    def enqueue(self, job: str, *args: object) -> str:
+        """Send a job by name; returns its id."""
+        ...
+
+    def status(self, job_id: str) -> dict[str, object]:
+        """{id, state, result, error} of a job sent earlier."""
+        ...
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    store: SessionStore
+    locks: Locks
+    redis: redis.Redis | None
+    jobs: JobQueue | None = None
+
+    @classmethod
+    def build(cls, settings: Settings, jobs: JobQueue | None = None) -> Runtime:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        redis_url = settings.redis_url or find_embedded_redis(settings.data_dir)
+        client = redis.Redis.from_url(redis_url) if redis_url else None
+        locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")
+        return cls(
+            settings=settings,
+            db=Database(settings.database_url),
+            store=SessionStore(settings.data_dir, locks),
+            locks=locks,
+            redis=client,
+            jobs=jobs,
+        )
+
+    def close(self) -> None:
+        self.db.dispose()
+        if self.redis is not None:
+            self.redis.close()

@@ -1,0 +1,127 @@
+"""One settings object, read from the environment once, with the spec's defaults.
+
+`load_settings()` is called by entry points (the CLI, the WSGI module, the Celery module);
+everything else receives a `Settings`. Tests build their own with `load_settings({...})`.
+An invalid value raises `SettingsError` naming the variable, which stops start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+MIB = 1024 * 1024
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+TITLE_MODES = ("truncate", "llm")
+
+
+class SettingsError(ValueError):
+    """A variable of the environment has a value Eonyx cannot use."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    database_url: str
+    redis_url: str | None = None
+    projects_dir: Path | None = None
+    user_profile_enabled: bool = True
+    user_char_limit: int = 1375
+    agent_memory_enabled: bool = True
+    memory_char_limit: int = 2200
+    user_memory_extraction: bool = False
+    user_memory_extraction_every_n_turns: int = 4
+    session_title_mode: str = "truncate"
+    session_import_max_bytes: int = 25 * MIB
+    demo_mode: bool = False
+    max_request_bytes: int = 1 * MIB
+    login_token_ttl_hours: int = 24 * 30
+    empty_session_grace_seconds: int = 3600
+
+    def with_changes(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = (env.get(name) or "").strip().lower() or default
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise SettingsError(f"{name} must be an absolute path, got {raw!r}")
+    return path
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    base = (env.get("XDG_DATA_HOME") or "").strip()
+    root = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".local" / "share"
+    return root / "eonyx"
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build the settings from `environ` (the process environment by default)."""
+    env = os.environ if environ is None else environ
+    data_dir = _path(env, "DATA_DIR") or default_data_dir(env)
+    database_url = (env.get("DATABASE_URL") or "").strip() or f"sqlite:///{data_dir / 'eonyx.db'}"
+    if "://" not in database_url:
+        raise SettingsError(
+            f"DATABASE_URL must be a URL such as sqlite:///path, got {database_url!r}"
+        )
+    redis_url = (env.get("REDIS_URL") or "").strip() or None
+    if redis_url and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+        raise SettingsError(
+            f"REDIS_URL must start with redis://, rediss:// or unix://, got {redis_url!r}"
+        )
+    return Settings(
+        data_dir=data_dir,
+        database_url=database_url,
+        redis_url=redis_url,
+        projects_dir=_path(env, "PROJECTS_DIR"),
+        user_profile_enabled=_bool(env, "USER_PROFILE_ENABLED", True),
+        user_char_limit=_int(env, "USER_CHAR_LIMIT", 1375),
+        agent_memory_enabled=_bool(env, "AGENT_MEMORY_ENABLED", True),
+        memory_char_limit=_int(env, "MEMORY_CHAR_LIMIT", 2200),
+        user_memory_extraction=_bool(env, "USER_MEMORY_EXTRACTION", False),
+        user_memory_extraction_every_n_turns=_int(env, "USER_MEMORY_EXTRACTION_EVERY_N_TURNS", 4),
+        session_title_mode=_choice(env, "SESSION_TITLE_MODE", "truncate", TITLE_MODES),
+        session_import_max_bytes=_int(env, "SESSION_IMPORT_MAX_BYTES", 25 * MIB),
+        demo_mode=_bool(env, "DEMO_MODE", False),
+        max_request_bytes=_int(env, "MAX_REQUEST_BYTES", 1 * MIB),
+        login_token_ttl_hours=_int(env, "LOGIN_TOKEN_TTL_HOURS", 24 * 30),
+        empty_session_grace_seconds=_int(env, "EMPTY_SESSION_GRACE_SECONDS", 3600, minimum=0),
+    )

@@ -1,0 +1,1 @@
+"""Celery plumbing. Each task is a thin call into shared/."""

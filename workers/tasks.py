@@ -1,0 +1,30 @@
+"""Task functions: ids in, one domain call, a small JSON result out. All idempotent."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from celery import shared_task
+
+from shared import index
+from shared.session_service import sweep_empty_sessions
+from workers.app import runtime_for
+
+
+def _where() -> dict[str, object]:
+    return {"worker": socket.gethostname(), "pid": os.getpid()}
+
+
+@shared_task(name="eonyx.index.rebuild", bind=True, ignore_result=False)
+def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Bring the index in line with the session files (re-reads only changed files)."""
+    rt = runtime_for(self.app)
+    report = index.rebuild(rt.db.session, rt.store)
+    return {**vars(report), **_where()}
+
+
+@shared_task(name="eonyx.sessions.sweep_empty", bind=True)
+def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Remove sessions that never got beyond the system prompt."""
+    return {"removed": sweep_empty_sessions(runtime_for(self.app)), **_where()}
