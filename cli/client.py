@@ -119,9 +119,8 @@ def sessions_list(query: str | None, limit: int) -> None:
     for item in page["items"]:
         pin = "*" if item["pinned"] else " "
         title = item["title"] or "(untitled)"
-        click.echo(
-            f"{item['id']}  {format_time(item['updated_at'])}  {item['message_count']:>5}{pin} {title}"
-        )
+        when = format_time(item["updated_at"])
+        click.echo(f"{item['id']}  {when}  {item['message_count']:>5}{pin} {title}")
 
 
 @sessions.command("delete")

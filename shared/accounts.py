@@ -49,7 +49,8 @@ def _hash_token(token: str) -> str:
 def create_user(db: Session, username: str, password: str, *, is_admin: bool = False) -> User:
     if not USERNAME_RE.match(username):
         raise InvalidInput(
-            "username must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            "username must be 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
         )
     if len(password) < MIN_PASSWORD:
         raise InvalidInput(f"password must be at least {MIN_PASSWORD} characters")

@@ -188,7 +188,7 @@ class SessionStore:
         return fold([header]), FileInfo.of(stat)
 
     def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> FileInfo:
-        """Durably add records; raises NotFound for a missing session, StorageError on disk failure."""
+        """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
         path = self.path(user_id, session_id)
         with self.locks.hold(f"session:{session_id}"):
             try:
