@@ -78,11 +78,11 @@ def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_
     A torn last line left by a crash is cut off first. If the write or the fsync fails the
     file is truncated back to where it was and `StorageError` is raised.
     """
-    flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
     try:
         fd = os.open(path, flags, 0o600)
     except FileNotFoundError:
-        raise
+        raise  # the caller knows what a missing file means (usually: no such session)
     except OSError as exc:
         raise StorageError(
             f"cannot open {path.name} for writing: {os.strerror(exc.errno or 0)}"

@@ -1,0 +1,201 @@
+"""Fixtures: every backend-dependent test runs twice, on the embedded defaults (SQLite + an
+embedded Redis) and on the real services (PostgreSQL + Redis at 127.0.0.1).
+
+Without the real services a developer's run skips those cases with the reason; in CI
+(CI=true) their absence is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import text
+
+from api import create_app
+from shared import accounts
+from shared.db import Database
+from shared.embedded_redis import EmbeddedRedis
+from shared.runtime import Runtime
+from shared.settings import Settings, load_settings
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+PG_URL = os.environ.get("EONYX_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13")
+TABLES = ("index_state", "session_index", "tokens", "users")
+
+
+def _services_problem() -> str | None:
+    try:
+        psycopg.connect(PG_URL, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return f"PostgreSQL at {PG_URL} is not reachable ({type(exc).__name__})"
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_timeout=3).ping()
+    except redis.RedisError as exc:
+        return f"Redis at {REDIS_URL} is not reachable ({type(exc).__name__})"
+    return None
+
+
+@pytest.fixture(scope="session")
+def services_problem() -> str | None:
+    return _services_problem()
+
+
+def need_services(problem: str | None) -> None:
+    if problem:
+        if IN_CI:
+            pytest.fail(f"CI needs the real services: {problem}")
+        pytest.skip(f"real services unavailable: {problem}")
+
+
+@pytest.fixture
+def services(services_problem: str | None) -> None:
+    """Use in tests that only make sense against the real PostgreSQL and Redis."""
+    need_services(services_problem)
+
+
+@dataclass
+class Backend:
+    name: str
+    database_url: str
+    redis_url: str
+
+
+@pytest.fixture(scope="session")
+def embedded_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("embedded-redis"))
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_schema(services_problem: str | None) -> Iterator[str]:
+    """A private schema for this test run, migrated once; dropped at the end."""
+    need_services(services_problem)
+    schema = f"eonyx_test_{secrets.token_hex(4)}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    url = PG_URL.replace("postgresql://", "postgresql+psycopg://", 1)
+    url += ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+    database = Database(url)
+    database.migrate()
+    database.dispose()
+    yield url
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["embedded", "services"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if request.param == "embedded":
+        redis_url = request.getfixturevalue("embedded_redis")
+        db_url = f"sqlite:///{tmp_path / 'eonyx.db'}"
+    else:
+        db_url = request.getfixturevalue("postgres_schema")
+        redis_url = REDIS_URL
+        database = Database(db_url)
+        with database.engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {', '.join(TABLES)} CASCADE"))
+        database.dispose()
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    client.close()
+    yield Backend(request.param, db_url, redis_url)
+
+
+def make_settings(data_dir: Path, backend: Backend | None = None, **env: str) -> Settings:
+    values = {"DATA_DIR": str(data_dir), "HOME": str(data_dir.parent)}
+    if backend:
+        values |= {"DATABASE_URL": backend.database_url, "REDIS_URL": backend.redis_url}
+    return load_settings(values | env)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, backend: Backend) -> Settings:
+    return make_settings(tmp_path / "data", backend)
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[Flask]:
+    application = create_app(settings)
+    runtime(application).db.migrate()
+    yield application
+    runtime(application).close()
+
+
+def runtime(app: Flask) -> Runtime:
+    return app.extensions["eonyx"]
+
+
+@pytest.fixture
+def rt(app: Flask) -> Runtime:
+    return runtime(app)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@dataclass
+class Account:
+    user_id: str
+    username: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def create_account(
+    rt: Runtime, username: str, *, admin: bool = False, api: bool = False
+) -> Account:
+    """A user and a token for them: a login token (source web) or an API key (source api)."""
+    from datetime import timedelta
+
+    with rt.db.session() as db:
+        user = accounts.create_user(db, username, "correct horse", is_admin=admin)
+        if api:
+            principal = accounts.Principal(user.id, user.username, admin, "web", "")
+            _, token = accounts.create_api_key(db, principal, "tests")
+        else:
+            _, token = accounts.login(db, username, "correct horse", timedelta(hours=1))
+    return Account(user.id, username, token)
+
+
+@pytest.fixture
+def alice(rt: Runtime) -> Account:
+    return create_account(rt, "alice")
+
+
+@pytest.fixture
+def bob(rt: Runtime) -> Account:
+    return create_account(rt, "bob")
+
+
+@pytest.fixture
+def admin(rt: Runtime) -> Account:
+    return create_account(rt, "root", admin=True)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def eonyx_executable() -> str:
+    found = shutil.which("eonyx")
+    if not found:
+        pytest.fail("the eonyx command is not installed: run `make test`, which installs it")
+    return found

@@ -1,0 +1,126 @@
+"""The index is a cache of the session files: drop it, rebuild it, lose nothing."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from shared import index, session_service
+from shared.accounts import Principal
+from shared.runtime import Runtime
+from shared.sessions import isoformat, utcnow
+from tests.conftest import Account
+
+
+def principal(account: Account) -> Principal:
+    return Principal(account.user_id, account.username, False, "web", "")
+
+
+def say(rt: Runtime, who: Principal, session_id: str, text: str) -> None:
+    record = {
+        "type": "message",
+        "id": os.urandom(8).hex(),
+        "role": "user",
+        "content": text,
+        "created_at": isoformat(utcnow()),
+    }
+    session_service.append_records(rt, who, session_id, [record])
+
+
+def listing(rt: Runtime, who: Principal) -> list[tuple[str, str | None, int, bool]]:
+    rows, _ = session_service.list_sessions(rt, who, limit=200)
+    return [(r.id, r.title, r.message_count, r.pinned) for r in rows]
+
+
+def test_drop_the_index_and_list_again_gives_the_same_result(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    for n in range(5):
+        row = session_service.create_session(rt, me, title=f"chat {n}")
+        say(rt, me, row.id, f"hello {n}")
+    session_service.update_session(rt, me, row.id, {"pinned": True})
+    before = listing(rt, me)
+    assert before[0] == (row.id, "chat 4", 1, True)
+
+    with rt.db.session() as db:
+        index.drop(db)
+    assert listing(rt, me) == before
+
+
+def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    ids = [session_service.create_session(rt, me, title=f"c{n}").id for n in range(3)]
+    report = index.rebuild(rt.db.session, rt.store)
+    assert (report.scanned, report.reread, report.removed) == (3, 0, 0)
+
+    # Another process (or a person) changes one file and deletes another.
+    time.sleep(0.01)
+    rt.store.append(
+        alice.user_id,
+        ids[0],
+        [{"type": "meta", "at": isoformat(utcnow()), "set": {"title": "renamed on disk"}}],
+    )
+    rt.store.path(alice.user_id, ids[1]).unlink()
+
+    report = index.rebuild(rt.db.session, rt.store)
+    assert (report.scanned, report.reread, report.removed) == (2, 1, 1)
+    titles = {session_id: title for session_id, title, _, _ in listing(rt, me)}
+    assert titles == {ids[0]: "renamed on disk", ids[2]: "c2"}
+
+
+def test_a_file_added_behind_the_index_is_found_by_get(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    row = session_service.create_session(rt, me, title="x")
+    with rt.db.session() as db:
+        index.forget(db, row.id)
+    assert session_service.get_session(rt, me, row.id).title == "x"
+
+
+def test_pages_stay_stable_while_sessions_are_written(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    ids = [session_service.create_session(rt, me, title=f"s{n}").id for n in range(7)]
+    first, cursor = session_service.list_sessions(rt, me, limit=3)
+    assert [r.id for r in first] == ids[::-1][:3]
+
+    # While the user pages, a session on page 1 gets a new message, and a new one appears.
+    say(rt, me, first[0].id, "new message")
+    session_service.create_session(rt, me, title="brand new")
+
+    seen = [r.id for r in first]
+    while cursor:
+        page, cursor = session_service.list_sessions(rt, me, limit=3, cursor=cursor)
+        seen += [r.id for r in page]
+    assert sorted(seen) == sorted(ids)  # every older session exactly once
+    assert len(seen) == len(set(seen))
+
+
+def test_pinned_first_then_most_recent(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    a, b, c = (session_service.create_session(rt, me, title=t).id for t in "abc")
+    session_service.update_session(rt, me, a, {"pinned": True})
+    say(rt, me, b, "bump")
+    assert [r[0] for r in listing(rt, me)] == [a, b, c]
+
+
+def test_search_matches_titles_and_escapes_wildcards(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    session_service.create_session(rt, me, title="Parser bugs")
+    session_service.create_session(rt, me, title="100% done")
+    session_service.create_session(rt, me, title="lunch")
+    rows, _ = session_service.list_sessions(rt, me, query="parser")
+    assert [r.title for r in rows] == ["Parser bugs"]
+    rows, _ = session_service.list_sessions(rt, me, query="%")
+    assert [r.title for r in rows] == ["100% done"]
+
+
+def test_sweep_removes_only_old_empty_sessions(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    empty = session_service.create_session(rt, me, title="empty").id
+    used = session_service.create_session(rt, me, title="used").id
+    say(rt, me, used, "hi")
+    assert session_service.sweep_empty_sessions(rt) == 0  # still within the grace period
+
+    rt.settings = rt.settings.with_changes(empty_session_grace_seconds=0)
+    time.sleep(0.01)
+    assert session_service.sweep_empty_sessions(rt) == 1
+    assert [r[0] for r in listing(rt, me)] == [used]
+    assert not rt.store.path(alice.user_id, empty).exists()
