@@ -1,0 +1,108 @@
+"""`eonyx login` and `eonyx sessions` against a live server on loopback."""
+
+from __future__ import annotations
+
+import re
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from flask import Flask
+from werkzeug.serving import make_server
+
+from cli import main
+from tests.conftest import Account
+
+
+@pytest.fixture
+def server_url(app: Flask) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.port}"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture
+def runner(tmp_path: Path, server_url: str) -> CliRunner:
+    return CliRunner(
+        env={
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "EONYX_URL": server_url,
+            "EONYX_TOKEN": None,
+        }
+    )
+
+
+def login(runner: CliRunner, username: str = "alice", password: str = "correct horse"):
+    return runner.invoke(main, ["login"], input=f"{username}\n{password}\n")
+
+
+def test_login_saves_a_private_token(runner: CliRunner, alice: Account, tmp_path: Path) -> None:
+    result = login(runner)
+    assert result.exit_code == 0, result.output
+    assert "logged in to http://127.0.0.1:" in result.output
+    config = tmp_path / "config" / "eonyx" / "config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert '"token": "eyx_' in config.read_text()
+
+
+def test_wrong_password_is_a_clear_error(runner: CliRunner, alice: Account) -> None:
+    result = login(runner, password="wrong")
+    assert result.exit_code == 1
+    assert "wrong username or password" in result.output
+
+
+def test_sessions_lists_id_date_count_and_title(runner: CliRunner, client, alice: Account) -> None:
+    login(runner)
+    created = client.post(
+        "/api/v1/sessions", json={"title": "Parser work"}, headers=alice.headers
+    ).get_json()
+    client.post("/api/v1/sessions", json={"title": "Lunch plans"}, headers=alice.headers)
+
+    result = runner.invoke(main, ["sessions"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 2
+    line = next(ln for ln in lines if created["id"] in ln)
+    assert re.match(
+        rf"^{created['id']}  \d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}\s+0  Parser work$", line
+    ), line
+
+    found = runner.invoke(main, ["sessions", "--search", "parser"])
+    assert found.output.count("\n") == 1 and "Parser work" in found.output
+    none = runner.invoke(main, ["sessions", "--search", "zebra"])
+    assert "no sessions matching 'zebra'" in none.output
+
+
+def test_sessions_delete(runner: CliRunner, client, alice: Account) -> None:
+    login(runner)
+    created = client.post("/api/v1/sessions", json={"title": "bye"}, headers=alice.headers)
+    session_id = created.get_json()["id"]
+    result = runner.invoke(main, ["sessions", "delete", session_id])
+    assert result.exit_code == 0 and f"deleted {session_id}" in result.output
+    assert runner.invoke(main, ["sessions"]).output.strip() == "no sessions"
+    again = runner.invoke(main, ["sessions", "delete", session_id])
+    assert again.exit_code == 1 and "session not found" in again.output
+
+
+def test_not_logged_in(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["sessions"])
+    assert result.exit_code == 1 and "eonyx login" in result.output
+
+
+def test_unreachable_server(tmp_path: Path) -> None:
+    runner = CliRunner(
+        env={
+            "XDG_CONFIG_HOME": str(tmp_path),
+            "EONYX_URL": "http://127.0.0.1:9",
+            "EONYX_TOKEN": "eyx_x",
+        }
+    )
+    result = runner.invoke(main, ["sessions"])
+    assert result.exit_code == 1 and "cannot reach Eonyx at http://127.0.0.1:9" in result.output
