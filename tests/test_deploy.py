@@ -1,0 +1,480 @@
+"""The deployment files agree with each other and with the code they start.
+
+No docker engine is needed: docker-compose.yml is read as YAML (with compose's `${VAR:-default}`
+interpolation done for an empty environment), the Dockerfile as text, gunicorn.conf.py with
+runpy. Each check is one way a stack could look fine and still not come up.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import runpy
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import click
+import pytest
+import yaml
+from sqlalchemy.engine import make_url
+
+from cli import main as eonyx_main
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+DOCKERIGNORE = ROOT / "deploy" / "Dockerfile.dockerignore"
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+ENV_EXAMPLE = ROOT / "deploy" / "env.example"
+SETTINGS_PY = ROOT / "shared" / "settings.py"
+
+SERVICES = {"api", "worker", "beat", "redis", "postgres"}
+APP_SERVICES = ("api", "worker", "beat")
+# Settings the compose file wires itself, or that make no sense inside a container.
+NOT_PASSED_THROUGH = {"DATA_DIR", "DATABASE_URL", "REDIS_URL", "HOME", "XDG_DATA_HOME"}
+NOT_PASSED_THROUGH |= {"PROJECTS_DIR"}  # needs a mount chosen by the operator
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+INTERPOLATION = re.compile(
+    r"\$\$|\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}"
+    r"|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
+)
+
+
+def interpolate(value: Any, env: dict[str, str]) -> Any:
+    """Compose's variable substitution: `${X}`, `${X:-d}`, `${X-d}`, `${X:?err}`, `$$`."""
+    if isinstance(value, dict):
+        return {key: interpolate(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, env) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group("name") or match.group("bare")
+        op, arg = match.group("op"), match.group("arg") or ""
+        current = env.get(name)
+        if op in (":-", "-"):
+            unset = current is None or (op == ":-" and current == "")
+            return arg if unset else current  # type: ignore[return-value]
+        if op in (":?", "?"):
+            if current is None or (op == ":?" and current == ""):
+                raise AssertionError(f"compose needs {name} to be set: {arg}")
+        return current or ""
+
+    return INTERPOLATION.sub(substitute, value)
+
+
+@pytest.fixture(scope="module")
+def raw_compose() -> dict[str, Any]:
+    assert COMPOSE.is_file(), "docker-compose.yml is missing"
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def compose(raw_compose: dict[str, Any]) -> dict[str, Any]:
+    """The compose file as `docker compose up` sees it with no .env file."""
+    return interpolate(raw_compose, {})
+
+
+@pytest.fixture(scope="module")
+def compose_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return compose["services"]
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+    return {str(key): "" if value is None else str(value) for key, value in env.items()}
+
+
+def mounts(service: dict[str, Any]) -> dict[str, str]:
+    """{target path: source} of a service's volumes (short or long syntax)."""
+    found: dict[str, str] = {}
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, str):
+            source, target = volume.split(":")[:2]
+        else:
+            source, target = volume.get("source", ""), volume["target"]
+        found[target] = source
+    return found
+
+
+def shell_commands(command: str | list[str] | None) -> list[list[str]]:
+    """The programs a compose `command` (or a Dockerfile CMD) runs, each as an argv."""
+    argv = shlex.split(command) if isinstance(command, str) else list(command or [])
+    if not argv:
+        return []
+    if argv[:2] in (["sh", "-c"], ["/bin/sh", "-c"], ["bash", "-c"]):
+        found = []
+        for part in re.split(r"&&|\|\||;", argv[2]):
+            words = shlex.split(part)
+            if words and words[0] == "exec":
+                words = words[1:]
+            if words:
+                found.append(words)
+        return found
+    return [argv]
+
+
+def service_commands(service: dict[str, Any], image_cmd: list[str]) -> list[list[str]]:
+    return shell_commands(service.get("command")) or shell_commands(image_cmd)
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            found.append((keyword.upper(), rest.strip()))
+    return found
+
+
+def final_stage() -> list[tuple[str, str]]:
+    instructions = dockerfile_instructions()
+    starts = [i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"]
+    return instructions[starts[-1] :]
+
+
+def image_cmd() -> list[str]:
+    cmds = [rest for keyword, rest in final_stage() if keyword == "CMD"]
+    assert len(cmds) == 1, "the final stage needs exactly one CMD"
+    parsed = json.loads(cmds[0])  # exec form: signals reach gunicorn directly
+    assert isinstance(parsed, list)
+    return parsed
+
+
+def copied_gunicorn_conf() -> str:
+    """Where the image keeps deploy/gunicorn.conf.py."""
+    for keyword, rest in final_stage():
+        if keyword == "COPY" and not rest.startswith("--from"):
+            source, target = rest.split()[-2:]
+            if source == "deploy/gunicorn.conf.py":
+                return target
+    raise AssertionError("the image does not contain deploy/gunicorn.conf.py")
+
+
+def option(argv: list[str], *names: str) -> str | None:
+    for i, word in enumerate(argv):
+        for name in names:
+            if word == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if name.startswith("--") and word.startswith(name + "="):
+                return word.split("=", 1)[1]
+    return None
+
+
+def check_program(argv: list[str], data_mount: str | None = None) -> None:
+    """Fail unless `argv` names a program and arguments this project really provides."""
+    program = argv[0]
+    if program == "eonyx":
+        check_eonyx_command(argv[1:])
+    elif program == "celery":
+        app = option(argv, "-A", "--app")
+        assert app, f"celery without -A: {argv}"
+        assert importlib.util.find_spec(app) is not None, f"celery app module {app} not found"
+        assert any(word in ("worker", "beat", "inspect") for word in argv), argv
+        schedule = option(argv, "-s", "--schedule")
+        if schedule and data_mount:
+            assert schedule.startswith(data_mount + "/"), "beat's schedule must be on the volume"
+    elif program == "gunicorn":
+        config = option(argv, "-c", "--config")
+        assert config == copied_gunicorn_conf(), f"gunicorn reads {config}, the image has another"
+    elif program == "mkdir":
+        pass
+    else:
+        raise AssertionError(f"unexpected program in a command: {argv}")
+
+
+def check_eonyx_command(args: list[str]) -> None:
+    command: click.Command = eonyx_main
+    path = ["eonyx"]
+    while isinstance(command, click.Group) and args and args[0] in command.commands:
+        path.append(args[0])
+        command = command.commands[args.pop(0)]
+    assert not isinstance(command, click.Group), f"`{' '.join(path)}` needs a subcommand"
+    # Parses the options exactly as the command would (unknown ones raise), without running it.
+    command.make_context(" ".join(path), list(args))
+
+
+def settings_env_names() -> set[str]:
+    source = SETTINGS_PY.read_text()
+    names = set(re.findall(r"env\.get\(\s*\"([A-Z][A-Z0-9_]*)\"", source))
+    names |= set(re.findall(r"env\[\s*\"([A-Z][A-Z0-9_]*)\"\s*\]", source))
+    names |= set(re.findall(r"\(\s*env\s*,\s*\"([A-Z][A-Z0-9_]*)\"", source))
+    assert len(names) >= 15 and "DATABASE_URL" in names, f"settings.py parsed badly: {names}"
+    return names
+
+
+# --- the compose file ------------------------------------------------------------------
+
+
+def test_the_five_services_exist(compose_services: dict[str, Any]) -> None:
+    assert set(compose_services) >= SERVICES
+
+
+def test_every_service_has_a_healthcheck(compose_services: dict[str, Any]) -> None:
+    for name, service in compose_services.items():
+        check = service.get("healthcheck")
+        assert check, f"{name} has no healthcheck"
+        assert not check.get("disable"), name
+        test = check.get("test")
+        assert test and test[0] in ("CMD", "CMD-SHELL"), f"{name}: healthcheck test {test!r}"
+
+
+def test_healthchecks_probe_the_right_thing(compose_services: dict[str, Any]) -> None:
+    api = " ".join(compose_services["api"]["healthcheck"]["test"])
+    assert "/readyz" in api and "127.0.0.1:8000" in api
+    assert "redis-cli" in compose_services["redis"]["healthcheck"]["test"]
+    assert "pg_isready" in compose_services["postgres"]["healthcheck"]["test"]
+    worker = " ".join(compose_services["worker"]["healthcheck"]["test"])
+    assert "inspect ping" in worker and "celery@$HOSTNAME" in worker
+    for argv in shell_commands(compose_services["worker"]["healthcheck"]["test"][1]):
+        check_program(argv)
+
+
+def test_depends_on_waits_for_healthy_services(compose_services: dict[str, Any]) -> None:
+    for name in APP_SERVICES:
+        depends = compose_services[name].get("depends_on")
+        assert isinstance(depends, dict) and "redis" in depends, f"{name} must wait for redis"
+        for target, rule in depends.items():
+            assert target in compose_services, f"{name} depends on unknown {target}"
+            assert rule.get("condition") == "service_healthy", f"{name} -> {target}"
+            assert compose_services[target].get("healthcheck"), target
+    assert "postgres" in compose_services["api"]["depends_on"]
+    # The worker needs the tables: it waits for the api, which migrates before it is healthy.
+    assert "api" in compose_services["worker"]["depends_on"]
+
+
+def test_app_services_share_one_volume_at_the_data_dir(
+    compose: dict[str, Any], compose_services: dict[str, Any]
+) -> None:
+    data_dirs = {environment(compose_services[name]).get("DATA_DIR") for name in APP_SERVICES}
+    assert len(data_dirs) == 1 and None not in data_dirs
+    data_dir = data_dirs.pop()
+    sources = {mounts(compose_services[name]).get(data_dir) for name in APP_SERVICES}
+    assert len(sources) == 1 and None not in sources, f"{data_dir} mounts: {sources}"
+    source = sources.pop()
+    assert source in (compose.get("volumes") or {}), f"{source} is not a named volume"
+    postgres_data = mounts(compose_services["postgres"])
+    assert postgres_data.get("/var/lib/postgresql/data") in compose["volumes"]
+    assert source not in postgres_data.values()
+
+
+def test_app_services_use_the_same_database_and_redis(compose_services: dict[str, Any]) -> None:
+    for key in ("DATABASE_URL", "REDIS_URL"):
+        values = {environment(compose_services[name]).get(key) for name in APP_SERVICES}
+        assert len(values) == 1 and None not in values, f"{key} differs: {values}"
+
+
+def test_urls_point_at_the_compose_services(compose_services: dict[str, Any]) -> None:
+    env = environment(compose_services["api"])
+    database = make_url(env["DATABASE_URL"])
+    assert database.drivername == "postgresql+psycopg"  # the driver pyproject installs
+    assert (database.host, database.port or 5432) == ("postgres", 5432)
+    assert "5432" not in " ".join(map(str, compose_services["postgres"].get("command") or []))
+    redis_url = urlsplit(env["REDIS_URL"])
+    assert redis_url.scheme == "redis"
+    assert (redis_url.hostname, redis_url.port or 6379) == ("redis", 6379)
+    assert "--port" not in (compose_services["redis"].get("command") or [])
+
+
+def test_database_credentials_match_the_postgres_service(compose_services: dict[str, Any]) -> None:
+    database = make_url(environment(compose_services["api"])["DATABASE_URL"])
+    postgres = environment(compose_services["postgres"])
+    assert database.username == postgres["POSTGRES_USER"]
+    assert database.password == postgres["POSTGRES_PASSWORD"]
+    assert database.database == postgres["POSTGRES_DB"]
+    check = compose_services["postgres"]["healthcheck"]["test"]
+    assert option(check, "-U") == postgres["POSTGRES_USER"]
+    assert option(check, "-d") == postgres["POSTGRES_DB"]
+
+
+def test_credentials_follow_one_password_variable(raw_compose: dict[str, Any]) -> None:
+    """With POSTGRES_PASSWORD set in .env, both ends change together."""
+    changed = interpolate(raw_compose, {"POSTGRES_PASSWORD": "s3cret"})["services"]
+    assert make_url(environment(changed["worker"])["DATABASE_URL"]).password == "s3cret"
+    assert environment(changed["postgres"])["POSTGRES_PASSWORD"] == "s3cret"
+
+
+def test_exactly_one_beat(compose_services: dict[str, Any]) -> None:
+    image = image_cmd()
+    runs_beat = []
+    for name, service in compose_services.items():
+        for argv in service_commands(service, image if "build" in service else []):
+            is_celery_beat = argv[0] == "celery" and "beat" in argv
+            if is_celery_beat or "--beat" in argv or "-B" in argv:
+                runs_beat.append(name)
+    assert runs_beat == ["beat"]
+    replicas = (compose_services["beat"].get("deploy") or {}).get("replicas", 1)
+    assert replicas == 1
+
+
+def test_commands_name_things_that_exist(compose_services: dict[str, Any]) -> None:
+    image = image_cmd()
+    data_dir = environment(compose_services["api"])["DATA_DIR"]
+    for name in APP_SERVICES:
+        service = compose_services[name]
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert (ROOT / service["build"]["context"] / "deploy" / "Dockerfile").is_file()
+        argvs = service_commands(service, image)
+        assert argvs, f"{name} runs nothing"
+        for argv in argvs:
+            check_program(argv, data_dir)
+    api_programs = [argv[:3] for argv in service_commands(compose_services["api"], image)]
+    assert api_programs[0] == ["eonyx", "db", "upgrade"], "the api must migrate before serving"
+    assert api_programs[-1][0] == "gunicorn"
+    assert service_commands(compose_services["worker"], image)[0][:2] == ["eonyx", "worker"]
+
+
+def test_every_setting_reaches_the_containers(compose_services: dict[str, Any]) -> None:
+    wanted = settings_env_names() - NOT_PASSED_THROUGH
+    wanted |= {f"EONYX_LLM_{name}" for name in ("BASE_URL", "MODEL", "API_KEY", "CONTEXT_WINDOW")}
+    for name in APP_SERVICES:
+        missing = wanted - set(environment(compose_services[name]))
+        assert not missing, f"{name} does not receive {sorted(missing)}"
+
+
+def test_empty_pass_through_values_are_valid_settings(compose_services: dict[str, Any]) -> None:
+    """An unset variable reaches the container as "", which must mean "the default"."""
+    from shared.settings import load_settings
+
+    settings = load_settings(environment(compose_services["worker"]))
+    assert str(settings.data_dir) == "/data"
+    assert settings.redis_url == "redis://redis:6379/0"
+
+
+# --- the image -------------------------------------------------------------------------
+
+
+def test_dockerfile_builds_the_project_as_a_non_root_user() -> None:
+    assert DOCKERFILE.is_file()
+    instructions = dockerfile_instructions()
+    assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11-slim")
+    stage = final_stage()
+    assert stage[0][1].startswith("python:3.11-slim")
+    assert any(k == "RUN" and "pip install ." in rest for k, rest in instructions)
+    users = [rest for keyword, rest in stage if keyword == "USER"]
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+    env = " ".join(rest for keyword, rest in stage if keyword == "ENV")
+    assert re.search(r"\bDATA_DIR=/data\b", env)
+    assert ("EXPOSE", "8000") in stage
+
+
+def test_dockerfile_copies_every_package() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {
+        p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    }
+    copied = set()
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "COPY" and not rest.startswith("--from"):
+            for source in rest.split()[:-1]:
+                assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+                copied.add(source.rstrip("/"))
+    assert packages <= copied, f"the image misses {packages - copied}"
+    assert "pyproject.toml" in copied
+    kept = {
+        line[1:].strip().rstrip("/")
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.startswith("!")
+    }
+    assert copied <= kept, f"the dockerignore drops {copied - kept}"
+    assert "eonyx" in pyproject["project"]["scripts"]
+
+
+def test_image_command_and_ports_agree(compose_services: dict[str, Any]) -> None:
+    cmd = image_cmd()
+    assert cmd[0] == "gunicorn"
+    check_program(cmd)
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    port = conf["bind"].rsplit(":", 1)[1]
+    assert ("EXPOSE", port) in final_stage()
+    published = [str(p) for p in compose_services["api"].get("ports", [])]
+    assert published and all(p.endswith(f":{port}") for p in published)
+    assert f"127.0.0.1:{port}/readyz" in " ".join(compose_services["api"]["healthcheck"]["test"])
+
+
+# --- gunicorn --------------------------------------------------------------------------
+
+
+def test_gunicorn_conf_has_the_essentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EONYX_BIND", "PORT", "WEB_CONCURRENCY", "GUNICORN_THREADS", "GUNICORN_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    assert conf["bind"] == "0.0.0.0:8000"
+    assert isinstance(conf["workers"], int) and conf["workers"] >= 2
+    assert conf["threads"] >= 2 and conf["worker_class"] == "gthread"
+    assert conf["timeout"] > 300, "the timeout must outlast a long model call"
+    assert conf["accesslog"] == "-"
+    assert conf["wsgi_app"] == "api.wsgi:app"
+
+
+def test_gunicorn_conf_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EONYX_BIND", "127.0.0.1:9999")
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    monkeypatch.setenv("GUNICORN_TIMEOUT", "600")
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    assert (conf["bind"], conf["workers"], conf["timeout"]) == ("127.0.0.1:9999", 3, 600)
+    monkeypatch.delenv("EONYX_BIND")
+    monkeypatch.setenv("PORT", "8123")
+    assert runpy.run_path(str(GUNICORN_CONF))["bind"] == "0.0.0.0:8123"
+    monkeypatch.setenv("WEB_CONCURRENCY", "many")
+    with pytest.raises(SystemExit, match="WEB_CONCURRENCY"):
+        runpy.run_path(str(GUNICORN_CONF))
+
+
+def test_the_wsgi_target_exists(tmp_path: Path) -> None:
+    module, _, attribute = runpy.run_path(str(GUNICORN_CONF))["wsgi_app"].partition(":")
+    assert importlib.util.find_spec(module) is not None
+    assert importlib.util.find_spec("workers.celery_app") is not None
+    # Importing it builds the app from the environment: do it in a clean child process.
+    env = {
+        key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")
+    }
+    env |= {"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    code = f"import {module} as m; from flask import Flask; assert isinstance(m.{attribute}, Flask)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()
+
+
+# --- env.example -----------------------------------------------------------------------
+
+
+def test_env_example_documents_every_setting() -> None:
+    text = ENV_EXAMPLE.read_text()
+    documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", text, re.MULTILINE))
+    missing = settings_env_names() - documented
+    assert not missing, f"deploy/env.example does not document {sorted(missing)}"
+    llm = {f"EONYX_LLM_{name}" for name in ("BASE_URL", "MODEL", "API_KEY", "CONTEXT_WINDOW")}
+    assert llm <= documented
+
+
+def test_env_example_defaults_match_the_settings() -> None:
+    """A documented `NAME=value` that is not the real default would mislead operators."""
+    from shared.settings import load_settings
+
+    text = ENV_EXAMPLE.read_text()
+    documented = dict(re.findall(r"^#\s*([A-Z][A-Z0-9_]*)=(\S+)$", text, re.MULTILINE))
+    names = settings_env_names() & set(documented)
+    assert len(names) >= 10
+    defaults = load_settings({"HOME": "/nonexistent"})
+    for name in names:
+        with_value = load_settings({"HOME": "/nonexistent", name: documented[name]})
+        assert with_value == defaults, f"{name}={documented[name]} is not the default"
