@@ -8,6 +8,7 @@ from api import health, jobs
 from api.accounts import views as accounts_views
 from api.errors import register_error_handlers
 from api.extensions import EonyxApi
+from api.models import views as models_views
 from api.sessions import views as sessions_views
 from shared.runtime import JobQueue, Runtime
 from shared.settings import Settings
@@ -53,5 +54,5 @@ def register_api(app: Flask) -> None:
             "security": [{"bearerAuth": []}],
         },
     )
-    for blueprint in (accounts_views.blp, sessions_views.blp, jobs.blp):
+    for blueprint in (accounts_views.blp, sessions_views.blp, models_views.blp, jobs.blp):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from cli import client, server
+from cli.models import models
 from shared.settings import SettingsError
 
 
@@ -26,5 +27,5 @@ def main() -> None:
     """Eonyx: durable memory and sessions for an LLM chat agent."""
 
 
-for command in (*server.COMMANDS, *client.COMMANDS):
+for command in (*server.COMMANDS, models, *client.COMMANDS):
     main.add_command(command)

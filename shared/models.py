@@ -66,3 +66,30 @@ class IndexState(Base):
 
     user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     built_at: Mapped[datetime] = mapped_column()
+
+
+class Offering(Base):
+    """A model a task can use: where it is served and how big its window is.
+
+    The API key itself is never stored: `api_key_env` names the environment variable that
+    holds it on the hosts that call the model.
+    """
+
+    __tablename__ = "model_offerings"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    base_url: Mapped[str] = mapped_column(String(500))
+    model: Mapped[str] = mapped_column(String(200))
+    api_key_env: Mapped[str | None] = mapped_column(String(100))
+    context_window: Mapped[int | None] = mapped_column(Integer)
+    max_output_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column()
+
+
+class RoleBinding(Base):
+    """Which offering serves a task role (chat, session_title, summarization, ...)."""
+
+    __tablename__ = "model_roles"
+
+    role: Mapped[str] = mapped_column(String(40), primary_key=True)
+    offering_id: Mapped[str] = mapped_column(ForeignKey("model_offerings.id", ondelete="CASCADE"))

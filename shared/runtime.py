@@ -54,6 +54,12 @@ class Runtime:
             jobs=jobs,
         )
 
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close(self) -> None:
         self.db.dispose()
         if self.redis is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 MIB = 1024 * 1024
@@ -40,6 +40,10 @@ class Settings:
     max_request_bytes: int = 1 * MIB
     login_token_ttl_hours: int = 24 * 30
     empty_session_grace_seconds: int = 3600
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_context_window: int | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -87,6 +91,13 @@ def _path(env: Mapping[str, str], name: str) -> Path | None:
     return path
 
 
+def _url(env: Mapping[str, str], name: str) -> str | None:
+    raw = (env.get(name) or "").strip()
+    if raw and not raw.startswith(("http://", "https://")):
+        raise SettingsError(f"{name} must be an http(s) URL, got {raw!r}")
+    return raw.rstrip("/") or None
+
+
 def default_data_dir(env: Mapping[str, str]) -> Path:
     base = (env.get("XDG_DATA_HOME") or "").strip()
     root = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".local" / "share"
@@ -124,4 +135,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_request_bytes=_int(env, "MAX_REQUEST_BYTES", 1 * MIB),
         login_token_ttl_hours=_int(env, "LOGIN_TOKEN_TTL_HOURS", 24 * 30),
         empty_session_grace_seconds=_int(env, "EMPTY_SESSION_GRACE_SECONDS", 3600, minimum=0),
+        llm_base_url=_url(env, "EONYX_LLM_BASE_URL"),
+        llm_model=(env.get("EONYX_LLM_MODEL") or "").strip() or None,
+        llm_context_window=_int(env, "EONYX_LLM_CONTEXT_WINDOW", 0, minimum=0) or None,
+        llm_api_key=(env.get("EONYX_LLM_API_KEY") or "").strip() or None,
     )

@@ -31,7 +31,7 @@ from shared.settings import Settings, load_settings
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_URL = os.environ.get("EONYX_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13")
-TABLES = ("index_state", "session_index", "tokens", "users")
+TABLES = ("index_state", "session_index", "tokens", "users", "model_roles", "model_offerings")
 
 
 def _services_problem() -> str | None:

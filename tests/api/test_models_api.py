@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from flask.testing import FlaskClient
+
+from api import create_app
+from cli import main
+from shared import catalog
+from shared.runtime import Runtime
+from tests.conftest import Account, Backend, create_account, make_settings
+
+API = "/api/v1"
+OFFERING = {
+    "id": "big",
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "big-model",
+    "api_key_env": "BIG_KEY",
+    "context_window": 128000,
+}
+
+
+def test_admins_write_everyone_reads_and_no_key_value_is_returned(
+    client: FlaskClient, admin: Account, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BIG_KEY", "sk-secret-value")
+    url = f"{API}/models/offerings"
+    assert client.post(url, json=OFFERING, headers=alice.headers).status_code == 403
+    created = client.post(url, json=OFFERING, headers=admin.headers)
+    assert created.status_code == 201
+    listed = client.get(url, headers=alice.headers)
+    assert listed.get_json() == [
+        {**OFFERING, "api_key_set": True, "max_output_tokens": None, "builtin": False}
+    ]
+    assert b"sk-secret-value" not in listed.data
+    assert client.post(url, json=OFFERING, headers=admin.headers).status_code == 409
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"base_url": "ftp://x"},
+        {"id": "Bad Id"},
+        {"context_window": 0},
+        {"api_key": "sk-inline"},
+        {"api_key_env": "lower-case"},
+        {"id": "default"},
+    ],
+)
+def test_bad_offerings_are_refused(client: FlaskClient, admin: Account, change: dict) -> None:
+    response = client.post(
+        f"{API}/models/offerings", json={**OFFERING, **change}, headers=admin.headers
+    )
+    assert 400 <= response.status_code < 500
+    assert response.get_json()["error"]["message"]
+
+
+def test_unset_roles_fall_back_to_the_chat_offering(
+    client: FlaskClient, admin: Account, rt: Runtime
+) -> None:
+    client.post(f"{API}/models/offerings", json=OFFERING, headers=admin.headers)
+    small = {**OFFERING, "id": "small", "model": "small-model"}
+    client.post(f"{API}/models/offerings", json=small, headers=admin.headers)
+    put = client.put(f"{API}/models/roles/chat", json={"offering_id": "big"}, headers=admin.headers)
+    assert put.get_json() == {"role": "chat", "offering_id": "big", "explicit": True}
+    client.put(
+        f"{API}/models/roles/session_title", json={"offering_id": "small"}, headers=admin.headers
+    )
+
+    roles = {
+        r["role"]: r for r in client.get(f"{API}/models/roles", headers=admin.headers).get_json()
+    }
+    assert roles["summarization"] == {
+        "role": "summarization",
+        "offering_id": "big",
+        "explicit": False,
+    }
+    assert roles["session_title"]["offering_id"] == "small"
+    with rt.db.session() as db:
+        assert catalog.resolve(db, rt.settings, "user_memory_extraction").model == "big-model"
+        assert catalog.resolve(db, rt.settings, "session_title").model == "small-model"
+
+
+def test_unknown_role_and_offering(client: FlaskClient, admin: Account) -> None:
+    assert client.get(f"{API}/models/roles/poetry", headers=admin.headers).status_code == 404
+    missing = client.put(
+        f"{API}/models/roles/chat", json={"offering_id": "nope"}, headers=admin.headers
+    )
+    assert missing.status_code == 404
+
+
+def test_env_variables_give_a_default_offering_for_every_role(
+    tmp_path: Path, backend: Backend
+) -> None:
+    settings = make_settings(
+        tmp_path / "d",
+        backend,
+        EONYX_LLM_BASE_URL="http://127.0.0.1:9/v1",
+        EONYX_LLM_MODEL="m",
+        EONYX_LLM_API_KEY="sk-env",
+        EONYX_LLM_CONTEXT_WINDOW="8000",
+    )
+    app = create_app(settings)
+    rt: Runtime = app.extensions["eonyx"]
+    rt.db.migrate()
+    user = create_account(rt, "u")
+    body = app.test_client().get(f"{API}/models/offerings", headers=user.headers).get_json()
+    assert body == [
+        {
+            "id": "default",
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m",
+            "api_key_env": "EONYX_LLM_API_KEY",
+            "api_key_set": True,
+            "context_window": 8000,
+            "max_output_tokens": None,
+            "builtin": True,
+        }
+    ]
+    with rt.db.session() as db:
+        for role in catalog.ROLES:
+            offering = catalog.resolve(db, settings, role)
+            assert (offering.id, offering.api_key, offering.context_window) == (
+                "default",
+                "sk-env",
+                8000,
+            )
+    rt.close()
+
+
+def test_no_model_configured_is_a_clear_error(rt: Runtime) -> None:
+    with rt.db.session() as db, pytest.raises(catalog.NoModel, match="EONYX_LLM_BASE_URL"):
+        catalog.resolve(db, rt.settings, "chat")
+
+
+def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
+    env = {
+        "DATA_DIR": str(rt.settings.data_dir),
+        "DATABASE_URL": backend.database_url,
+        "REDIS_URL": backend.redis_url,
+        "BIG_KEY": "sk-x",
+    }
+    runner = CliRunner(env=env)
+    added = runner.invoke(
+        main,
+        [
+            "models",
+            "add",
+            "big",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "big-model",
+            "--api-key-env",
+            "BIG_KEY",
+            "--context-window",
+            "128000",
+        ],
+    )
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(main, ["models", "list"])
+    assert (
+        "big  big-model at http://127.0.0.1:9/v1  [128,000 tokens; key from BIG_KEY]"
+        in listed.output
+    )
+    assert "sk-x" not in listed.output
+    assert runner.invoke(main, ["models", "role", "set", "summarization", "big"]).exit_code == 0
+    roles = runner.invoke(main, ["models", "role", "list"]).output
+    assert "summarization           big" in roles
+    assert "session_title           (none)  (falls back to chat)" in roles
+    bad = runner.invoke(main, ["models", "role", "set", "chat", "nope"])
+    assert bad.exit_code == 1 and "no offering 'nope'" in bad.output
