@@ -36,10 +36,12 @@ worker_class = "gthread"
 workers = _int("WEB_CONCURRENCY", _default_workers())
 threads = _int("GUNICORN_THREADS", 8)
 
-# A model call may take minutes (budget 300 s for a long one): the worker timeout must
-# outlast it, and a graceful shutdown gives running turns time to finish.
+# A turn may wait minutes on a model (budget 300 s for a long one). gthread workers beat
+# their heartbeat from the main loop, so a long request alone does not trip `timeout`; it
+# still stays above the longest model call, so switching worker_class cannot cut turns off.
+# A graceful stop lets running turns finish for about one more model call (120 s).
 timeout = _int("GUNICORN_TIMEOUT", 360)
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 90)
+graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 120)
 keepalive = _int("GUNICORN_KEEPALIVE", 5)
 
 # Each worker builds its own runtime (database pool, Redis client) after the fork.

@@ -409,6 +409,22 @@ def test_image_command_and_ports_agree(compose_services: dict[str, Any]) -> None
     assert f"127.0.0.1:{port}/readyz" in " ".join(compose_services["api"]["healthcheck"]["test"])
 
 
+def seconds(duration: str) -> float:
+    """A compose duration such as `1m30s` or `130s`."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", str(duration))
+    assert parts and "".join(n + u for n, u in parts) == str(duration), duration
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def test_docker_stop_waits_for_a_graceful_gunicorn(compose_services: dict[str, Any]) -> None:
+    """docker stop sends SIGKILL after stop_grace_period (10 s by default): running turns
+    would be cut off well before gunicorn's own graceful timeout."""
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    grace = seconds(compose_services["api"].get("stop_grace_period", "10s"))
+    assert grace > conf["graceful_timeout"]
+
+
 # --- gunicorn --------------------------------------------------------------------------
 
 

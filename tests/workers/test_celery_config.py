@@ -1,0 +1,100 @@
+"""The Celery app is configured for a queue that may lose or repeat jobs (workers/app.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from celery import Celery
+
+from shared.embedded_redis import EmbeddedRedis
+from shared.settings import load_settings
+from workers.app import QUEUE, broker_url, celery_url, create_celery
+
+
+@pytest.fixture
+def celery_app(tmp_path: Path) -> Celery:
+    settings = load_settings(
+        {
+            "DATA_DIR": str(tmp_path / "data"),
+            "HOME": str(tmp_path),
+            "REDIS_URL": "redis://127.0.0.1:6379/12",  # not contacted: nothing is sent
+        }
+    )
+    return create_celery(settings)
+
+
+def test_jobs_survive_a_lost_worker(celery_app: Celery) -> None:
+    conf = celery_app.conf
+    assert conf.task_acks_late is True
+    assert conf.task_reject_on_worker_lost is True
+    assert conf.worker_prefetch_multiplier == 1
+    assert conf.task_time_limit and conf.task_time_limit > 0
+
+
+def test_visibility_timeout_outlasts_the_longest_job(celery_app: Celery) -> None:
+    conf = celery_app.conf
+    # Shorter, and Redis would hand a still-running job to a second worker.
+    assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
+    assert conf.result_backend_transport_options["visibility_timeout"] > conf.task_time_limit
+    if conf.task_soft_time_limit:
+        assert conf.task_soft_time_limit < conf.task_time_limit
+
+
+def test_beat_schedules_only_registered_tasks(celery_app: Celery) -> None:
+    import workers.tasks  # noqa: F401 - registers the shared tasks, as the worker's include does
+
+    assert "workers.tasks" in celery_app.conf.include  # so a worker imports them too
+    schedule = celery_app.conf.beat_schedule
+    assert schedule, "the periodic sweeps are what make lost jobs harmless"
+    registered = set(celery_app.tasks)
+    for name, entry in schedule.items():
+        assert entry["task"] in registered, f"beat entry {name} names unknown {entry['task']}"
+        assert entry["schedule"] > 0
+
+
+def test_the_api_results_it_reads_are_kept(celery_app: Celery) -> None:
+    """GET /jobs/<id> reads the rebuild job's result: that task must store it."""
+    import workers.tasks  # noqa: F401
+
+    assert celery_app.tasks["eonyx.index.rebuild"].ignore_result is False
+    assert celery_app.conf.result_expires is not None
+
+
+def test_everything_goes_to_the_queue_the_worker_consumes(
+    celery_app: Celery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    import workers.app
+    from cli import main
+
+    argvs: list[list[str]] = []
+    monkeypatch.setattr(workers.app, "create_celery", lambda settings: celery_app)
+    monkeypatch.setattr(celery_app, "worker_main", argvs.append)
+    env = {"DATA_DIR": str(tmp_path / "data"), "REDIS_URL": "redis://127.0.0.1:6379/12"}
+    result = CliRunner(env=env).invoke(main, ["worker"])
+    assert result.exit_code == 0, result.output
+    (argv,) = argvs
+    # A default queue the worker does not consume would strand every job.
+    assert argv[argv.index("-Q") + 1] == celery_app.conf.task_default_queue == QUEUE
+    assert "--beat" not in argv  # beat only when asked: one per deployment
+
+
+def test_schedule_file_lives_in_the_data_dir(celery_app: Celery, tmp_path: Path) -> None:
+    schedule_file = Path(celery_app.conf.beat_schedule_filename)
+    assert schedule_file.is_relative_to(tmp_path / "data")
+
+
+def test_embedded_redis_socket_becomes_a_celery_url(tmp_path: Path) -> None:
+    assert celery_url("unix:///run/r.sock") == "redis+socket:///run/r.sock"
+    assert celery_url("redis://h:6379/0") == "redis://h:6379/0"
+    settings = load_settings({"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)})
+    with pytest.raises(RuntimeError, match="no Redis"):
+        broker_url(settings)
+    server = EmbeddedRedis(tmp_path / "data")
+    server.start()
+    try:
+        assert broker_url(settings) == "redis+socket://" + str(server.socket)
+    finally:
+        server.stop()
