@@ -9,6 +9,7 @@ from api.accounts import views as accounts_views
 from api.errors import register_error_handlers
 from api.extensions import EonyxApi
 from api.models import views as models_views
+from api.sessions import turns as _turns  # noqa: F401  (adds its routes to the blueprint)
 from api.sessions import views as sessions_views
 from shared.runtime import JobQueue, Runtime
 from shared.settings import Settings

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, false, insert, or_, select, true
+from sqlalchemy import and_, delete, false, or_, select, true
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shared.errors import InvalidInput, NotFound
@@ -47,10 +48,20 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
     }
 
 
+def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
+    """INSERT ... ON CONFLICT DO UPDATE, so concurrent writers of one row never collide."""
+    if not rows:
+        return
+    dialect = db.get_bind().dialect.name
+    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = make_insert(model)
+    columns = {name: statement.excluded[name] for name in rows[0] if name != key}
+    db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
+
+
 def record(db: Session, state: SessionState, info: FileInfo) -> None:
     """Write-through after a change to a session file."""
-    db.execute(delete(SessionRow).where(SessionRow.id == state.id))
-    db.execute(insert(SessionRow), [row_values(state, info)])
+    _upsert(db, SessionRow, [row_values(state, info)], "id")
 
 
 def forget(db: Session, session_id: str) -> None:
@@ -97,7 +108,6 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
     }
     report = ReconcileReport()
     fresh: list[dict[str, Any]] = []
-    stale: list[str] = []
     for session_id, info in store.scan(user_id):
         report.scanned += 1
         if known.pop(session_id, None) == info:
@@ -107,15 +117,14 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
         except NotFound:
             log.warning("skipping unreadable session file %s/%s", user_id, session_id)
             continue
-        stale.append(session_id)
         fresh.append(row_values(state, info))
-    stale.extend(known)  # rows whose file is gone
-    report.reread, report.removed = len(fresh), len(known)
-    for start in range(0, len(stale), 500):
-        db.execute(delete(SessionRow).where(SessionRow.id.in_(stale[start : start + 500])))
-    if fresh:
-        db.execute(insert(SessionRow), fresh)
-    db.merge(IndexState(user_id=user_id, built_at=utcnow()))
+    gone = list(known)  # rows whose file is gone
+    report.reread, report.removed = len(fresh), len(gone)
+    for start in range(0, len(gone), 500):
+        db.execute(delete(SessionRow).where(SessionRow.id.in_(gone[start : start + 500])))
+    for start in range(0, len(fresh), 1000):
+        _upsert(db, SessionRow, fresh[start : start + 1000], "id")
+    _upsert(db, IndexState, [{"user_id": user_id, "built_at": utcnow()}], "user_id")
     return report
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import httpx
 import redis
 
 from shared.db import Database
 from shared.embedded_redis import find_embedded_redis
+from shared.llm import LLMClient
 from shared.locks import FileLocks, Locks, RedisLocks
 from shared.sessions import SessionStore
 from shared.settings import Settings
+from shared.tools import ToolRegistry
 
 
 class JobQueue(Protocol):
@@ -37,6 +40,8 @@ class Runtime:
     store: SessionStore
     locks: Locks
     redis: redis.Redis | None
+    llm: LLMClient
+    tools: ToolRegistry
     jobs: JobQueue | None = None
 
     @classmethod
@@ -51,6 +56,13 @@ class Runtime:
             store=SessionStore(settings.data_dir, locks),
             locks=locks,
             redis=client,
+            llm=LLMClient(
+                timeout=httpx.Timeout(
+                    settings.llm_read_timeout, connect=settings.llm_connect_timeout
+                ),
+                retries=settings.llm_max_retries,
+            ),
+            tools=ToolRegistry(),
             jobs=jobs,
         )
 
@@ -62,5 +74,6 @@ class Runtime:
 
     def close(self) -> None:
         self.db.dispose()
+        self.llm.close()
         if self.redis is not None:
             self.redis.close()

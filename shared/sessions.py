@@ -10,6 +10,7 @@ SQL index, listings) can be rebuilt from these files.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -20,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import InvalidInput, NotFound
-from shared.filestore import durable_append, encode_records, read_jsonl, remove_tree, safe_path
+from shared.filestore import (
+    atomic_write,
+    durable_append,
+    encode_records,
+    read_jsonl,
+    remove_tree,
+    safe_path,
+)
 from shared.locks import Locks
 
 SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
@@ -237,6 +245,22 @@ class SessionStore:
             path.unlink()
             remove_tree(path.with_suffix(""))
             return True
+
+    def summary_path(self, user_id: str, session_id: str) -> Path:
+        """Where the compaction summary of a session lives: derived data beside the JSONL."""
+        return self.path(user_id, session_id).with_suffix("") / "summary.json"
+
+    def read_summary(self, user_id: str, session_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.summary_path(user_id, session_id).read_bytes())
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def write_summary(self, user_id: str, session_id: str, summary: dict[str, Any]) -> None:
+        path = self.summary_path(user_id, session_id)
+        path.parent.mkdir(exist_ok=True)
+        atomic_write(path, json.dumps(summary, ensure_ascii=False).encode())
 
     def user_ids(self) -> list[str]:
         try:

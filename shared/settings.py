@@ -44,6 +44,10 @@ class Settings:
     llm_model: str | None = None
     llm_context_window: int | None = None
     llm_api_key: str | None = field(default=None, repr=False)
+    llm_connect_timeout: float = 10.0
+    llm_read_timeout: float = 120.0
+    llm_max_retries: int = 3
+    max_tool_rounds: int = 8
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -71,6 +75,19 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> i
         raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise SettingsError(f"{name} must be more than 0, got {value}")
     return value
 
 
@@ -139,4 +156,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         llm_model=(env.get("EONYX_LLM_MODEL") or "").strip() or None,
         llm_context_window=_int(env, "EONYX_LLM_CONTEXT_WINDOW", 0, minimum=0) or None,
         llm_api_key=(env.get("EONYX_LLM_API_KEY") or "").strip() or None,
+        llm_connect_timeout=_seconds(env, "LLM_CONNECT_TIMEOUT_SECONDS", 10.0),
+        llm_read_timeout=_seconds(env, "LLM_READ_TIMEOUT_SECONDS", 120.0),
+        llm_max_retries=_int(env, "LLM_MAX_RETRIES", 3, minimum=0),
+        max_tool_rounds=_int(env, "MAX_TOOL_ROUNDS", 8),
     )

@@ -28,3 +28,11 @@ def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Remove sessions that never got beyond the system prompt."""
     return {"removed": sweep_empty_sessions(runtime_for(self.app)), **_where()}
+
+
+@shared_task(name="eonyx.sessions.precompute_summary", bind=True)
+def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Compact a session that ended a turn above 80% so its next turn need not wait."""
+    from shared.turns import precompute_summary as compute
+
+    return {"summarized": compute(runtime_for(self.app), user_id, session_id), **_where()}

@@ -60,3 +60,48 @@ class MessageSchema(ma.Schema):
 
 class MessagesSchema(ma.Schema):
     items = ma.fields.List(ma.fields.Nested(MessageSchema))
+
+
+class ContextFileSchema(StrictSchema):
+    path = ma.fields.String(required=True, validate=Length(min=1, max=1024))
+    content = ma.fields.String(required=True)
+
+
+class TurnSchema(StrictSchema):
+    content = ma.fields.String(load_default=None, validate=Length(max=200_000))
+    project_context = ma.fields.List(
+        ma.fields.Nested(ContextFileSchema), load_default=None, validate=Length(max=32)
+    )
+    cwd = ma.fields.String(load_default=None, validate=Length(min=1, max=4096))
+    system_prompt = ma.fields.String(load_default=None, validate=Length(max=100_000))
+    stream = ma.fields.Boolean(load_default=False)
+    retry = ma.fields.Boolean(
+        load_default=False,
+        metadata={"description": "answer the last unanswered user message again"},
+    )
+
+
+class UsageSchema(ma.Schema):
+    tokens = ma.fields.Integer()
+    window = ma.fields.Integer(allow_none=True)
+    percent = ma.fields.Float(allow_none=True)
+
+
+class TurnResultSchema(ma.Schema):
+    user_message = ma.fields.Nested(MessageSchema)
+    assistant_message = ma.fields.Nested(MessageSchema)
+    steps = ma.fields.List(ma.fields.Nested(MessageSchema))
+    context = ma.fields.Nested(UsageSchema)
+    events = ma.fields.List(ma.fields.Dict())
+
+
+class SummarySchema(ma.Schema):
+    summary = ma.fields.String()
+    covered_through = ma.fields.String()
+    created_at = ma.fields.String()
+
+
+class ContextViewSchema(UsageSchema):
+    system_prompt = ma.fields.String()
+    summary = ma.fields.Nested(SummarySchema, allow_none=True)
+    message_count = ma.fields.Integer(metadata={"description": "messages sent after the summary"})

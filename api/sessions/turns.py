@@ -1,0 +1,71 @@
+"""Chat turns (JSON or server-sent events) and the context gauge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Response, stream_with_context
+from flask.views import MethodView
+
+from api.context import login_required, principal, runtime
+from api.errors import render_error
+from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
+from api.sessions.views import blp
+from shared import turns
+from shared.errors import EonyxError
+
+
+@blp.route("/sessions/<session_id>/turns")
+class Turns(MethodView):
+    @login_required
+    @blp.arguments(TurnSchema)
+    @blp.response(200, TurnResultSchema)
+    @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
+    def post(self, body: dict[str, Any], session_id: str) -> Any:
+        stream = body.pop("stream")
+        request = turns.TurnRequest(**body)
+        rt, who = runtime(), principal()
+        if not stream:
+            return turns.run_turn(rt, who, session_id, request)
+        events = turns.iter_turn(rt, who, session_id, request, stream=True)
+        first = next(events)  # errors before the model speaks are plain JSON errors
+        return Response(
+            stream_with_context(_sse(first, events)),
+            mimetype="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+
+def _event(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
+    """`token` events with text, then `done` with the whole turn, or `error`."""
+    item = first
+    try:
+        while True:
+            if isinstance(item, turns.TurnResult):
+                yield _event("done", TurnResultSchema().dump(item))
+                return
+            yield _event("token", {"text": item.text})
+            item = next(rest)
+    except EonyxError as exc:
+        body, status = render_error(exc)
+        yield _event("error", {**body, "status": status})
+
+
+@blp.route("/sessions/<session_id>/context")
+class Context(MethodView):
+    @login_required
+    @blp.response(200, ContextViewSchema)
+    def get(self, session_id: str) -> dict[str, Any]:
+        context = turns.describe_context(runtime(), principal(), session_id)
+        return {
+            **context.usage.to_dict(),
+            "system_prompt": context.system_prompt,
+            "summary": context.summary.to_dict() if context.summary else None,
+            "message_count": len(context.messages),
+        }

@@ -1,0 +1,87 @@
+"""The tool registry of the chat model: what tools it is offered and how a call is run.
+
+A tool is a name, a description, a JSON-schema for its arguments and a handler. Handlers get
+a `ToolContext` (who is calling, in which session) and the parsed arguments, and return the
+text the model reads as the tool's result. A handler signals a refused or failed call by
+raising `ToolError`; its message goes back to the model, which decides what to do next.
+Later features (memory) register their tools here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.accounts import Principal
+
+log = logging.getLogger(__name__)
+
+
+class ToolError(Exception):
+    """A tool call that could not be done; the message is shown to the model."""
+
+
+@dataclass
+class ToolContext:
+    principal: Principal
+    session_id: str
+    temporary: bool = False
+    events: list[dict[str, Any]] = field(default_factory=list)  # e.g. memory writes done
+    refusals: int = 0
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+
+    def specs(self, enabled: Callable[[Tool], bool] = lambda _tool: True) -> list[dict[str, Any]]:
+        return [tool.spec() for tool in self._tools.values() if enabled(tool)]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def run(self, context: ToolContext, name: str, arguments: str) -> str:
+        """Run one call and return the text for the model; never raises for the model's
+        mistakes (unknown tool, bad JSON, refused call): those are results too."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return f"error: there is no tool named {name!r}"
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError as exc:
+            return f"error: the arguments are not valid JSON ({exc.msg})"
+        if not isinstance(parsed, dict):
+            return "error: the arguments must be a JSON object"
+        try:
+            return tool.handler(context, parsed)
+        except ToolError as exc:
+            return f"error: {exc}"

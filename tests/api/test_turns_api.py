@@ -1,0 +1,301 @@
+"""Chat turns against a fake OpenAI-compatible server on loopback, through the real client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from api import create_app
+from shared.runtime import Runtime
+from shared.tools import Tool
+from tests.conftest import Account, Backend, create_account, make_settings
+from tests.fake_llm import FakeLLM, broken_stream, error, fake_llm, text, tool_call, tool_calls
+
+__all__ = ["fake_llm"]
+API = "/api/v1"
+
+
+class Chat:
+    """An app wired to the fake model, a user, and helpers to talk to it."""
+
+    def __init__(self, app: Flask, user: Account, llm: FakeLLM) -> None:
+        self.app, self.user, self.llm = app, user, llm
+        self.client: FlaskClient = app.test_client()
+        self.rt: Runtime = app.extensions["eonyx"]
+
+    def new_session(self) -> str:
+        response = self.client.post(f"{API}/sessions", json={}, headers=self.user.headers)
+        return response.get_json()["id"]
+
+    def turn(self, session_id: str, **body: object):
+        return self.client.post(
+            f"{API}/sessions/{session_id}/turns", json=body, headers=self.user.headers
+        )
+
+    def transcript(self, session_id: str) -> list[tuple[str, str | None]]:
+        items = self.client.get(
+            f"{API}/sessions/{session_id}/messages", headers=self.user.headers
+        ).get_json()["items"]
+        return [(m["role"], m["content"]) for m in items]
+
+
+@pytest.fixture
+def make_chat(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[Callable[..., Chat]]:
+    apps: list[Flask] = []
+
+    def build(**env: str) -> Chat:
+        values = {
+            "EONYX_LLM_BASE_URL": fake_llm.base_url,
+            "EONYX_LLM_MODEL": "fake-model",
+            "LLM_MAX_RETRIES": "1",
+            "LLM_READ_TIMEOUT_SECONDS": "5",
+        } | env
+        app = create_app(make_settings(tmp_path / f"data{len(apps)}", backend, **values))
+        apps.append(app)
+        rt: Runtime = app.extensions["eonyx"]
+        rt.db.migrate()
+        rt.llm.backoff = 0.01
+        return Chat(app, create_account(rt, f"user{len(apps)}"), fake_llm)
+
+    yield build
+    for app in apps:
+        app.extensions["eonyx"].close()
+
+
+@pytest.fixture
+def chat(make_chat: Callable[..., Chat]) -> Chat:
+    return make_chat()
+
+
+def test_a_turn_saves_both_messages_and_reports_the_context(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(text("Hello, Ada."))
+    response = chat.turn(session_id, content="Hi, I am Ada")
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert body["user_message"]["content"] == "Hi, I am Ada"
+    assert body["assistant_message"]["content"] == "Hello, Ada."
+    assert body["context"]["tokens"] > 0 and body["context"]["window"] is None
+    assert chat.transcript(session_id) == [("user", "Hi, I am Ada"), ("assistant", "Hello, Ada.")]
+
+    sent = chat.llm.requests[-1].messages
+    assert sent[0]["role"] == "system" and "Eonyx" in sent[0]["content"]
+    assert sent[1:] == [{"role": "user", "content": "Hi, I am Ada"}]
+    item = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers).get_json()
+    assert item["message_count"] == 2 and item["title"] == "Hi, I am Ada"
+
+
+def test_tool_calls_loop_until_a_final_answer_and_every_step_is_saved(chat: Chat) -> None:
+    calls = []
+
+    def clock(context, args):  # type: ignore[no-untyped-def]
+        calls.append(args)
+        return f"it is 12:00 in {args['city']}"
+
+    chat.rt.tools.register(Tool("clock", "Tell the time", {"type": "object"}, clock))
+    session_id = chat.new_session()
+    chat.llm.script(
+        tool_calls(tool_call("clock", {"city": "Oslo"}, id="call_1")), text("It is noon in Oslo.")
+    )
+    body = chat.turn(session_id, content="What time is it in Oslo?").get_json()
+
+    assert calls == [{"city": "Oslo"}]
+    assert body["assistant_message"]["content"] == "It is noon in Oslo."
+    assert [s["role"] for s in body["steps"]] == ["assistant", "tool"]
+    assert chat.transcript(session_id) == [
+        ("user", "What time is it in Oslo?"),
+        ("assistant", None),
+        ("tool", "it is 12:00 in Oslo"),
+        ("assistant", "It is noon in Oslo."),
+    ]
+    second = chat.llm.requests[-1].messages
+    assert second[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "it is 12:00 in Oslo",
+    }
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "clock"
+    assert chat.llm.requests[0].body["tools"][0]["function"]["name"] == "clock"
+
+
+def test_tool_rounds_are_bounded(make_chat: Callable[..., Chat]) -> None:
+    chat = make_chat(MAX_TOOL_ROUNDS="2")
+    chat.rt.tools.register(Tool("again", "Loop", {"type": "object"}, lambda c, a: "more"))
+    session_id = chat.new_session()
+    chat.llm.script(
+        tool_calls(tool_call("again", {})), tool_calls(tool_call("again", {})), text("I give up.")
+    )
+    body = chat.turn(session_id, content="loop").get_json()
+    assert body["assistant_message"]["content"] == "I give up."
+    assert len(chat.llm.requests) == 3
+    assert "tools" not in chat.llm.requests[-1].body  # the last round may only answer
+
+
+def test_a_model_error_is_502_the_user_message_stays_and_a_retry_answers(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(error(400, "This model's maximum context length is 8192 tokens"))
+    response = chat.turn(session_id, content="a question")
+    assert response.status_code == 502
+    error_body = response.get_json()["error"]
+    assert "default" in error_body["message"] and "maximum context length" in error_body["message"]
+    assert len(chat.llm.requests) == 1  # a 400 is not retried
+    assert chat.transcript(session_id) == [("user", "a question")]
+
+    chat.llm.script(text("an answer"))
+    retried = chat.turn(session_id, retry=True)
+    assert retried.status_code == 200
+    assert chat.transcript(session_id) == [("user", "a question"), ("assistant", "an answer")]
+    assert chat.turn(session_id, retry=True).status_code == 409
+
+
+def test_a_500_then_success_is_retried(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(error(500, "overloaded"), text("fine now"))
+    response = chat.turn(session_id, content="hello")
+    assert response.get_json()["assistant_message"]["content"] == "fine now"
+    assert len(chat.llm.requests) == 2
+
+
+def test_a_429_with_retry_after_is_honoured(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(error(429, "slow down", headers={"Retry-After": "1"}), text("ok"))
+    assert chat.turn(session_id, content="hello").status_code == 200
+    first, second = chat.llm.requests
+    assert second.at - first.at >= 1.0
+
+
+def test_a_timeout_is_502_naming_the_offering(make_chat: Callable[..., Chat]) -> None:
+    chat = make_chat(LLM_READ_TIMEOUT_SECONDS="0.3", LLM_MAX_RETRIES="0")
+    session_id = chat.new_session()
+    chat.llm.script(text("too late", delay=2))
+    response = chat.turn(session_id, content="hello")
+    assert response.status_code == 502
+    message = response.get_json()["error"]["message"]
+    assert "default" in message and "timed out" in message
+    assert chat.transcript(session_id) == [("user", "hello")]
+
+
+def sse_events(response) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def]
+    events = []
+    for block in response.get_data(as_text=True).strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_streaming_sends_tokens_then_the_turn_and_saves_the_same(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(text("Streaming works fine."))
+    response = chat.turn(session_id, content="stream please", stream=True)
+    assert response.mimetype == "text/event-stream"
+    events = sse_events(response)
+    tokens = [data["text"] for name, data in events if name == "token"]
+    assert len(tokens) > 1 and "".join(tokens) == "Streaming works fine."
+    name, done = events[-1]
+    assert name == "done" and done["assistant_message"]["content"] == "Streaming works fine."
+    assert chat.transcript(session_id) == [
+        ("user", "stream please"),
+        ("assistant", "Streaming works fine."),
+    ]
+
+
+def test_a_model_dying_mid_stream_leaves_a_consistent_session(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(broken_stream("This answer will never finish", after=2))
+    events = sse_events(chat.turn(session_id, content="go", stream=True))
+    name, data = events[-1]
+    assert name == "error" and data["status"] == 502 and "ended early" in data["error"]["message"]
+    assert chat.transcript(session_id) == [("user", "go")]
+
+    chat.llm.script(text("Complete answer."))
+    assert chat.turn(session_id, retry=True).status_code == 200
+    assert chat.transcript(session_id) == [("user", "go"), ("assistant", "Complete answer.")]
+
+
+def test_two_concurrent_turns_on_one_session_are_serialised(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.llm.script(text("first answer", delay=0.5), text("second answer", delay=0.5))
+    results: dict[str, int] = {}
+
+    def send(word: str) -> None:
+        client = chat.app.test_client()
+        response = client.post(
+            f"{API}/sessions/{session_id}/turns", json={"content": word}, headers=chat.user.headers
+        )
+        results[word] = response.status_code
+
+    threads = [threading.Thread(target=send, args=(w,)) for w in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == {"one": 200, "two": 200}
+    roles = [role for role, _ in chat.transcript(session_id)]
+    assert roles == ["user", "assistant", "user", "assistant"]  # never user, user, ...
+    second_request = chat.llm.requests[1].messages
+    assert second_request[-2]["content"] in {"first answer", "second answer"}
+
+
+def test_turns_on_different_sessions_run_in_parallel(chat: Chat) -> None:
+    a, b = chat.new_session(), chat.new_session()
+    chat.llm.script(text("a", delay=0.5), text("b", delay=0.5))
+    threads = [
+        threading.Thread(
+            target=chat.app.test_client().post,
+            args=(f"{API}/sessions/{s}/turns",),
+            kwargs={"json": {"content": "x"}, "headers": chat.user.headers},
+        )
+        for s in (a, b)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    first, second = chat.llm.requests
+    assert second.at - first.at < 0.4  # the second did not wait for the first answer
+
+
+def test_no_model_configured_is_503_and_nothing_is_saved(
+    tmp_path: Path, backend: Backend, rt: Runtime, client: FlaskClient, alice: Account
+) -> None:
+    session_id = client.post(f"{API}/sessions", json={}, headers=alice.headers).get_json()["id"]
+    response = client.post(
+        f"{API}/sessions/{session_id}/turns", json={"content": "hi"}, headers=alice.headers
+    )
+    assert response.status_code == 503
+    assert response.get_json()["error"]["code"] == "no_model"
+    assert (
+        client.get(f"{API}/sessions/{session_id}/messages", headers=alice.headers).get_json()[
+            "items"
+        ]
+        == []
+    )
+
+
+def test_bad_turns_are_4xx_and_save_nothing(chat: Chat) -> None:
+    session_id = chat.new_session()
+    assert chat.turn(session_id, content="   ").status_code == 400
+    assert chat.turn(session_id, content="x", cwd="/etc").status_code == 400  # no PROJECTS_DIR
+    bad_context = chat.turn(
+        session_id, content="x", project_context=[{"path": "../AGENTS.md", "content": "x"}]
+    )
+    assert bad_context.status_code == 400
+    assert chat.turn(session_id, content="x", temperature=2).status_code == 422
+    assert chat.transcript(session_id) == []
+    assert chat.llm.requests == []
+
+
+def test_another_users_session_cannot_take_turns(chat: Chat) -> None:
+    session_id = chat.new_session()
+    stranger = create_account(chat.rt, "stranger")
+    response = chat.client.post(
+        f"{API}/sessions/{session_id}/turns", json={"content": "hi"}, headers=stranger.headers
+    )
+    assert response.status_code == 404
+    assert chat.transcript(session_id) == []
