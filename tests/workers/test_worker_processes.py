@@ -8,9 +8,11 @@ restores from the session files alone.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ import filelock
 import httpx
 import pytest
 import redis
+import yaml
 from sqlalchemy import func, select, text
 
 from shared import index
@@ -275,3 +278,67 @@ def test_api_jobs_run_in_the_separate_worker_and_rebuild_a_dropped_index(stack: 
     # Both stop gracefully on SIGTERM, as `docker compose stop` asks them to.
     assert api.stop() == 0, api.output()
     assert worker.stop() == 0, worker.output()
+
+
+def compose_service(name: str) -> dict[str, Any]:
+    """A service of docker-compose.yml, with compose's `$$` escape undone."""
+
+    def unescape(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: unescape(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [unescape(item) for item in value]
+        return value.replace("$$", "$") if isinstance(value, str) else value
+
+    return unescape(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"][name])
+
+
+def on_this_host(value: Any, data_dir: str, api_port: int) -> Any:
+    """A compose command adapted to these processes: our DATA_DIR, our port, our python."""
+    if isinstance(value, list):
+        return [on_this_host(item, data_dir, api_port) for item in value]
+    if value == "python":
+        return sys.executable
+    value = re.sub(r"(?<![\w/])/data(?=/|$|\s|')", data_dir, value)
+    return value.replace("127.0.0.1:8000", f"127.0.0.1:{api_port}")
+
+
+def healthcheck(stack: Stack, test: list[str], data_dir: str, api_port: int) -> int:
+    kind, *argv = on_this_host(test, data_dir, api_port)
+    if kind == "CMD-SHELL":
+        argv = ["sh", "-c", argv[0]]
+    env = stack.env | {"HOSTNAME": socket.gethostname()}
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return -1
+    return done.returncode
+
+
+def test_compose_commands_and_healthchecks_work_on_live_processes(stack: Stack) -> None:
+    """The api, worker and beat healthchecks of docker-compose.yml pass against the real
+    processes, and beat starts with the compose command line (paths moved off /data)."""
+    data_dir = stack.env["DATA_DIR"]
+    stack.run("db", "upgrade")
+    worker = stack.start("worker", [eonyx_executable(), "worker", "--concurrency", "1"])
+    api, url = start_api(stack)
+    port = int(url.rsplit(":", 1)[1])
+    beat_service = compose_service("beat")
+    beat = stack.start("beat", on_this_host(beat_service["command"], data_dir, port))
+
+    for name, proc in (("api", api), ("worker", worker), ("beat", beat)):
+        test = compose_service(name)["healthcheck"]["test"]
+
+        def healthy(test: list[str] = test, proc: Proc = proc) -> bool:
+            proc.check_running()
+            return healthcheck(stack, test, data_dir, port) == 0
+
+        wait_for(healthy, START_TIMEOUT, f"the {name} healthcheck to pass", interval=0.5)
+
+    assert beat.stop() == 0, beat.output()
+    # A stopped worker fails its healthcheck (waiting 1 s for a reply rather than 10).
+    assert worker.stop() == 0, worker.output()
+    worker_test = compose_service("worker")["healthcheck"]["test"]
+    assert " -t 10" in worker_test[1]
+    worker_test = [worker_test[0], worker_test[1].replace(" -t 10", " -t 1")]
+    assert healthcheck(stack, worker_test, data_dir, port) != 0
