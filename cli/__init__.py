@@ -10,6 +10,7 @@ import click
 
 from cli import client, server
 from cli.models import models
+from cli.run import run as run_command
 from shared.settings import SettingsError
 
 
@@ -29,3 +30,4 @@ def main() -> None:
 
 for command in (*server.COMMANDS, models, *client.COMMANDS):
     main.add_command(command)
+main.add_command(run_command)

@@ -1,0 +1,362 @@
+"""`eonyx run`: one chat turn from the console, against EONYX_URL with the saved token.
+
+    eonyx run "message"                  a new session, one turn
+    eonyx run -c "message"               continue the most recent session
+    eonyx run -s ID "message"            continue a given session
+    eonyx run -s ID --retry              answer the session's unanswered message again
+    echo "message" | eonyx run           the message from stdin (also with `-`)
+
+Which session `-c` continues: the listing (`GET /sessions`) puts pinned sessions first, so its
+first item is not necessarily the most recent one. `-c` takes the session with the latest
+`updated_at` (ties broken by the sortable id) among the pinned ones and the first unpinned
+one; pages are only fetched while everything seen so far is pinned, so this is one request in
+practice and exact in every case. Archived sessions are not listed and never continued.
+
+Project context: the CLI walks up from its own working directory with the server's discovery
+code (`shared.project_context`: AGENTS.md files outermost first, the walk stops at the
+directory holding `eonyx.json` or `.git`) and sends the files as `project_context`. An
+override beats them, with the server's precedence (`shared.prompt.choose_override`):
+`--system-prompt` beats `system_prompt` in the project's `eonyx.json`, which beats the
+generated prompt; when an override is in force it is sent as `system_prompt` and no
+`project_context` is sent. A retry sends the same project part as a fresh turn would, so the
+session's recorded project context does not change because of the retry.
+
+Output: the answer goes to stdout; the session hint and the `{ctx N%}` gauge go to stderr (so
+`eonyx run ... > answer.txt` keeps only the answer). With stdout on a terminal the answer
+streams (`stream: true`, server-sent events) unless `--no-stream`; `--stream` forces it.
+`--json` prints the whole turn response plus `session_id` as JSON on stdout and nothing else.
+N is the server's percent rounded down, so a shown 80 is always highlighted; the gauge is
+yellow from 80% (where compaction starts) and red from 90%.
+
+Errors are click errors (exit 1) with the server's message and code. When the model failed
+(HTTP 502) the user's message is already saved, and the error says that
+`eonyx run -s ID --retry` answers it again. A session this command created is deleted again
+when the turn failed before anything was saved in it (no model configured, a bad request).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from cli.client import Client
+from shared.errors import EonyxError
+from shared.project_context import collect_agents_files, read_project_config, walk_up
+from shared.prompt import choose_override
+
+HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
+ALARM_PERCENT = 90.0
+TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
+LIST_PAGE = 50
+MODEL_FAILED = 502
+
+
+class TurnError(click.ClickException):
+    """A turn the server refused or could not finish: its status, code and message."""
+
+    def __init__(self, status: int, code: str, message: str, hint: str = "") -> None:
+        text = f"{message} ({code})" if code else message
+        super().__init__(text + hint)
+        self.status, self.code = status, code
+
+
+def stdout_is_tty() -> bool:
+    """Whether the answer goes to a terminal (streamed by default). Tests patch this."""
+    return sys.stdout.isatty()
+
+
+def echo_token(text: str) -> None:
+    """Print one streamed piece of the answer at once."""
+    click.echo(text, nl=False)
+
+
+def read_message(message: str | None) -> str:
+    """The message argument, or stdin when it is `-` or absent and stdin is not a TTY."""
+    if message == "-" or (message is None and not sys.stdin.isatty()):
+        message = sys.stdin.read()
+    if message is None:
+        raise click.UsageError("give a message, or pipe one on stdin")
+    if not message.strip():
+        raise click.UsageError("the message is empty")
+    return message
+
+
+def project_part(system_prompt: str | None, cwd: Path | None = None) -> dict[str, Any]:
+    """`system_prompt` (an override in force) or `project_context` (AGENTS.md files) for a
+    turn, walked from `cwd` (default: the working directory) like the server walks."""
+    try:
+        walk = walk_up(cwd or Path.cwd())
+        config = read_project_config(walk.project_root)
+        override = choose_override(system_prompt, config.get("system_prompt"))
+        if override is not None:
+            return {"system_prompt": override}
+        return {"project_context": [f.to_dict() for f in collect_agents_files(walk)]}
+    except EonyxError as exc:
+        raise click.ClickException(f"project context: {exc.message}") from None
+
+
+def _updated(item: dict[str, Any]) -> tuple[datetime, str]:
+    return datetime.fromisoformat(item["updated_at"].replace("Z", "+00:00")), item["id"]
+
+
+def most_recent_session(client: Client) -> dict[str, Any] | None:
+    """The non-archived session updated last, whether pinned or not (see the module doc)."""
+    best: dict[str, Any] | None = None
+    cursor: str | None = None
+    while True:
+        params: dict[str, Any] = {"limit": LIST_PAGE}
+        if cursor:
+            params["cursor"] = cursor
+        page = client.request("GET", "/sessions", params=params)
+        for item in page["items"]:
+            if best is None or _updated(item) > _updated(best):
+                best = item
+            if not item["pinned"]:
+                return best  # unpinned ones follow newest first: none after this is newer
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return best
+
+
+def format_gauge(percent: float | None) -> str | None:
+    """`{ctx N%}`, yellow and bold from 80%, red from 90%; None without a window."""
+    if percent is None:
+        return None
+    text = f"{{ctx {math.floor(percent)}%}}"
+    if percent >= ALARM_PERCENT:
+        return click.style(text, fg="red", bold=True)
+    if percent >= HIGHLIGHT_PERCENT:
+        return click.style(text, fg="yellow", bold=True)
+    return text
+
+
+def retry_hint(session_id: str) -> str:
+    return (
+        f"\nyour message is saved in session {session_id}; to answer it again run: "
+        f"eonyx run -s {session_id} --retry"
+    )
+
+
+def _error(status: int, code: str, message: str, session_id: str) -> TurnError:
+    hint = ""
+    if status == MODEL_FAILED:
+        hint = retry_hint(session_id)
+    elif status == 401:
+        hint = "; run `eonyx login`"
+    return TurnError(status, code, message, hint)
+
+
+def _error_from_response(response: httpx.Response, session_id: str) -> TurnError:
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "", response.text[:200] or response.reason_phrase
+    return _error(response.status_code, code, message, session_id)
+
+
+def _transport_error(client: Client, exc: httpx.HTTPError, session_id: str) -> TurnError:
+    if isinstance(exc, httpx.ConnectError):
+        return TurnError(0, "", f"cannot reach Eonyx at {client.url}: {exc}")
+    return TurnError(
+        0,
+        "",
+        f"the connection to Eonyx at {client.url} failed during the turn: {exc or type(exc)}"
+        + retry_hint(session_id).replace("is saved", "may be saved"),
+    )
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """(event, parsed data) for each server-sent event in `lines`."""
+    name, data = "message", []
+    for line in lines:
+        if not line:
+            if data:
+                yield name, json.loads("\n".join(data))
+            name, data = "message", []
+        elif line.startswith(":"):
+            continue
+        else:
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+    if data:
+        yield name, json.loads("\n".join(data))
+
+
+def post_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A whole turn as one JSON request."""
+    try:
+        response = client.http.post(f"/sessions/{session_id}/turns", json=body)
+    except httpx.HTTPError as exc:
+        raise _transport_error(client, exc, session_id) from None
+    if response.status_code >= 400:
+        raise _error_from_response(response, session_id)
+    return response.json()
+
+
+def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A turn as server-sent events: print `token` text as it arrives, return `done`."""
+    printed = ""
+
+    def end_line() -> None:
+        if printed and not printed.endswith("\n"):
+            click.echo()
+
+    try:
+        with client.http.stream(
+            "POST", f"/sessions/{session_id}/turns", json={**body, "stream": True}
+        ) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _error_from_response(response, session_id)
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.read()
+                return response.json()
+            for name, data in iter_sse(response.iter_lines()):
+                if name == "token":
+                    echo_token(data["text"])
+                    printed = (printed + data["text"])[-1:]
+                elif name == "done":
+                    end_line()
+                    return data
+                elif name == "error":
+                    end_line()
+                    error = data.get("error") or {}
+                    raise _error(
+                        int(data.get("status") or MODEL_FAILED),
+                        str(error.get("code", "")),
+                        str(error.get("message", "the turn failed")),
+                        session_id,
+                    )
+    except httpx.HTTPError as exc:
+        end_line()
+        raise _transport_error(client, exc, session_id) from None
+    end_line()
+    raise TurnError(
+        0,
+        "",
+        "the answer stream ended before the turn was complete"
+        + retry_hint(session_id).replace("is saved", "may be saved"),
+    )
+
+
+def _discard_if_empty(client: Client, session_id: str) -> None:
+    """Delete a session this command created when the failed turn left nothing in it."""
+    try:
+        item = client.request("GET", f"/sessions/{session_id}")
+        if item and item.get("message_count") == 0:
+            client.request("DELETE", f"/sessions/{session_id}")
+    except click.ClickException:
+        pass  # best effort: the server also cleans up empty sessions
+
+
+def print_answer(turn: dict[str, Any]) -> None:
+    content = (turn.get("assistant_message") or {}).get("content") or ""
+    click.echo(content.rstrip("\n"))
+
+
+def print_footer(session_id: str, turn: dict[str, Any]) -> None:
+    line = f"session {session_id} · continue with: eonyx run -s {session_id} MESSAGE"
+    gauge = format_gauge((turn.get("context") or {}).get("percent"))
+    if gauge:
+        line += f"  {gauge}"
+    click.echo(line, err=True)
+
+
+@click.command()
+@click.argument("message", required=False)
+@click.option(
+    "-c", "--continue", "continue_", is_flag=True, help="Continue the most recent session."
+)
+@click.option("-s", "--session", "session_id", metavar="ID", help="Continue this session.")
+@click.option(
+    "--system-prompt",
+    metavar="TEXT",
+    help="Replace the system prompt (beats eonyx.json; no AGENTS.md are sent).",
+)
+@click.option(
+    "--retry", is_flag=True, help="Answer the session's unanswered message again (no MESSAGE)."
+)
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Print the answer as it arrives (default: when stdout is a terminal).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole turn response as JSON.")
+def run(
+    message: str | None,
+    continue_: bool,
+    session_id: str | None,
+    system_prompt: str | None,
+    retry: bool,
+    stream: bool | None,
+    as_json: bool,
+) -> None:
+    """One chat turn: MESSAGE (or stdin) to a new session, the latest (-c) or a given one (-s).
+
+    The AGENTS.md files from the working directory up to the project root are sent along,
+    unless --system-prompt or eonyx.json's system_prompt replaces the prompt.
+    """
+    if continue_ and session_id:
+        raise click.UsageError("give either -c or -s ID, not both")
+    if retry and not (continue_ or session_id):
+        raise click.UsageError("--retry needs the session: -s ID or -c")
+    if retry and message is not None:
+        raise click.UsageError("--retry answers the saved message again; give no MESSAGE")
+    if as_json and stream:
+        raise click.UsageError(
+            "--json prints the finished turn; it cannot be combined with --stream"
+        )
+    body: dict[str, Any] = {"retry": True} if retry else {"content": read_message(message)}
+    body |= project_part(system_prompt)
+    streaming = (stdout_is_tty() if stream is None else stream) and not as_json
+
+    client = Client.from_config()
+    created = False
+    if continue_:
+        latest = most_recent_session(client)
+        if latest is None:
+            raise click.ClickException("no session to continue: run `eonyx run MESSAGE` first")
+        session_id = latest["id"]
+    elif session_id is None:
+        session_id = client.request("POST", "/sessions", json={})["id"]
+        created = True
+    assert session_id is not None
+    client.http.timeout = httpx.Timeout(30.0, read=TURN_READ_TIMEOUT)
+
+    try:
+        turn = (
+            stream_turn(client, session_id, body)
+            if streaming
+            else post_turn(client, session_id, body)
+        )
+    except TurnError:
+        if created:
+            _discard_if_empty(client, session_id)
+        raise
+    except KeyboardInterrupt:
+        click.echo(
+            f"\ninterrupted; if the answer was not saved, `eonyx run -s {session_id} --retry` "
+            "asks again",
+            err=True,
+        )
+        raise click.exceptions.Exit(130) from None
+
+    if as_json:
+        click.echo(json.dumps({"session_id": session_id, **turn}, ensure_ascii=False, indent=2))
+        return
+    if not streaming:
+        print_answer(turn)
+    print_footer(session_id, turn)

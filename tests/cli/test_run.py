@@ -1,0 +1,400 @@
+"""`eonyx run` against a live server on loopback whose app is wired to the fake model."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+import pytest
+from click.testing import CliRunner, Result
+from flask import Flask
+from werkzeug.serving import make_server
+
+import cli.run as run_module
+from api import create_app
+from cli import main
+from shared.runtime import Runtime
+from tests.conftest import Account, Backend, create_account, make_settings
+from tests.fake_llm import FakeLLM, broken_stream, error, fake_llm, text
+
+__all__ = ["fake_llm"]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+YELLOW_BOLD = click.style("x", fg="yellow", bold=True).split("x")[0]
+RED_BOLD = click.style("x", fg="red", bold=True).split("x")[0]
+
+
+@dataclass
+class Live:
+    """A served app, its user, the fake model and a CLI runner pointed at them."""
+
+    url: str
+    app: Flask
+    user: Account
+    llm: FakeLLM
+    runner: CliRunner
+    color: bool = False  # keep click's ANSI styles in the output
+
+    def run(self, *args: str, input: str | None = None) -> Result:
+        return self.runner.invoke(main, ["run", *args], input=input, color=self.color)
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = httpx.request(
+            method, f"{self.url}/api/v1{path}", headers=self.user.headers, **kwargs
+        )
+        assert response.status_code < 400, response.text
+        return response.json() if response.content else None
+
+    def transcript(self, session_id: str) -> list[tuple[str, str | None]]:
+        items = self.api("GET", f"/sessions/{session_id}/messages")["items"]
+        return [(m["role"], m["content"]) for m in items]
+
+    def session_ids(self) -> list[str]:
+        return [item["id"] for item in self.api("GET", "/sessions")["items"]]
+
+    @property
+    def system_prompt(self) -> str:
+        messages = self.llm.completions[-1].messages
+        assert messages[0]["role"] == "system"
+        return messages[0]["content"]
+
+
+def session_of(result: Result) -> str:
+    found = re.search(r"session (\d{8}T\d{6}-[0-9a-f]{8})", result.output)
+    assert found, result.output
+    return found.group(1)
+
+
+@pytest.fixture
+def make_live(
+    tmp_path: Path, backend: Backend, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Live]]:
+    # Run from a project root with no AGENTS.md, so the developer's own files stay out.
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    (quiet / "eonyx.json").write_text("{}")
+    monkeypatch.chdir(quiet)
+    stops: list[Callable[[], None]] = []
+
+    def build(*, color: bool = False, model: bool = True, **env: str) -> Live:
+        values = {"LLM_MAX_RETRIES": "0", "LLM_READ_TIMEOUT_SECONDS": "5"}
+        if model:
+            values |= {"EONYX_LLM_BASE_URL": fake_llm.base_url, "EONYX_LLM_MODEL": "fake-model"}
+        data = tmp_path / f"data{len(stops)}"
+        app = create_app(make_settings(data, backend, **(values | env)))
+        rt: Runtime = app.extensions["eonyx"]
+        rt.db.migrate()
+        user = create_account(rt, f"user{len(stops)}")
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+            rt.close()
+
+        stops.append(stop)
+        url = f"http://127.0.0.1:{server.port}"
+        runner = CliRunner(
+            env={
+                "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                "EONYX_URL": url,
+                "EONYX_TOKEN": user.token,
+            },
+        )
+        return Live(url, app, user, fake_llm, runner, color)
+
+    yield build
+    for stop in stops:
+        stop()
+
+
+@pytest.fixture
+def live(make_live: Callable[..., Live]) -> Live:
+    return make_live()
+
+
+def test_login_then_run_starts_a_new_session_each_time(live: Live) -> None:
+    live.runner.env["EONYX_TOKEN"] = None
+    login = live.runner.invoke(main, ["login"], input=f"{live.user.username}\ncorrect horse\n")
+    assert login.exit_code == 0, login.output
+
+    live.llm.script(text("Hello, Ada."))
+    first = live.run("Hi, I am Ada")
+    assert first.exit_code == 0, first.output
+    assert first.stdout == "Hello, Ada.\n"  # the answer alone on stdout
+    first_id = session_of(first)
+    assert f"eonyx run -s {first_id}" in first.stderr
+    assert "{ctx" not in first.output  # no context window configured: no gauge
+
+    second = live.run("Another topic")
+    assert second.exit_code == 0, second.output
+    second_id = session_of(second)
+    assert second_id != first_id
+    assert set(live.session_ids()) == {first_id, second_id}
+    assert live.transcript(first_id) == [("user", "Hi, I am Ada"), ("assistant", "Hello, Ada.")]
+    assert live.llm.completions[-1].messages[1:] == [{"role": "user", "content": "Another topic"}]
+
+
+def test_continue_takes_the_most_recently_updated_session_not_a_pinned_one(live: Live) -> None:
+    live.llm.script(text("Noted: blue."), text("Unrelated answer."))
+    old = session_of(live.run("My favourite colour is blue"))
+    live.api("PATCH", f"/sessions/{old}", json={"pinned": True})
+    recent = session_of(live.run("Unrelated question"))
+    assert live.session_ids()[0] == old  # the listing puts the pinned session first
+
+    live.llm.script(text("You asked an unrelated question."))
+    result = live.run("-c", "What did I just ask?")
+    assert result.exit_code == 0, result.output
+    assert session_of(result) == recent
+    assert live.llm.completions[-1].messages[1:] == [
+        {"role": "user", "content": "Unrelated question"},
+        {"role": "assistant", "content": "Unrelated answer."},
+        {"role": "user", "content": "What did I just ask?"},
+    ]
+
+    # Once the pinned session is the one updated last, -c continues it.
+    live.run("-s", old, "and green too")
+    live.run("-c", "which colours?")
+    assert [c for r, c in live.transcript(old) if r == "user"] == [
+        "My favourite colour is blue",
+        "and green too",
+        "which colours?",
+    ]
+
+
+def test_continue_with_no_session_is_an_error(live: Live) -> None:
+    result = live.run("-c", "hello")
+    assert result.exit_code == 1
+    assert "no session to continue" in result.output
+
+
+def test_session_flag_continues_a_given_session_and_reads_stdin(live: Live) -> None:
+    live.llm.script(text("The code word is kiwi."))
+    first = session_of(live.run("Remember the code word kiwi"))
+    live.run("Some other session")
+
+    live.llm.script(text("kiwi"))
+    result = live.run("-s", first, input="What is the code word?\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "kiwi\n"
+    assert live.llm.completions[-1].messages[1:] == [
+        {"role": "user", "content": "Remember the code word kiwi"},
+        {"role": "assistant", "content": "The code word is kiwi."},
+        {"role": "user", "content": "What is the code word?\n"},
+    ]
+    dash = live.run("-s", first, "-", input="from a pipe")
+    assert dash.exit_code == 0 and live.transcript(first)[-2] == ("user", "from a pipe")
+
+    assert live.run("-s", "20990101T000000-deadbeef", "hi").exit_code == 1
+    assert live.run(input="   \n").exit_code == 2  # an empty message is a usage error
+    assert live.run("-c", "-s", first, "x").exit_code == 2
+
+
+def make_project(root: Path, config: dict[str, Any]) -> Path:
+    """project/{eonyx.json, AGENTS.md, services/billing/AGENTS.md}; returns the billing dir."""
+    billing = root / "project" / "services" / "billing"
+    billing.mkdir(parents=True)
+    (root / "project" / "eonyx.json").write_text(json.dumps(config))
+    (root / "project" / "AGENTS.md").write_text("Stack: Go and PostgreSQL.")
+    (billing / "AGENTS.md").write_text("Billing: amounts are integer cents.")
+    (root / "AGENTS.md").write_text("OUTSIDE THE PROJECT: never sent.")
+    return billing
+
+
+def test_agents_md_from_a_nested_project_arrive_outermost_first(
+    live: Live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(make_project(tmp_path, {"name": "my-app"}))
+    result = live.run("How do I store prices?")
+    assert result.exit_code == 0, result.output
+    prompt = live.system_prompt
+    outer = prompt.index("# Project context: AGENTS.md\n")
+    inner = prompt.index("# Project context: services/billing/AGENTS.md\n")
+    assert outer < inner
+    assert prompt.index("Stack: Go and PostgreSQL.") < inner
+    assert prompt.index("Billing: amounts are integer cents.") > inner
+    assert "OUTSIDE THE PROJECT" not in prompt  # the walk stopped at eonyx.json
+    assert "Eonyx" in prompt  # the generated prompt, with its identity
+
+
+def test_project_system_prompt_replaces_generation_and_the_flag_beats_it(
+    live: Live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(make_project(tmp_path, {"system_prompt": "You are a terse pirate."}))
+    assert live.run("Ahoy").exit_code == 0
+    assert live.system_prompt == "You are a terse pirate."
+    body = live.llm.completions[-1].body
+    assert "Project context" not in json.dumps(body)
+
+    result = live.run("--system-prompt", "You are a careful accountant.", "Hello")
+    assert result.exit_code == 0, result.output
+    assert live.system_prompt == "You are a careful accountant."
+    assert "Project context" not in json.dumps(live.llm.completions[-1].body)
+
+
+def test_system_prompt_flag_outside_any_project(live: Live) -> None:
+    result = live.run("--system-prompt", "Answer in French.", "Hello")
+    assert result.exit_code == 0, result.output
+    assert live.system_prompt == "Answer in French."
+
+
+def test_a_bad_eonyx_json_is_a_clear_error(
+    live: Live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "eonyx.json").write_text("{not json")
+    monkeypatch.chdir(broken)
+    result = live.run("hi")
+    assert result.exit_code == 1
+    assert "eonyx.json is not valid JSON" in result.output
+    assert live.session_ids() == [] and live.llm.completions == []
+
+
+def gauge(result: Result) -> tuple[int, str]:
+    """(N, the raw text around it) of the `{ctx N%}` in the output."""
+    found = re.search(r"(\x1b\[[0-9;]*m)*\{ctx (\d+)%\}(\x1b\[[0-9;]*m)*", result.output)
+    assert found, result.output
+    return int(found.group(2)), found.group(0)
+
+
+def test_the_context_gauge_is_printed_and_highlighted_from_80_percent(
+    make_live: Callable[..., Live],
+) -> None:
+    live = make_live(color=True, EONYX_LLM_CONTEXT_WINDOW="1000")
+    calm = live.run("--system-prompt", "Be brief.", "hi")
+    assert calm.exit_code == 0, calm.output
+    percent, raw = gauge(calm)
+    assert percent < 80 and raw == f"{{ctx {percent}%}}"  # plain
+
+    live.llm.script(text("ok"))
+    high = live.run("--system-prompt", "x" * 3300, "hi")
+    percent, raw = gauge(high)
+    assert 80 <= percent < 90 and raw.startswith(YELLOW_BOLD), repr(raw)
+
+    live.llm.script(text("ok"))
+    full = live.run("--system-prompt", "x" * 3700, "hi")
+    percent, raw = gauge(full)
+    assert percent >= 90 and raw.startswith(RED_BOLD), repr(raw)
+    assert ANSI.sub("", full.stdout) == "ok\n"  # the gauge is not part of the answer
+
+
+def test_format_gauge_thresholds() -> None:
+    assert run_module.format_gauge(None) is None
+    assert run_module.format_gauge(79.9) == "{ctx 79%}"
+    assert run_module.format_gauge(80.0) == click.style("{ctx 80%}", fg="yellow", bold=True)
+    assert run_module.format_gauge(90.0) == click.style("{ctx 90%}", fg="red", bold=True)
+
+
+def test_json_prints_the_whole_turn(make_live: Callable[..., Live]) -> None:
+    live = make_live(EONYX_LLM_CONTEXT_WINDOW="100000")
+    live.llm.script(text("Forty-two."))
+    result = live.run("--json", "The answer?")
+    assert result.exit_code == 0, result.output
+    turn = json.loads(result.stdout)
+    assert turn["user_message"]["content"] == "The answer?"
+    assert turn["assistant_message"]["content"] == "Forty-two."
+    assert turn["steps"] == []
+    assert turn["context"]["window"] == 100000 and turn["context"]["percent"] is not None
+    assert live.session_ids() == [turn["session_id"]]
+    assert result.stderr == ""
+
+
+def test_streaming_prints_tokens_as_they_arrive(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pieces: list[str] = []
+    real_echo = run_module.echo_token
+
+    def record(piece: str) -> None:
+        pieces.append(piece)
+        real_echo(piece)
+
+    monkeypatch.setattr(run_module, "echo_token", record)
+    monkeypatch.setattr(run_module, "stdout_is_tty", lambda: True)  # as on a terminal
+    live.llm.script(text("Streaming works fine, token by token."))
+    result = live.run("stream please")
+    assert result.exit_code == 0, result.output
+    assert len(pieces) > 1 and "".join(pieces) == "Streaming works fine, token by token."
+    assert result.stdout == "Streaming works fine, token by token.\n"
+    assert live.llm.completions[-1].streamed
+    session_id = session_of(result)
+    assert live.transcript(session_id)[-1] == ("assistant", "Streaming works fine, token by token.")
+
+    pieces.clear()
+    live.llm.script(text("Plain this time."))
+    plain = live.run("--no-stream", "-s", session_id, "no stream")
+    assert plain.stdout == "Plain this time.\n" and pieces == []
+    assert not live.llm.completions[-1].streamed
+
+    monkeypatch.setattr(run_module, "stdout_is_tty", lambda: False)
+    live.llm.script(text("Forced."))
+    forced = live.run("--stream", "-s", session_id, "force it")
+    assert forced.stdout == "Forced.\n" and len(pieces) > 1 and "".join(pieces) == "Forced."
+    assert live.llm.completions[-1].streamed
+
+
+def test_a_model_error_exits_1_with_the_message_and_retry_answers(live: Live) -> None:
+    live.llm.script(error(400, "This model's maximum context length is 8192 tokens"))
+    result = live.run("a long question")
+    assert result.exit_code == 1
+    session_id = session_of(result)
+    assert "'default'" in result.output and "maximum context length" in result.output
+    assert "(llm_rejected)" in result.output
+    assert f"eonyx run -s {session_id} --retry" in result.output
+    assert live.transcript(session_id) == [("user", "a long question")]
+
+    live.llm.script(text("A short answer."))
+    retried = live.run("-s", session_id, "--retry")
+    assert retried.exit_code == 0, retried.output
+    assert retried.stdout == "A short answer.\n"
+    assert live.transcript(session_id) == [
+        ("user", "a long question"),
+        ("assistant", "A short answer."),
+    ]
+    again = live.run("-c", "--retry")
+    assert again.exit_code == 1 and "nothing_to_retry" in again.output
+    assert live.run("--retry").exit_code == 2  # a new session has nothing to retry
+    assert live.run("-s", session_id, "--retry", "text").exit_code == 2
+
+
+def test_a_stream_dying_midway_is_an_error_and_retry_answers(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live.llm.script(broken_stream("This answer will never finish", after=3))
+    result = live.run("--stream", "go")
+    assert result.exit_code == 1
+    session_id = session_of(result)
+    assert "ended early" in result.output and f"eonyx run -s {session_id} --retry" in result.output
+
+    live.llm.script(text("Complete answer."))
+    retried = live.run("--stream", "-s", session_id, "--retry")
+    assert retried.exit_code == 0, retried.output
+    assert retried.stdout == "Complete answer.\n"
+    assert live.transcript(session_id) == [("user", "go"), ("assistant", "Complete answer.")]
+
+
+def test_no_model_is_an_error_and_leaves_no_empty_session(
+    make_live: Callable[..., Live],
+) -> None:
+    live = make_live(model=False)
+    for args in (["hi"], ["--stream", "hi"]):
+        result = live.run(*args)
+        assert result.exit_code == 1
+        assert "(no_model)" in result.output and "--retry" not in result.output
+        assert live.session_ids() == []
+
+
+def test_not_logged_in(live: Live) -> None:
+    live.runner.env["EONYX_TOKEN"] = None
+    result = live.run("hi")
+    assert result.exit_code == 1 and "eonyx login" in result.output
