@@ -27,6 +27,9 @@ from shared.db import Database
 from shared.embedded_redis import EmbeddedRedis
 from shared.runtime import Runtime
 from shared.settings import Settings, load_settings
+from tests.fake_llm import fake_llm
+
+__all__ = ["fake_llm"]  # a fixture for every test module
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_URL = os.environ.get("EONYX_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -1,0 +1,69 @@
+"""Fixtures for API tests that talk to a model: an app wired to the fake model server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from api import create_app
+from shared.runtime import Runtime
+from tests.conftest import Account, Backend, create_account, make_settings
+from tests.fake_llm import FakeLLM
+
+API = "/api/v1"
+
+
+class Chat:
+    """An app wired to the fake model, a user, and helpers to talk to it."""
+
+    def __init__(self, app: Flask, user: Account, llm: FakeLLM) -> None:
+        self.app, self.user, self.llm = app, user, llm
+        self.client: FlaskClient = app.test_client()
+        self.rt: Runtime = app.extensions["eonyx"]
+
+    def new_session(self) -> str:
+        response = self.client.post(f"{API}/sessions", json={}, headers=self.user.headers)
+        return response.get_json()["id"]
+
+    def turn(self, session_id: str, **body: object):
+        return self.client.post(
+            f"{API}/sessions/{session_id}/turns", json=body, headers=self.user.headers
+        )
+
+    def transcript(self, session_id: str) -> list[tuple[str, str | None]]:
+        items = self.client.get(
+            f"{API}/sessions/{session_id}/messages", headers=self.user.headers
+        ).get_json()["items"]
+        return [(m["role"], m["content"]) for m in items]
+
+
+@pytest.fixture
+def make_chat(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[Callable[..., Chat]]:
+    apps: list[Flask] = []
+
+    def build(**env: str) -> Chat:
+        values = {
+            "EONYX_LLM_BASE_URL": fake_llm.base_url,
+            "EONYX_LLM_MODEL": "fake-model",
+            "LLM_MAX_RETRIES": "1",
+            "LLM_READ_TIMEOUT_SECONDS": "5",
+        } | env
+        app = create_app(make_settings(tmp_path / f"data{len(apps)}", backend, **values))
+        apps.append(app)
+        rt: Runtime = app.extensions["eonyx"]
+        rt.db.migrate()
+        rt.llm.backoff = 0.01
+        return Chat(app, create_account(rt, f"user{len(apps)}"), fake_llm)
+
+    yield build
+    for app in apps:
+        app.extensions["eonyx"].close()
+
+
+@pytest.fixture
+def chat(make_chat: Callable[..., Chat]) -> Chat:
+    return make_chat()
