@@ -41,7 +41,7 @@ from _common import (
 from shared import session_service
 from shared.accounts import Principal
 from shared.embedded_redis import EmbeddedRedis
-from shared.filestore import durable_append, encode_records
+from shared.filestore import durable_append, encode_records, locked
 from shared.runtime import Runtime
 from shared.sessions import isoformat, new_message_id, utcnow
 from shared.settings import load_settings
@@ -102,7 +102,7 @@ def run_lock_kind(
             durable_append(raw_path, payload["bytes"])
 
         def lock_only() -> None:
-            with rt.locks.hold(f"session:{store_session.id}"):
+            with locked(raw_path):
                 pass
 
         def service_append() -> None:
@@ -176,7 +176,7 @@ def main() -> int:
         "bare": "os.write + os.fsync (bare)",
         "append": "SessionStore.append (target)",
         "no_lock": "  durable_append, no lock",
-        "lock": "  lock acquire + release only",
+        "lock": "  file lock (flock) acquire + release only",
         "service": "  session_service.append_records",
     }
     for label, times, note in results:

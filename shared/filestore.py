@@ -1,7 +1,8 @@
 """Durable file primitives: the only place that writes bytes under DATA_DIR.
 
-- `durable_append`: append + fsync; repairs a torn last line first; on failure the file
-  is cut back to its previous length, so it stays valid.
+- `locked`: an exclusive `flock` on a file, held by whoever appends, rewrites or deletes it.
+- `durable_append`: append + fsync under that lock; repairs a torn last line first; on
+  failure the file is cut back to its previous length, so it stays valid.
 - `atomic_write`: temp file, fsync, rename, fsync of the directory.
 - `backup_file`: a timestamped copy taken before a whole-file rewrite.
 - `read_jsonl`: records of a JSONL file, ignoring a torn last line.
@@ -11,12 +12,14 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import logging
 import os
 import secrets
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,11 +75,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_result:
-    """Append `data` (whole lines) to `path` and fsync before returning.
+@contextmanager
+def locked(path: Path, *, create: bool = False) -> Iterator[int]:
+    """An fd of `path` open for reading and appending, under an exclusive `flock`.
 
-    A torn last line left by a crash is cut off first. If the write or the fsync fails the
-    file is truncated back to where it was and `StorageError` is raised.
+    The lock lives on the file itself, so it excludes every process that opens the same file
+    (other containers on the same volume included) at the cost of one system call. A file
+    unlinked while we waited for its lock raises FileNotFoundError, as if it were never there.
     """
     flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
     try:
@@ -88,25 +93,42 @@ def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_
             f"cannot open {path.name} for writing: {os.strerror(exc.errno or 0)}"
         ) from exc
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            good = _end_of_last_complete_line(fd, size)
-            log.warning("repairing torn last line of %s (%d bytes dropped)", path, size - good)
-            os.ftruncate(fd, good)
-            size = good
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        except OSError as exc:
-            _restore_length(fd, size)
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise StorageError(f"could not save to {path.name}: {reason}") from exc
-        stat = os.fstat(fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink == 0:
+            raise FileNotFoundError(errno.ENOENT, "deleted while waiting for its lock", str(path))
+        yield fd
     finally:
-        os.close(fd)
+        os.close(fd)  # closing releases the flock
+
+
+def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_result:
+    """Append `data` (whole lines) to `path` under its lock and fsync before returning.
+
+    A torn last line left by a crash is cut off first. If the write or the fsync fails the
+    file is truncated back to where it was and `StorageError` is raised.
+    """
+    with locked(path, create=create) as fd:
+        stat = _append_locked(fd, path, data)
     if create:
         fsync_dir(path.parent)
     return stat
+
+
+def _append_locked(fd: int, path: Path, data: bytes) -> os.stat_result:
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        good = _end_of_last_complete_line(fd, size)
+        log.warning("repairing torn last line of %s (%d bytes dropped)", path, size - good)
+        os.ftruncate(fd, good)
+        size = good
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as exc:
+        _restore_length(fd, size)
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise StorageError(f"could not save to {path.name}: {reason}") from exc
+    return os.fstat(fd)
 
 
 def _restore_length(fd: int, size: int) -> None:

@@ -48,6 +48,25 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
     }
 
 
+def state_of(row: SessionRow) -> SessionState:
+    """A row back as a (message-less) state, to fold new records into."""
+    return SessionState(
+        id=row.id,
+        user_id=row.user_id,
+        source=row.source,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        temporary=row.temporary,
+        title=row.title,
+        title_pending=row.title_pending,
+        pinned=row.pinned,
+        archived=row.archived,
+        folder_id=row.folder_id,
+        message_count=row.message_count,
+        image_count=row.image_count,
+    )
+
+
 def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
     """INSERT ... ON CONFLICT DO UPDATE, so concurrent writers of one row never collide."""
     if not rows:

@@ -53,7 +53,7 @@ class Runtime:
         return cls(
             settings=settings,
             db=Database(settings.database_url),
-            store=SessionStore(settings.data_dir, locks),
+            store=SessionStore(settings.data_dir),
             locks=locks,
             redis=client,
             llm=LLMClient(

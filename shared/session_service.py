@@ -9,12 +9,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from shared import index
 from shared.accounts import Principal
-from shared.errors import InvalidInput, NotFound
+from shared.errors import InvalidInput
 from shared.models import SessionRow
 from shared.runtime import Runtime
-from shared.sessions import SessionState, isoformat, utcnow
+from shared.sessions import check_session_id, isoformat, utcnow
 
 TITLE_MAX = 200
 
@@ -48,10 +50,23 @@ def create_session(
         return index.get_row(db, principal.user_id, state.id)
 
 
-def _ensure_index(rt: Runtime, user_id: str) -> None:
-    with rt.db.session() as db:
-        if not index.is_built(db, user_id):
-            index.reconcile_user(db, rt.store, user_id)
+def _ensure_index(db: Session, rt: Runtime, user_id: str) -> None:
+    if not index.is_built(db, user_id):
+        index.reconcile_user(db, rt.store, user_id)
+
+
+def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
+    """The caller's session row; a file the index has not seen yet is indexed on the way."""
+    check_session_id(session_id)
+    _ensure_index(db, rt, user_id)
+    row = db.get(SessionRow, session_id)
+    if row is not None and row.user_id == user_id:
+        return row
+    # Not indexed (written behind the index's back), or not the caller's: the file decides,
+    # and another user's session is not under the caller's directory.
+    state, info = rt.store.load(user_id, session_id, keep_messages=False)
+    index.record(db, state, info)
+    return index.get_row(db, user_id, session_id)
 
 
 def list_sessions(
@@ -64,8 +79,8 @@ def list_sessions(
     folder_id: str | None = None,
     archived: bool = False,
 ) -> tuple[list[SessionRow], str | None]:
-    _ensure_index(rt, principal.user_id)
     with rt.db.session() as db:
+        _ensure_index(db, rt, principal.user_id)
         return index.list_page(
             db,
             principal.user_id,
@@ -78,49 +93,24 @@ def list_sessions(
 
 
 def get_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
-    _ensure_index(rt, principal.user_id)
     with rt.db.session() as db:
-        try:
-            return index.get_row(db, principal.user_id, session_id)
-        except NotFound:
-            pass
-    # Not indexed yet (written behind the index's back): the file decides.
-    state, info = rt.store.load(principal.user_id, session_id, keep_messages=False)
-    with rt.db.session() as db:
-        index.record(db, state, info)
-        return index.get_row(db, principal.user_id, session_id)
+        return _row(db, rt, principal.user_id, session_id)
 
 
 def append_records(
     rt: Runtime, principal: Principal, session_id: str, records: list[dict[str, Any]]
 ) -> SessionRow:
-    """Durably append records to a session and update its index row from them."""
-    row = get_session(rt, principal, session_id)
-    info = rt.store.append(principal.user_id, session_id, records)
+    """Durably append records to a session, then bring its index row up to date from them
+    (one transaction; the file is written first, so a failed write changes no row)."""
     with rt.db.session() as db:
-        state = _state_of(row)
+        row = _row(db, rt, principal.user_id, session_id)
+        info = rt.store.append(principal.user_id, session_id, records)
+        state = index.state_of(row)
         for record in records:
             state.apply(record, keep_messages=False)
-        index.record(db, state, info)
-        return index.get_row(db, principal.user_id, session_id)
-
-
-def _state_of(row: SessionRow) -> SessionState:
-    return SessionState(
-        id=row.id,
-        user_id=row.user_id,
-        source=row.source,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        temporary=row.temporary,
-        title=row.title,
-        title_pending=row.title_pending,
-        pinned=row.pinned,
-        archived=row.archived,
-        folder_id=row.folder_id,
-        message_count=row.message_count,
-        image_count=row.image_count,
-    )
+        for column, value in index.row_values(state, info).items():
+            setattr(row, column, value)
+        return row
 
 
 def update_session(

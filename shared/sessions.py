@@ -25,11 +25,10 @@ from shared.filestore import (
     atomic_write,
     durable_append,
     encode_records,
+    locked,
     read_jsonl,
     remove_tree,
-    safe_path,
 )
-from shared.locks import Locks
 
 SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -149,21 +148,20 @@ class FileInfo:
 
 
 class SessionStore:
-    """Reads and writes session files under DATA_DIR/users; appends hold a per-session lock."""
+    """Reads and writes session files under DATA_DIR/users; writers hold the file's flock."""
 
-    def __init__(self, data_dir: Path, locks: Locks) -> None:
+    def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.users_dir = data_dir / "users"
-        self.locks = locks
 
     def sessions_dir(self, user_id: str) -> Path:
+        # The id patterns admit no separator and no dot-dir, so the join cannot escape.
         if not USER_ID_RE.match(user_id):
             raise InvalidInput("invalid user id", code="invalid_id")
-        return safe_path(self.data_dir, "users", user_id, "sessions")
+        return self.users_dir / user_id / "sessions"
 
     def path(self, user_id: str, session_id: str) -> Path:
-        check_session_id(session_id)
-        return safe_path(self.sessions_dir(user_id), f"{session_id}.jsonl")
+        return self.sessions_dir(user_id) / f"{check_session_id(session_id)}.jsonl"
 
     def create(
         self,
@@ -197,12 +195,10 @@ class SessionStore:
 
     def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> FileInfo:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
-        path = self.path(user_id, session_id)
-        with self.locks.hold(f"session:{session_id}"):
-            try:
-                stat = durable_append(path, encode_records(records))
-            except FileNotFoundError:
-                raise NotFound("session not found") from None
+        try:
+            stat = durable_append(self.path(user_id, session_id), encode_records(records))
+        except FileNotFoundError:
+            raise NotFound("session not found") from None
         return FileInfo.of(stat)
 
     def load(
@@ -222,29 +218,30 @@ class SessionStore:
 
     def delete(self, user_id: str, session_id: str) -> None:
         path = self.path(user_id, session_id)
-        with self.locks.hold(f"session:{session_id}"):
-            try:
+        try:
+            with locked(path):  # an append waiting for the lock then finds the file gone
                 path.unlink()
-            except FileNotFoundError:
-                raise NotFound("session not found") from None
-            remove_tree(path.with_suffix(""))
+        except FileNotFoundError:
+            raise NotFound("session not found") from None
+        remove_tree(path.with_suffix(""))
 
     def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
         """Delete a session that has no message and no change since `older_than`, atomically
-        with respect to appends (both hold the session lock)."""
+        with respect to appends (both hold the file's lock)."""
         path = self.path(user_id, session_id)
-        with self.locks.hold(f"session:{session_id}"):
-            try:
-                state = fold(read_jsonl(path), keep_messages=False)
-            except FileNotFoundError:
-                return False
-            except (ValueError, KeyError):
-                return False  # unreadable: leave it for a person to look at
-            if state.message_count or state.image_count or state.updated_at > older_than:
-                return False
-            path.unlink()
-            remove_tree(path.with_suffix(""))
-            return True
+        try:
+            with locked(path):
+                try:
+                    state = fold(read_jsonl(path), keep_messages=False)
+                except (ValueError, KeyError):
+                    return False  # unreadable: leave it for a person to look at
+                if state.message_count or state.image_count or state.updated_at > older_than:
+                    return False
+                path.unlink()
+        except FileNotFoundError:
+            return False
+        remove_tree(path.with_suffix(""))
+        return True
 
     def summary_path(self, user_id: str, session_id: str) -> Path:
         """Where the compaction summary of a session lives: derived data beside the JSONL."""

@@ -15,7 +15,6 @@ import pytest
 
 from shared import filestore
 from shared.errors import InvalidInput, StorageError
-from shared.locks import FileLocks
 from shared.sessions import SessionStore, fold
 
 USER = "a" * 32
@@ -33,7 +32,7 @@ def message(text: str) -> dict[str, object]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path, FileLocks(tmp_path / "locks"))
+    return SessionStore(tmp_path)
 
 
 def test_torn_last_line_is_ignored_on_read_and_repaired_on_append(store: SessionStore) -> None:
@@ -56,10 +55,9 @@ def test_torn_last_line_is_ignored_on_read_and_repaired_on_append(store: Session
 APPENDER = """
 import sys
 from pathlib import Path
-from shared.locks import FileLocks
 from shared.sessions import SessionStore
 root, user, sid = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-store = SessionStore(root, FileLocks(root / "locks"))
+store = SessionStore(root)
 big = "x" * 400_000
 i = 0
 while True:

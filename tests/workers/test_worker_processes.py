@@ -29,7 +29,6 @@ from sqlalchemy import func, select, text
 
 from shared import index
 from shared.db import Database
-from shared.locks import FileLocks
 from shared.models import IndexState, SessionRow
 from shared.sessions import SessionStore
 from tests.conftest import TABLES, eonyx_executable
@@ -240,7 +239,7 @@ def test_api_jobs_run_in_the_separate_worker_and_rebuild_a_dropped_index(stack: 
         # another replica would leave them): the index does not know the latter yet.
         for title in ("Via the API", "Also via the API"):
             assert http.post("/api/v1/sessions", json={"title": title}).status_code == 201
-        store = SessionStore(Path(stack.env["DATA_DIR"]), FileLocks(Path(stack.env["HOME"])))
+        store = SessionStore(Path(stack.env["DATA_DIR"]))
         for title in ("Restored one", "Restored two"):
             state, _ = store.create(user_id, source="api", title=title)
             store.append(user_id, state.id, [{"type": "meta", "set": {"pinned": True}}])
