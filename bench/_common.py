@@ -7,6 +7,7 @@ needs under a temporary directory (and, for PostgreSQL, a private schema) and re
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -174,6 +175,59 @@ def make_sessions(
     seconds = time.perf_counter() - started
     size = sum(e.stat().st_size for e in os.scandir(store.sessions_dir(user_id)))
     return DataReport(count, seconds, pinned, archived, temporary, size)
+
+
+def text_of_length(rng: random.Random, low: int, high: int) -> str:
+    """Words of WORDS, cut to a length drawn from [low, high] characters."""
+    target = rng.randint(low, high)
+    parts: list[str] = []
+    size = 0
+    while size < target:
+        part = sentence(rng, rng.randint(6, 18))
+        parts.append(part)
+        size += len(part) + 1
+    return " ".join(parts)[:target]
+
+
+def make_history(
+    rng: random.Random, count: int, *, tool_every: int = 40, low: int = 200, high: int = 800
+) -> list[dict[str, Any]]:
+    """`count` message records of a realistic chat: user and assistant alternating, each
+    `low`-`high` characters, and every `tool_every`-th turn an assistant tool call (one call,
+    JSON arguments) and its tool result before the assistant's answer. Times one minute apart.
+    """
+    records: list[dict[str, Any]] = []
+    moment = utcnow() - timedelta(minutes=count + 1)
+    turn = 0
+
+    def add(role: str, content: str | None, **extra: Any) -> None:
+        nonlocal moment
+        moment += timedelta(minutes=1)
+        record = {
+            "type": "message",
+            "id": new_message_id(),
+            "role": role,
+            "content": content,
+            "created_at": isoformat(moment),
+        }
+        records.append(record | extra)
+
+    while len(records) < count:
+        add("user", text_of_length(rng, low, high))
+        turn += 1
+        if turn % tool_every == 0 and count - len(records) >= 3:
+            call_id = f"call_{new_message_id()}"
+            arguments = {"query": sentence(rng, 5), "limit": rng.randint(1, 20)}
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "search_notes", "arguments": json.dumps(arguments)},
+            }
+            add("assistant", None, tool_calls=[call])
+            add("tool", text_of_length(rng, low, high), tool_call_id=call_id, name="search_notes")
+        if len(records) < count:
+            add("assistant", text_of_length(rng, low, high))
+    return records
 
 
 # --- statistics and output -----------------------------------------------------------------

@@ -1,17 +1,17 @@
 """Durable append of one message against a bare write + fsync of the same bytes.
 
     .venv/bin/python bench/bench_append.py [--appends 500] [--database-url URL]
-                                           [--redis-url redis://127.0.0.1:6379/14]
 
-Target: SessionStore.append of one ~300-byte message record (per-session lock, torn-line
-check, write, fsync) has a median within 1.5x of `os.write + os.fsync` of the same bytes to
-a file on the same disk, for each lock kind: FileLocks (no Redis), RedisLocks against
---redis-url when it answers, and RedisLocks on an embedded Redis (unix socket, what
-`eonyx serve` runs without REDIS_URL). All variants run interleaved in the same loop.
+Target: SessionStore.append of one ~300-byte message record (flock on the session file,
+torn-line check, write, fsync) has a median within 1.5x of `os.write + os.fsync` of the same
+bytes to a file that stays open in the same directory. Session appends take no named lock
+(no FileLocks, no Redis): the flock on the file is the only lock, so there is one comparison.
+All variants run interleaved in the same loop, their order rotating.
 
-Rows without a target, to show where the time goes: the lock alone (acquire + release),
-durable_append without the lock, and session_service.append_records (the API's write path:
-index lookup, append, index row update in the database given by --database-url).
+Rows without a target, to show where the time goes: durable_append called directly (the
+same write without the store's path checks), the flock alone (open + flock + close), and
+session_service.append_records (the API's write path: index lookup, append, index row update
+in the database given by --database-url).
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import redis
 from _common import (
     NS_PER_MS,
-    Workspace,
     base_parser,
     median,
     ms,
@@ -40,7 +38,6 @@ from _common import (
 
 from shared import session_service
 from shared.accounts import Principal
-from shared.embedded_redis import EmbeddedRedis
 from shared.filestore import durable_append, encode_records, locked
 from shared.runtime import Runtime
 from shared.sessions import isoformat, new_message_id, utcnow
@@ -63,157 +60,113 @@ def message_record(i: int) -> dict[str, Any]:
     return record
 
 
-def redis_answers(url: str) -> str | None:
-    try:
-        redis.Redis.from_url(url, socket_timeout=2).ping()
-        return None
-    except (redis.RedisError, OSError) as exc:
-        return type(exc).__name__
-
-
-def run_lock_kind(
-    ws: Workspace, label: str, redis_url: str | None, appends: int, warmup: int
-) -> dict[str, list[int]]:
-    """Interleaved timings (ns) of every variant for one lock kind."""
-    env = {"DATA_DIR": str(ws.data_dir), "DATABASE_URL": ws.database_url, "HOME": str(ws.root)}
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    rt = Runtime.build(load_settings(env))
-    try:
-        user_id = uuid.uuid4().hex
-        principal = Principal(user_id, "bench", False, "web", "")
-        store_session, _ = rt.store.create(user_id, source="web", title="append target")
-        raw_session, _ = rt.store.create(user_id, source="web", title="no lock")
-        api_session = session_service.create_session(rt, principal, title="service path")
-        raw_path = rt.store.path(user_id, raw_session.id)
-        bare_path = Path(rt.store.sessions_dir(user_id)) / f"bare-{label.split()[0]}.bin"
-        bare_fd = os.open(bare_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-        payload: dict[str, Any] = {}
-
-        def bare() -> None:
-            os.write(bare_fd, payload["bytes"])
-            os.fsync(bare_fd)
-
-        def store_append() -> None:
-            rt.store.append(user_id, store_session.id, [payload["record"]])
-
-        def no_lock() -> None:
-            durable_append(raw_path, payload["bytes"])
-
-        def lock_only() -> None:
-            with locked(raw_path):
-                pass
-
-        def service_append() -> None:
-            session_service.append_records(rt, principal, api_session.id, [payload["record"]])
-
-        variants: list[tuple[str, Callable[[], None]]] = [
-            ("bare", bare),
-            ("append", store_append),
-            ("no_lock", no_lock),
-            ("lock", lock_only),
-            ("service", service_append),
-        ]
-        times: dict[str, list[int]] = {name: [] for name, _ in variants}
-        for i in range(warmup + appends):
-            record = message_record(i)
-            payload["record"] = record
-            payload["bytes"] = encode_records([record])
-            shift = i % len(variants)  # rotate the order so no variant always goes first
-            for name, fn in variants[shift:] + variants[:shift]:
-                t0 = time.perf_counter_ns()
-                fn()
-                elapsed = time.perf_counter_ns() - t0
-                if i >= warmup:
-                    times[name].append(elapsed)
-        os.close(bare_fd)
-        times["_bytes"] = [len(payload["bytes"])]
-        times["_lines"] = [len(rt.store.load(user_id, store_session.id)[0].messages)]
-        return times
-    finally:
-        rt.close()
-
-
 def main() -> int:
     parser = base_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--appends", type=int, default=500, help="timed appends per variant")
     parser.add_argument("--warmup", type=int, default=50)
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
-    parser.add_argument("--no-redis", action="store_true", help="FileLocks only")
-    parser.add_argument("--no-embedded", action="store_true", help="skip the embedded Redis")
     args = parser.parse_args()
 
-    results: list[tuple[str, dict[str, list[int]] | None, str]] = []
     with workspace(args.database_url, keep=args.keep) as ws:
         print_header("bench_append", ws, f"{args.appends} appends per variant")
-        kinds: list[tuple[str, str | None, str]] = [("FileLocks", None, "")]
-        if not args.no_redis:
-            problem = redis_answers(args.redis_url)
-            kinds.append(
-                (f"RedisLocks {args.redis_url}", None if problem else args.redis_url, problem or "")
-            )
-        embedded = None
-        if not args.no_embedded:
-            embedded = EmbeddedRedis(ws.root / "embedded")
-            kinds.append(("RedisLocks embedded (unix socket)", embedded.start(), ""))
+        env = {"DATA_DIR": str(ws.data_dir), "DATABASE_URL": ws.database_url, "HOME": str(ws.root)}
+        rt = Runtime.build(load_settings(env))
         try:
-            for label, url, problem in kinds:
-                if label.startswith("RedisLocks") and url is None:
-                    results.append((label, None, f"skipped: not reachable ({problem})"))
-                    continue
-                times = run_lock_kind(ws, label, url, args.appends, args.warmup)
-                if times["_lines"][0] != args.appends + args.warmup:
-                    print(f"FAIL: {label}: the session holds {times['_lines'][0]} messages")
-                    return 1
-                results.append((label, times, ""))
-        finally:
-            if embedded is not None:
-                embedded.stop()
+            user_id = uuid.uuid4().hex
+            principal = Principal(user_id, "bench", False, "web", "")
+            store_session, _ = rt.store.create(user_id, source="web", title="append target")
+            raw_session, _ = rt.store.create(user_id, source="web", title="durable_append")
+            api_session = session_service.create_session(rt, principal, title="service path")
+            raw_path = rt.store.path(user_id, raw_session.id)
+            bare_path = Path(rt.store.sessions_dir(user_id)) / "bare.bin"
+            bare_fd = os.open(bare_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            payload: dict[str, Any] = {}
 
-    checks: list[tuple[str, bool]] = []
+            def bare() -> None:
+                os.write(bare_fd, payload["bytes"])
+                os.fsync(bare_fd)
+
+            def store_append() -> None:
+                rt.store.append(user_id, store_session.id, [payload["record"]])
+
+            def direct() -> None:
+                durable_append(raw_path, payload["bytes"])
+
+            def lock_only() -> None:
+                with locked(raw_path):
+                    pass
+
+            def service_append() -> None:
+                session_service.append_records(rt, principal, api_session.id, [payload["record"]])
+
+            variants: list[tuple[str, Callable[[], None]]] = [
+                ("bare", bare),
+                ("append", store_append),
+                ("direct", direct),
+                ("lock", lock_only),
+                ("service", service_append),
+            ]
+            times: dict[str, list[int]] = {name: [] for name, _ in variants}
+            try:
+                for i in range(args.warmup + args.appends):
+                    record = message_record(i)
+                    payload["record"] = record
+                    payload["bytes"] = encode_records([record])
+                    shift = i % len(variants)  # rotate the order: no variant always goes first
+                    for name, fn in variants[shift:] + variants[:shift]:
+                        t0 = time.perf_counter_ns()
+                        fn()
+                        elapsed = time.perf_counter_ns() - t0
+                        if i >= args.warmup:
+                            times[name].append(elapsed)
+            finally:
+                os.close(bare_fd)
+            record_bytes = len(payload["bytes"])
+            held = len(rt.store.load(user_id, store_session.id)[0].messages)
+        finally:
+            rt.close()
+
+    if held != args.appends + args.warmup:
+        print(f"FAIL: the session holds {held} messages, {args.appends + args.warmup} expected")
+        return 1
     names = {
         "bare": "os.write + os.fsync (bare)",
         "append": "SessionStore.append (target)",
-        "no_lock": "  durable_append, no lock",
-        "lock": "  file lock (flock) acquire + release only",
+        "direct": "  durable_append, called directly",
+        "lock": "  flock alone (open + flock + close)",
         "service": "  session_service.append_records",
     }
-    for label, times, note in results:
-        print()
-        print(f"-- {label}")
-        if times is None:
-            print(f"   {note}")
-            continue
-        bare_p50 = median(times["bare"])
-        rows = []
-        for key, title in names.items():
-            samples = times[key]
-            p50 = median(samples)
-            rows.append(
-                [
-                    title,
-                    str(len(samples)),
-                    ms(p50),
-                    ms(percentile(samples, 99)),
-                    f"{p50 / bare_p50:.2f}x" if key != "lock" else "",
-                ]
-            )
-        print_table(["variant", "n", "p50 ms", "p99 ms", "p50 / bare"], rows)
-        ratio = median(times["append"]) / bare_p50
-        print(
-            f"   record: {times['_bytes'][0]} bytes; ratio of medians append/bare = {ratio:.2f}; "
-            f"overhead over bare at p50: {ms(median(times['append']) - bare_p50)} ms"
-        )
-        checks.append(
-            (
-                f"{label}: append p50 within {TARGET_RATIO}x of bare (measured {ratio:.2f}x, "
-                f"{median(times['append']) / NS_PER_MS:.3f} vs {bare_p50 / NS_PER_MS:.3f} ms)",
-                ratio <= TARGET_RATIO,
-            )
+    bare_p50 = median(times["bare"])
+    rows = []
+    for key, title in names.items():
+        samples = times[key]
+        p50 = median(samples)
+        rows.append(
+            [
+                title,
+                str(len(samples)),
+                ms(p50),
+                ms(percentile(samples, 99)),
+                f"{p50 / bare_p50:.2f}x" if key != "lock" else "",
+            ]
         )
     print()
-    return verdict(checks)
+    print_table(["variant", "n", "p50 ms", "p99 ms", "p50 / bare"], rows)
+    append_p50 = median(times["append"])
+    ratio = append_p50 / bare_p50
+    print(
+        f"   record: {record_bytes} bytes; ratio of medians append/bare = {ratio:.2f}; "
+        f"overhead over bare at p50: {ms(append_p50 - bare_p50)} ms"
+    )
+    print()
+    return verdict(
+        [
+            (
+                f"append p50 within {TARGET_RATIO}x of bare (measured {ratio:.2f}x, "
+                f"{append_p50 / NS_PER_MS:.3f} vs {bare_p50 / NS_PER_MS:.3f} ms)",
+                ratio <= TARGET_RATIO,
+            )
+        ]
+    )
 
 
 if __name__ == "__main__":

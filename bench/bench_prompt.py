@@ -1,0 +1,188 @@
+"""Prompt assembly for a long session: shared.turns.assemble_context at 2,000 messages.
+
+    .venv/bin/python bench/bench_prompt.py [--messages 2000] [--runs 100] [--database-url URL]
+
+A session of 2,000 message records (user and assistant alternating, 200-800 characters each,
+every 40th turn an assistant tool call and its tool result) is written through the real store.
+Then, interleaved and in rotating order, `--runs` times each:
+
+- SessionStore.load of the file (read, parse every JSON line, fold): what a turn does first;
+- assemble_context(summarize=False) with a 128,000-token window, so the token estimate runs
+  (what GET /sessions/<id>/context does after its load);
+- assemble_context(summarize=True) with a window large enough that nothing is compacted, so
+  plan_compaction's estimate runs as well (what a turn does after its load);
+- the same with a summary that covers all but the last three user turns (a compacted session:
+  only the kept messages are copied for the model);
+- load + assemble_context(summarize=True) in one go, the turn's path end to end.
+
+Target: assemble_context (summarize=False) p50 < 20 ms at 2,000 messages. The target does NOT
+include loading the file; load and load + assembly are printed beside it, and whether the
+combined time also fits in 20 ms is printed as a note. The database (--database-url) only
+holds the session's index row; no query is timed.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from _common import (
+    NS_PER_MS,
+    base_parser,
+    make_history,
+    median,
+    ms,
+    percentile,
+    print_header,
+    print_table,
+    verdict,
+    workspace,
+)
+
+from shared import session_service
+from shared.accounts import Principal
+from shared.compaction import SummaryState, find_boundary, to_model_messages
+from shared.llm import Offering
+from shared.runtime import Runtime
+from shared.settings import load_settings
+from shared.turns import ProjectInput, assemble_context
+
+TARGET_P50_MS = 20.0
+WINDOW = 128_000
+HUGE_WINDOW = 10_000_000
+
+
+def main() -> int:
+    parser = base_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=100, help="timed runs per variant")
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+
+    with workspace(args.database_url, keep=args.keep) as ws:
+        env = {"DATA_DIR": str(ws.data_dir), "DATABASE_URL": ws.database_url, "HOME": str(ws.root)}
+        rt = Runtime.build(load_settings(env))
+        try:
+            user_id = uuid.uuid4().hex
+            principal = Principal(user_id, "bench", False, "web", "")
+            row = session_service.create_session(rt, principal, title="long session")
+            history = make_history(random.Random(11), args.messages)
+            session_service.append_records(rt, principal, row.id, history)
+            compacted = session_service.create_session(rt, principal, title="compacted")
+            session_service.append_records(rt, principal, compacted.id, history)
+            boundary = find_boundary(history)
+            rt.store.write_summary(
+                user_id,
+                compacted.id,
+                SummaryState(
+                    summary="## Decisions\nKeep the index in SQL.\n## Facts\n" + "x" * 1500,
+                    covered_through=history[boundary - 1]["id"],
+                    created_at="2026-01-01T00:00:00Z",
+                ).to_dict(),
+            )
+            size = rt.store.path(user_id, row.id).stat().st_size
+            print_header(
+                "bench_prompt",
+                ws,
+                f"{args.messages} messages, {size / 1e6:.2f} MB file, {args.runs} runs per variant",
+            )
+            windowed = Offering("bench", "http://127.0.0.1:9/v1", "none", context_window=WINDOW)
+            roomy = Offering("bench", "http://127.0.0.1:9/v1", "none", context_window=HUGE_WINDOW)
+            project = ProjectInput()
+            state, _ = rt.store.load(user_id, row.id)
+            compacted_state, _ = rt.store.load(user_id, compacted.id)
+            if len(state.messages) != args.messages:
+                print(f"FAIL: the session holds {len(state.messages)} messages")
+                return 1
+            check = assemble_context(rt, state, project, windowed, summarize=False)
+            if len(check.messages) != args.messages or check.messages != to_model_messages(history):
+                print("FAIL: assemble_context did not give every message to the model")
+                return 1
+            kept = assemble_context(rt, compacted_state, project, roomy, summarize=True)
+            if kept.summary is None or len(kept.messages) != args.messages - boundary:
+                print("FAIL: the compacted session's summary was not applied")
+                return 1
+
+            def load() -> Any:
+                return rt.store.load(user_id, row.id)
+
+            def assemble_plain() -> Any:
+                return assemble_context(rt, state, project, windowed, summarize=False)
+
+            def assemble_planned() -> Any:
+                return assemble_context(rt, state, project, roomy, summarize=True)
+
+            def assemble_compacted() -> Any:
+                return assemble_context(rt, compacted_state, project, roomy, summarize=True)
+
+            def load_and_assemble() -> Any:
+                loaded, _ = rt.store.load(user_id, row.id)
+                return assemble_context(rt, loaded, project, roomy, summarize=True)
+
+            variants: list[tuple[str, Callable[[], Any]]] = [
+                ("load", load),
+                ("plain", assemble_plain),
+                ("planned", assemble_planned),
+                ("compacted", assemble_compacted),
+                ("both", load_and_assemble),
+            ]
+            times: dict[str, list[int]] = {name: [] for name, _ in variants}
+            for i in range(args.warmup + args.runs):
+                shift = i % len(variants)
+                for name, fn in variants[shift:] + variants[:shift]:
+                    t0 = time.perf_counter_ns()
+                    fn()
+                    elapsed = time.perf_counter_ns() - t0
+                    if i >= args.warmup:
+                        times[name].append(elapsed)
+            tokens = check.usage.tokens
+        finally:
+            rt.close()
+
+    titles = {
+        "load": "SessionStore.load (read + parse + fold)",
+        "plain": "assemble_context summarize=False, window 128k (TARGET)",
+        "planned": "assemble_context summarize=True, no compaction due",
+        "compacted": f"  same, summary covers all but last {args.messages - boundary} msgs",
+        "both": "load + assemble_context summarize=True (turn path)",
+    }
+    rows = []
+    for key, title in titles.items():
+        samples = times[key]
+        rows.append(
+            [
+                title,
+                str(len(samples)),
+                ms(median(samples)),
+                ms(percentile(samples, 99)),
+                ms(max(samples)),
+            ]
+        )
+    print()
+    print_table([f"{args.messages} messages", "runs", "p50 ms", "p99 ms", "max ms"], rows)
+    plain_p50 = median(times["plain"]) / NS_PER_MS
+    both_p50 = median(times["both"]) / NS_PER_MS
+    print(
+        f"   estimate: {tokens:,} tokens ({check.usage.percent}% of {WINDOW:,}); "
+        f"load + assembly p50 {both_p50:.3f} ms: "
+        f"{'also' if both_p50 < TARGET_P50_MS else 'NOT'} under {TARGET_P50_MS:g} ms "
+        "(not the target, which excludes the load)"
+    )
+    print()
+    return verdict(
+        [
+            (
+                f"assemble_context p50 < {TARGET_P50_MS:g} ms at {args.messages} messages, "
+                f"load excluded (measured {plain_p50:.3f} ms)",
+                plain_p50 < TARGET_P50_MS,
+            )
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

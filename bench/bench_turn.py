@@ -1,0 +1,485 @@
+"""Server-side overhead of one chat turn with a model that answers at once, over real HTTP.
+
+    .venv/bin/python bench/bench_turn.py [--turns 300] [--database-url URL] [--redis-url URL]
+
+The app (api.create_app) is served by werkzeug's threaded server on 127.0.0.1, in a thread of
+this process; the model is the fake OpenAI-compatible server of tests/fake_llm.py (also
+werkzeug, also a thread here), which echoes the user's message at once. werkzeug closes the
+connection after every response, so every request (to the app, and the app's own call to the
+model) pays a TCP connect and a new handler thread; the bare endpoint and the model call pay
+the same, so they cancel out of the comparison.
+One httpx.Client sends, interleaved and in rotating order, per round:
+
+- GET /bench/bare: a bare Flask view (`{"ok": true}`) added to the same app by this script;
+- GET /bench/auth: the same view behind the API's token check (one small transaction);
+- POST /api/v1/sessions/<id>/turns {"content": ...} on a small session (a fresh session every
+  --turns-per-session turns, so it holds 0-20 messages);
+- the same turn on a session that already holds 200 messages (~500 characters each, a few
+  tool calls; also replaced every --turns-per-session turns, so 200-220 messages);
+- after each kind of turn, the model call alone: the body that turn sent to the model, POSTed
+  by the same client straight to the fake (client encode, loopback, the fake's work, decode).
+
+overhead = turn_total - model_call, per round (paired samples), then p50 and p99.
+Targets, for each session size: overhead p50 < 5 ms, and overhead p50 <= 4x the bare
+endpoint's p50 (client-measured, same run). In-process figures are printed beside them to show
+where the time goes: the app's own WSGI time, the time inside LLMClient.complete, and the
+fake's own WSGI time. The model has a 128,000-token window, so the estimate runs and nothing
+is compacted (checked). The turn lock is FileLocks, or RedisLocks with --redis-url. The
+database is SQLite in the temporary directory, or --database-url (a private schema).
+`--profile` runs extra small-session turns under cProfile afterwards and prints the top
+functions of the app's request threads.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import pstats
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from _common import (
+    NS_PER_MS,
+    ROOT,
+    base_parser,
+    make_history,
+    median,
+    ms,
+    percentile,
+    print_header,
+    print_table,
+    verdict,
+    workspace,
+)
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from api import create_app
+from api.context import login_required
+from shared import accounts, session_service
+from shared.accounts import Principal
+from shared.settings import load_settings
+
+sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
+from tests.fake_llm import FakeLLM  # noqa: E402
+
+TARGET_OVERHEAD_MS = 5.0
+TARGET_BARE_RATIO = 4.0
+WINDOW = 128_000
+LONG_MESSAGES = 200
+CONTENT = "What did we decide about the cache?"
+
+
+class QuietHandler(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+class Recorder:
+    """Times (ns) of work done in other threads, filed under the label the driver set."""
+
+    def __init__(self) -> None:
+        self.label = ""
+        self.samples: dict[str, list[int]] = defaultdict(list)
+        self.recording = False
+
+    def add(self, kind: str, elapsed: int) -> None:
+        if self.recording:
+            self.samples[f"{kind}:{self.label}"].append(elapsed)
+
+    def wsgi(self, kind: str, app: Callable[..., Iterable[bytes]]) -> Callable[..., Any]:
+        def timed(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            t0 = time.perf_counter_ns()
+            try:
+                return app(environ, start_response)
+            finally:
+                self.add(kind, time.perf_counter_ns() - t0)
+
+        return timed
+
+    def call(self, kind: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.add(kind, time.perf_counter_ns() - t0)
+
+        return timed
+
+
+class Rotation:
+    """Sessions of one kind, a new one every `every` turns (all created before timing)."""
+
+    def __init__(self, ids: list[str], every: int) -> None:
+        self.ids, self.every, self.turns = ids, every, 0
+
+    def next(self) -> str:
+        session_id = self.ids[self.turns // self.every]
+        self.turns += 1
+        return session_id
+
+
+class TimedHold:
+    """A turn-lock context manager whose enter and exit are timed."""
+
+    def __init__(self, rec: Recorder, inner: Any) -> None:
+        self.rec, self.inner = rec, inner
+
+    def __enter__(self) -> Any:
+        t0 = time.perf_counter_ns()
+        try:
+            return self.inner.__enter__()
+        finally:
+            self.rec.add("lock_acquire", time.perf_counter_ns() - t0)
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        t0 = time.perf_counter_ns()
+        try:
+            return self.inner.__exit__(*exc_info)
+        finally:
+            self.rec.add("lock_release", time.perf_counter_ns() - t0)
+
+
+# (kind, title) of the timed steps of a turn, in the order they run; see instrument().
+STEPS = [
+    ("auth", "authenticate (token check, own transaction)"),
+    ("run_turn", "run_turn"),
+    ("get_session", "  get_session (ownership check, own transaction)"),
+    ("resolve", "  catalog.resolve (query; its transaction is in 'rest')"),
+    ("lock_acquire", "  turn lock acquire"),
+    ("load", "  SessionStore.load"),
+    ("append_1", "  append_records, user message (transaction + file)"),
+    ("store_append_1", "    of which SessionStore.append (write + fsync)"),
+    ("assemble", "  assemble_context (summarize=True)"),
+    ("llm", "  LLMClient.complete (model call, from inside)"),
+    ("append_2", "  append_records, answer"),
+    ("store_append_2", "    of which SessionStore.append"),
+    ("lock_release", "  turn lock release"),
+]
+
+
+def instrument(rec: Recorder, rt: Any) -> None:
+    """Time the steps of a turn in-process by wrapping what iter_turn calls (module attributes
+    and the runtime's objects). A step the current code does not have is simply not shown."""
+    import api.context
+    import shared.catalog
+    import shared.session_service
+    import shared.turns
+
+    targets = [
+        (api.context, "_authenticate", "auth"),
+        (shared.turns, "run_turn", "run_turn"),
+        (shared.session_service, "get_session", "get_session"),
+        (shared.catalog, "resolve", "resolve"),
+        (rt.store, "load", "load"),
+        (shared.session_service, "append_records", "append"),
+        (rt.store, "append", "store_append"),
+        (shared.turns, "assemble_context", "assemble"),
+        (rt.llm, "complete", "llm"),
+    ]
+    for owner, attr, kind in targets:
+        if callable(getattr(owner, attr, None)):
+            setattr(owner, attr, rec.call(kind, getattr(owner, attr)))
+    hold = rt.locks.hold
+    rt.locks.hold = lambda name, **kw: TimedHold(rec, hold(name, **kw))
+
+
+def breakdown(s: dict[str, list[int]], label: str) -> dict[str, list[int]]:
+    """Per-turn samples of each step of one kind of turn, with the remainders computed."""
+    out = {kind: list(s.get(f"{kind}:{label}", [])) for kind, _ in STEPS}
+    for kind in ("append", "store_append"):
+        both = s.get(f"{kind}:{label}", [])
+        out[f"{kind}_1"], out[f"{kind}_2"] = both[0::2], both[1::2]
+    out["app"] = s[f"app:{label}"]
+    n = len(out["app"])
+    inner = [k for k, _ in STEPS[2:] if not k.startswith("store_") and out[k]]
+    if all(len(out[k]) == n for k in ["auth", "run_turn", *inner]):
+        out["rest_run_turn"] = [
+            out["run_turn"][i] - sum(out[k][i] for k in inner) for i in range(n)
+        ]
+        out["rest_app"] = [
+            s[f"app:{label}"][i] - out["auth"][i] - out["run_turn"][i] for i in range(n)
+        ]
+    return out
+
+
+def serve(app: Any) -> tuple[BaseWSGIServer, threading.Thread]:
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    return server, thread
+
+
+def main() -> int:
+    parser = base_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=300, help="timed turns per session size")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--turns-per-session", type=int, default=10)
+    parser.add_argument("--redis-url", default=None, help="turn lock on Redis (RedisLocks)")
+    parser.add_argument("--profile", action="store_true", help="cProfile extra turns")
+    args = parser.parse_args()
+    rounds = args.warmup + args.turns
+    per_kind = -(-(rounds + 1) // args.turns_per_session)  # +1: the untimed first turn
+
+    fake = FakeLLM().start()
+    try:
+        with workspace(args.database_url, keep=args.keep) as ws:
+            env = {
+                "DATA_DIR": str(ws.data_dir),
+                "DATABASE_URL": ws.database_url,
+                "HOME": str(ws.root),
+                "EONYX_LLM_BASE_URL": fake.base_url,
+                "EONYX_LLM_MODEL": "fake-model",
+                "EONYX_LLM_CONTEXT_WINDOW": str(WINDOW),
+                "LLM_MAX_RETRIES": "0",
+            }
+            if args.redis_url:
+                env["REDIS_URL"] = args.redis_url
+            app = create_app(load_settings(env))
+            rt = app.extensions["eonyx"]
+            rec = Recorder()
+            app.add_url_rule("/bench/bare", "bench_bare", view_func=lambda: {"ok": True})
+            app.add_url_rule(
+                "/bench/auth", "bench_auth", view_func=login_required(lambda: {"ok": True})
+            )
+            app.wsgi_app = rec.wsgi("app", app.wsgi_app)  # type: ignore[method-assign]
+            fake._server.app = rec.wsgi("fake", fake._server.app)
+            instrument(rec, rt)
+            server, thread = serve(app)
+            base = f"http://127.0.0.1:{server.server_port}"
+            client = httpx.Client(base_url=base, timeout=30)
+            try:
+                print_header(
+                    "bench_turn",
+                    ws,
+                    f"{args.turns} turns per session size, turn lock: {type(rt.locks).__name__}",
+                )
+                username = f"bench{uuid.uuid4().hex[:8]}"
+                with rt.db.session() as db:
+                    user = accounts.create_user(db, username, "correct horse battery")
+                    token_row, token = accounts.login(
+                        db, username, "correct horse battery", timedelta(hours=1)
+                    )
+                    user_id, token_id = user.id, token_row.id
+                principal = Principal(user_id, username, False, "web", token_id)
+                client.headers["Authorization"] = f"Bearer {token}"
+
+                started = time.perf_counter()
+                small_ids, long_ids = [], []
+                rng = random.Random(5)
+                profile_turns_count = 100
+                extra = -(-profile_turns_count // args.turns_per_session) + 1 if args.profile else 0
+                for _ in range(per_kind + extra):
+                    small_ids.append(session_service.create_session(rt, principal).id)
+                    row = session_service.create_session(rt, principal, title="long")
+                    history = make_history(rng, LONG_MESSAGES)
+                    session_service.append_records(rt, principal, row.id, history)
+                    long_ids.append(row.id)
+                print(
+                    f"   setup: {len(small_ids)} small and {len(long_ids)} "
+                    f"{LONG_MESSAGES}-message sessions in {time.perf_counter() - started:.1f} s; "
+                    f"app at {base}, fake model at {fake.base_url}"
+                )
+                rotations = {
+                    "small": Rotation(small_ids, args.turns_per_session),
+                    "long": Rotation(long_ids, args.turns_per_session),
+                }
+                bodies: dict[str, Any] = {}
+
+                def get(path: str) -> None:
+                    response = client.get(path)
+                    if response.status_code != 200:
+                        raise SystemExit(f"GET {path} answered {response.status_code}")
+
+                def turn(kind: str) -> None:
+                    session_id = rotations[kind].next()
+                    response = client.post(
+                        f"/api/v1/sessions/{session_id}/turns", json={"content": CONTENT}
+                    )
+                    if response.status_code != 200:
+                        raise SystemExit(
+                            f"turn answered {response.status_code}: {response.text[:300]}"
+                        )
+                    if response.json()["assistant_message"]["content"] != CONTENT:
+                        raise SystemExit("the turn's answer is not the fake's echo")
+                    bodies[kind] = fake.last_request.body
+
+                def model_call(kind: str) -> None:
+                    response = client.post(f"{fake.base_url}/chat/completions", json=bodies[kind])
+                    if response.status_code != 200:
+                        raise SystemExit(f"the fake answered {response.status_code}")
+                    response.json()
+
+                variants: list[tuple[str, Callable[[], None]]] = [
+                    ("bare", lambda: get("/bench/bare")),
+                    ("auth", lambda: get("/bench/auth")),
+                    ("turn_small", lambda: turn("small")),
+                    ("model_small", lambda: model_call("small")),
+                    ("turn_long", lambda: turn("long")),
+                    ("model_long", lambda: model_call("long")),
+                ]
+                # a model call needs a body its kind of turn sent: one untimed turn of each first
+                turn("small")
+                turn("long")
+                times: dict[str, list[int]] = {name: [] for name, _ in variants}
+                for i in range(rounds):
+                    shift = i % len(variants)
+                    rec.recording = i >= args.warmup
+                    for name, fn in variants[shift:] + variants[:shift]:
+                        rec.label = name
+                        t0 = time.perf_counter_ns()
+                        fn()
+                        elapsed = time.perf_counter_ns() - t0
+                        if i >= args.warmup:
+                            times[name].append(elapsed)
+                rec.recording = False
+                completions = len(fake.completions)
+                answered = 2 + 4 * rounds  # 2 turns (one model call each) + 2 direct calls a round
+                if completions != answered:
+                    print(f"FAIL: the fake saw {completions} calls, {answered} expected")
+                    return 1
+
+                profile_text = ""
+                if args.profile:
+                    profile_text = profile_turns(
+                        app, client, rotations["small"], profile_turns_count
+                    )
+            finally:
+                client.close()
+                server.shutdown()
+                thread.join(timeout=10)
+                server.server_close()
+                rt.close()
+    finally:
+        fake.stop()
+
+    return report(times, rec.samples, bodies, profile_text)
+
+
+def stats(samples: list[int]) -> list[str]:
+    return [str(len(samples)), ms(median(samples)), ms(percentile(samples, 99))]
+
+
+def p50(samples: list[int] | None) -> str:
+    return ms(median(samples)) if samples else ""
+
+
+def report(
+    times: dict[str, list[int]],
+    s: dict[str, list[int]],
+    bodies: dict[str, Any],
+    profile_text: str,
+) -> int:
+    bare_p50 = median(times["bare"])
+    rows = [
+        ["GET /bench/bare (bare Flask view)", *stats(times["bare"]), p50(s["app:bare"]), ""],
+        ["GET /bench/auth (same, token check)", *stats(times["auth"]), p50(s["app:auth"]), ""],
+    ]
+    checks: list[tuple[str, bool]] = []
+    sizes = (("small", "small session (0-20 msgs)"), ("long", f"{LONG_MESSAGES}-msg session"))
+    for kind, label in sizes:
+        turn_ns, model_ns = times[f"turn_{kind}"], times[f"model_{kind}"]
+        overhead = [t - m for t, m in zip(turn_ns, model_ns, strict=True)]
+        app_ns, llm_ns = s[f"app:turn_{kind}"], s[f"llm:turn_{kind}"]
+        in_app = [a - m for a, m in zip(app_ns, llm_ns, strict=True)]
+        body_kb = len(json.dumps(bodies[kind])) / 1024
+        rows += [
+            [f"turn_total, {label}", *stats(turn_ns), p50(app_ns), p50(s[f"fake:turn_{kind}"])],
+            [
+                f"  model_call ({body_kb:.0f} KB body, straight to fake)",
+                *stats(model_ns),
+                "",
+                p50(s[f"fake:model_{kind}"]),
+            ],
+            ["  overhead = turn_total - model_call (TARGET)", *stats(overhead), "", ""],
+            ["  in-app: app WSGI - LLMClient.complete", *stats(in_app), "", ""],
+        ]
+        over_p50 = median(overhead)
+        checks += [
+            (
+                f"{label}: overhead p50 < {TARGET_OVERHEAD_MS:g} ms "
+                f"(measured {over_p50 / NS_PER_MS:.3f} ms)",
+                over_p50 / NS_PER_MS < TARGET_OVERHEAD_MS,
+            ),
+            (
+                f"{label}: overhead p50 <= {TARGET_BARE_RATIO:g}x bare endpoint p50 "
+                f"(measured {over_p50 / bare_p50:.1f}x of {bare_p50 / NS_PER_MS:.3f} ms)",
+                over_p50 <= TARGET_BARE_RATIO * bare_p50,
+            ),
+        ]
+    print()
+    print_table(["client-measured", "n", "p50 ms", "p99 ms", "app p50", "model p50"], rows)
+    print(
+        "   app p50: the app's own WSGI time (in-process); model p50: the fake's own WSGI time"
+        " for that request's model call"
+    )
+
+    print()
+    parts = {kind: breakdown(s, f"turn_{kind}") for kind in ("small", "long")}
+    steps = [
+        ("app", "app WSGI total (in-process)"),
+        *STEPS,
+        ("rest_run_turn", "  rest of run_turn (transaction begin/commit, meta, specs...)"),
+        ("rest_app", "rest: Flask routing, marshmallow load/dump, JSON"),
+    ]
+    rows = []
+    for kind, title in steps:
+        small, long = parts["small"].get(kind), parts["long"].get(kind)
+        if small and long:
+            rows.append(
+                [
+                    title,
+                    p50(small),
+                    ms(percentile(small, 99)),
+                    p50(long),
+                    ms(percentile(long, 99)),
+                ]
+            )
+    print_table(["in-app steps of a turn", "small p50", "p99", "200-msg p50", "p99"], rows)
+    print("   medians of each step on its own; they need not add up to the total's median")
+    if profile_text:
+        print()
+        print(profile_text)
+    print()
+    return verdict(checks)
+
+
+def profile_turns(app: Any, client: httpx.Client, rotation: Rotation, count: int) -> str:
+    """cProfile of `count` small-session turns, measured in the app's request threads."""
+    profiler = cProfile.Profile()
+    inner = app.wsgi_app
+
+    def profiled(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        profiler.enable()
+        try:
+            return inner(environ, start_response)
+        finally:
+            profiler.disable()
+
+    app.wsgi_app = profiled
+    rotation.turns = -(-rotation.turns // rotation.every) * rotation.every  # fresh sessions
+    for _ in range(count):
+        session_id = rotation.next()
+        client.post(f"/api/v1/sessions/{session_id}/turns", json={"content": CONTENT})
+    app.wsgi_app = inner
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("cumulative")
+    out.write(f"-- cProfile of {count} small-session turns (app threads, cumulative)\n")
+    stats.print_stats(45)
+    stats.sort_stats("tottime").print_stats(25)
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
