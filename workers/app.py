@@ -58,6 +58,7 @@ def create_celery(settings: Settings) -> Celery:
         beat_schedule={
             "reconcile-index": {"task": "eonyx.index.rebuild", "schedule": 30 * 60},
             "sweep-empty-sessions": {"task": "eonyx.sessions.sweep_empty", "schedule": 15 * 60},
+            "sweep-memory-jobs": {"task": "eonyx.memory.sweep", "schedule": 10 * 60},
         },
         timezone="UTC",
     )

@@ -36,3 +36,33 @@ def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]
     from shared.turns import precompute_summary as compute
 
     return {"summarized": compute(runtime_for(self.app), user_id, session_id), **_where()}
+
+
+@shared_task(name="eonyx.memory.extract", bind=True)
+def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Reconcile the user's preference profile with a session's latest turns."""
+    from shared.extraction import extract_preferences
+
+    outcome = extract_preferences(runtime_for(self.app), user_id, session_id, upto_turn)
+    return {**outcome.to_dict(), **_where()}
+
+
+@shared_task(name="eonyx.memory.curate", bind=True)
+def curate_memory(self, user_id: str, session_id: str, pair_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Distill a liked turn into the agent memory."""
+    from shared.curation import curate_turn
+
+    outcome = curate_turn(runtime_for(self.app), user_id, session_id, pair_id)
+    return {**outcome.to_dict(), **_where()}
+
+
+@shared_task(name="eonyx.memory.sweep", bind=True)
+def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Re-send extraction and curation jobs that were lost (turn counts past the marker,
+    likes still saving long after)."""
+    from shared.curation import sweep_likes
+    from shared.extraction import sweep_extraction
+    from workers.queue import CeleryJobs
+
+    rt, jobs = runtime_for(self.app), CeleryJobs(self.app)
+    return {"extract": sweep_extraction(rt, jobs), "curate": sweep_likes(rt, jobs), **_where()}

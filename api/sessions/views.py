@@ -16,6 +16,7 @@ from api.sessions.schemas import (
     SessionPatchSchema,
     SessionSchema,
 )
+from shared import curation
 from shared import session_service as sessions
 from shared.models import SessionRow
 
@@ -70,4 +71,4 @@ class SessionMessages(MethodView):
     @login_required
     @blp.response(200, MessagesSchema)
     def get(self, session_id: str) -> dict[str, Any]:
-        return {"items": sessions.get_messages(runtime(), principal(), session_id)}
+        return {"items": curation.messages_with_likes(runtime(), principal(), session_id)}
