@@ -2,13 +2,10 @@
 
     .venv/bin/python bench/bench_turn.py [--turns 300] [--database-url URL] [--redis-url URL]
 
-The app (api.create_app) is served by werkzeug's threaded server on 127.0.0.1, in a thread of
-this process; the model is the fake OpenAI-compatible server of tests/fake_llm.py (also
-werkzeug, also a thread here), which echoes the user's message at once. werkzeug closes the
-connection after every response, so every request (to the app, and the app's own call to the
-model) pays a TCP connect and a new handler thread; the bare endpoint and the model call pay
-the same, so they cancel out of the comparison.
-One httpx.Client sends, interleaved and in rotating order, per round:
+The app (api.create_app) is served on 127.0.0.1 from threads of this process; the model is the
+fake OpenAI-compatible server of tests/fake_llm.py (werkzeug, also a thread here), which echoes
+the user's message at once. One httpx.Client sends, interleaved and in rotating order, per
+round:
 
 - GET /bench/bare: a bare Flask view (`{"ok": true}`) added to the same app by this script;
 - GET /bench/auth: the same view behind the API's token check (one small transaction);
@@ -19,15 +16,24 @@ One httpx.Client sends, interleaved and in rotating order, per round:
 - after each kind of turn, the model call alone: the body that turn sent to the model, POSTed
   by the same client straight to the fake (client encode, loopback, the fake's work, decode).
 
+The app is served by werkzeug's `make_server(..., threaded=True)`: a new handler thread for
+every connection. With --pooled the requests above also go, interleaved, to the same werkzeug
+server class with a pool of 4 reused handler threads (like gunicorn's gthread workers in
+deploy/). werkzeug closes the connection after every response, so every request (to the app,
+and the app's own call to the model) pays a TCP connect; the bare endpoint and the model call
+pay the same.
+
 overhead = turn_total - model_call, per round (paired samples), then p50 and p99.
-Targets, for each session size: overhead p50 < 5 ms, and overhead p50 <= 4x the bare
-endpoint's p50 (client-measured, same run). In-process figures are printed beside them to show
-where the time goes: the app's own WSGI time, the time inside LLMClient.complete, and the
-fake's own WSGI time. The model has a 128,000-token window, so the estimate runs and nothing
-is compacted (checked). The turn lock is FileLocks, or RedisLocks with --redis-url. The
-database is SQLite in the temporary directory, or --database-url (a private schema).
-`--profile` runs extra small-session turns under cProfile afterwards and prints the top
-functions of the app's request threads.
+Targets, for each session size, on the make_server(threaded=True) server: overhead p50 < 5 ms,
+and overhead p50 <= 4x the bare endpoint's p50 (client-measured, same server, same run); with
+--pooled, the pooled server's figures are printed beside them (no target). In-process figures
+show where the time goes: the app's own WSGI time, the fake's own WSGI time, and the turn's
+steps (timed by wrapping the functions iter_turn calls, in this process only). The model has a
+128,000-token window, so the estimate runs and nothing is compacted (checked: one model call
+per turn). The turn lock is FileLocks, or RedisLocks with --redis-url. The database is SQLite
+in the temporary directory, or --database-url (a private schema). `--profile` runs 100 extra
+small-session turns under cProfile afterwards and prints the top functions of the app's
+request threads.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -75,12 +82,44 @@ TARGET_OVERHEAD_MS = 5.0
 TARGET_BARE_RATIO = 4.0
 WINDOW = 128_000
 LONG_MESSAGES = 200
+POOL_THREADS = 4
+PROFILE_TURNS = 100
 CONTENT = "What did we decide about the cache?"
+SERVERS = {
+    "new": "make_server(threaded=True): a new thread per connection",
+    "pool": f"same server class, {POOL_THREADS} reused handler threads",
+}
+SIZES = {"small": "small session (0-20 msgs)", "long": f"{LONG_MESSAGES}-msg session"}
 
 
 class QuietHandler(WSGIRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         pass
+
+
+class PooledWSGIServer(BaseWSGIServer):
+    """werkzeug's server with a fixed pool of handler threads that are reused."""
+
+    multithread = True
+
+    def __init__(self, host: str, port: int, app: Any, threads: int) -> None:
+        super().__init__(host, port, app, handler=QuietHandler)
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="bench-pool")
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.pool.submit(self._handle, request, client_address)
+
+    def _handle(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        self.pool.shutdown(wait=True)
+        super().server_close()
 
 
 class Recorder:
@@ -114,18 +153,6 @@ class Recorder:
                 self.add(kind, time.perf_counter_ns() - t0)
 
         return timed
-
-
-class Rotation:
-    """Sessions of one kind, a new one every `every` turns (all created before timing)."""
-
-    def __init__(self, ids: list[str], every: int) -> None:
-        self.ids, self.every, self.turns = ids, every, 0
-
-    def next(self) -> str:
-        session_id = self.ids[self.turns // self.every]
-        self.turns += 1
-        return session_id
 
 
 class TimedHold:
@@ -164,6 +191,7 @@ STEPS = [
     ("append_2", "  append_records, answer"),
     ("store_append_2", "    of which SessionStore.append"),
     ("lock_release", "  turn lock release"),
+    ("extraction", "  memory extraction hint (after the lock)"),
 ]
 
 
@@ -175,8 +203,13 @@ def instrument(rec: Recorder, rt: Any) -> None:
     import shared.session_service
     import shared.turns
 
+    try:
+        import shared.extraction as extraction
+    except ImportError:
+        extraction = None
+    auth_name = "authenticate" if hasattr(api.context, "authenticate") else "_authenticate"
     targets = [
-        (api.context, "_authenticate", "auth"),
+        (api.context, auth_name, "auth"),
         (shared.turns, "run_turn", "run_turn"),
         (shared.session_service, "get_session", "get_session"),
         (shared.catalog, "resolve", "resolve"),
@@ -185,9 +218,10 @@ def instrument(rec: Recorder, rt: Any) -> None:
         (rt.store, "append", "store_append"),
         (shared.turns, "assemble_context", "assemble"),
         (rt.llm, "complete", "llm"),
+        (extraction, "maybe_enqueue_extraction", "extraction"),
     ]
     for owner, attr, kind in targets:
-        if callable(getattr(owner, attr, None)):
+        if owner is not None and callable(getattr(owner, attr, None)):
             setattr(owner, attr, rec.call(kind, getattr(owner, attr)))
     hold = rt.locks.hold
     rt.locks.hold = lambda name, **kw: TimedHold(rec, hold(name, **kw))
@@ -212,13 +246,24 @@ def breakdown(s: dict[str, list[int]], label: str) -> dict[str, list[int]]:
     return out
 
 
-def serve(app: Any) -> tuple[BaseWSGIServer, threading.Thread]:
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+class Rotation:
+    """Sessions of one kind, a new one every `every` turns (all created before timing)."""
+
+    def __init__(self, ids: list[str], every: int) -> None:
+        self.ids, self.every, self.turns = ids, every, 0
+
+    def next(self) -> str:
+        session_id = self.ids[self.turns // self.every]
+        self.turns += 1
+        return session_id
+
+
+def start(server: BaseWSGIServer) -> threading.Thread:
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
     thread.start()
-    return server, thread
+    return thread
 
 
 def main() -> int:
@@ -228,9 +273,15 @@ def main() -> int:
     parser.add_argument("--turns-per-session", type=int, default=10)
     parser.add_argument("--redis-url", default=None, help="turn lock on Redis (RedisLocks)")
     parser.add_argument("--profile", action="store_true", help="cProfile extra turns")
+    parser.add_argument(
+        "--pooled", action="store_true", help="also serve from reused threads (no target)"
+    )
     args = parser.parse_args()
     rounds = args.warmup + args.turns
-    per_kind = -(-(rounds + 1) // args.turns_per_session)  # +1: the untimed first turn
+    every = args.turns_per_session
+    sessions_needed = -(-(rounds + 1) // every)  # +1: an untimed first turn
+    if args.profile:
+        sessions_needed += -(-PROFILE_TURNS // every) + 1
 
     fake = FakeLLM().start()
     try:
@@ -256,9 +307,14 @@ def main() -> int:
             app.wsgi_app = rec.wsgi("app", app.wsgi_app)  # type: ignore[method-assign]
             fake._server.app = rec.wsgi("fake", fake._server.app)
             instrument(rec, rt)
-            server, thread = serve(app)
-            base = f"http://127.0.0.1:{server.server_port}"
-            client = httpx.Client(base_url=base, timeout=30)
+            servers: dict[str, BaseWSGIServer] = {
+                "new": make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+            }
+            if args.pooled:
+                servers["pool"] = PooledWSGIServer("127.0.0.1", 0, app, POOL_THREADS)
+            threads = [start(server) for server in servers.values()]
+            ports = {name: server.server_port for name, server in servers.items()}
+            client = httpx.Client(timeout=30)
             try:
                 print_header(
                     "bench_turn",
@@ -276,36 +332,36 @@ def main() -> int:
                 client.headers["Authorization"] = f"Bearer {token}"
 
                 started = time.perf_counter()
-                small_ids, long_ids = [], []
                 rng = random.Random(5)
-                profile_turns_count = 100
-                extra = -(-profile_turns_count // args.turns_per_session) + 1 if args.profile else 0
-                for _ in range(per_kind + extra):
-                    small_ids.append(session_service.create_session(rt, principal).id)
-                    row = session_service.create_session(rt, principal, title="long")
-                    history = make_history(rng, LONG_MESSAGES)
-                    session_service.append_records(rt, principal, row.id, history)
-                    long_ids.append(row.id)
+                rotations: dict[tuple[str, str], Rotation] = {}
+                for srv in servers:
+                    small_ids, long_ids = [], []
+                    for _ in range(sessions_needed):
+                        small_ids.append(session_service.create_session(rt, principal).id)
+                        row = session_service.create_session(rt, principal, title="long")
+                        history = make_history(rng, LONG_MESSAGES)
+                        session_service.append_records(rt, principal, row.id, history)
+                        long_ids.append(row.id)
+                    rotations["small", srv] = Rotation(small_ids, every)
+                    rotations["long", srv] = Rotation(long_ids, every)
                 print(
-                    f"   setup: {len(small_ids)} small and {len(long_ids)} "
-                    f"{LONG_MESSAGES}-message sessions in {time.perf_counter() - started:.1f} s; "
-                    f"app at {base}, fake model at {fake.base_url}"
+                    f"   setup: {2 * len(servers) * sessions_needed} sessions ({LONG_MESSAGES} "
+                    f"messages in half of them) in {time.perf_counter() - started:.1f} s; "
+                    f"app on port(s) {', '.join(f'{p} ({n})' for n, p in ports.items())}, "
+                    f"fake model at {fake.base_url}"
                 )
-                rotations = {
-                    "small": Rotation(small_ids, args.turns_per_session),
-                    "long": Rotation(long_ids, args.turns_per_session),
-                }
                 bodies: dict[str, Any] = {}
 
-                def get(path: str) -> None:
-                    response = client.get(path)
+                def get(srv: str, path: str) -> None:
+                    response = client.get(f"http://127.0.0.1:{ports[srv]}{path}")
                     if response.status_code != 200:
                         raise SystemExit(f"GET {path} answered {response.status_code}")
 
-                def turn(kind: str) -> None:
-                    session_id = rotations[kind].next()
+                def turn(srv: str, size: str) -> None:
+                    session_id = rotations[size, srv].next()
                     response = client.post(
-                        f"/api/v1/sessions/{session_id}/turns", json={"content": CONTENT}
+                        f"http://127.0.0.1:{ports[srv]}/api/v1/sessions/{session_id}/turns",
+                        json={"content": CONTENT},
                     )
                     if response.status_code != 200:
                         raise SystemExit(
@@ -313,25 +369,30 @@ def main() -> int:
                         )
                     if response.json()["assistant_message"]["content"] != CONTENT:
                         raise SystemExit("the turn's answer is not the fake's echo")
-                    bodies[kind] = fake.last_request.body
+                    bodies[size] = fake.last_request.body
 
-                def model_call(kind: str) -> None:
-                    response = client.post(f"{fake.base_url}/chat/completions", json=bodies[kind])
+                def model_call(size: str) -> None:
+                    response = client.post(f"{fake.base_url}/chat/completions", json=bodies[size])
                     if response.status_code != 200:
                         raise SystemExit(f"the fake answered {response.status_code}")
                     response.json()
 
-                variants: list[tuple[str, Callable[[], None]]] = [
-                    ("bare", lambda: get("/bench/bare")),
-                    ("auth", lambda: get("/bench/auth")),
-                    ("turn_small", lambda: turn("small")),
-                    ("model_small", lambda: model_call("small")),
-                    ("turn_long", lambda: turn("long")),
-                    ("model_long", lambda: model_call("long")),
-                ]
+                def bind(fn: Callable[..., None], *a: str) -> Callable[[], None]:
+                    return lambda: fn(*a)
+
+                variants: list[tuple[str, Callable[[], None]]] = []
+                for srv in servers:
+                    variants += [
+                        (f"bare@{srv}", bind(get, srv, "/bench/bare")),
+                        (f"auth@{srv}", bind(get, srv, "/bench/auth")),
+                        (f"turn_small@{srv}", bind(turn, srv, "small")),
+                        (f"turn_long@{srv}", bind(turn, srv, "long")),
+                    ]
+                variants += [(f"model_{size}", bind(model_call, size)) for size in SIZES]
                 # a model call needs a body its kind of turn sent: one untimed turn of each first
-                turn("small")
-                turn("long")
+                for size in SIZES:
+                    for srv in servers:
+                        turn(srv, size)
                 times: dict[str, list[int]] = {name: [] for name, _ in variants}
                 for i in range(rounds):
                     shift = i % len(variants)
@@ -344,27 +405,25 @@ def main() -> int:
                         if i >= args.warmup:
                             times[name].append(elapsed)
                 rec.recording = False
-                completions = len(fake.completions)
-                answered = 2 + 4 * rounds  # 2 turns (one model call each) + 2 direct calls a round
-                if completions != answered:
-                    print(f"FAIL: the fake saw {completions} calls, {answered} expected")
+                calls = len(fake.completions)
+                # one model call per turn (2 per server and round) + 2 direct calls a round
+                expected = 2 * len(servers) * (rounds + 1) + 2 * rounds
+                if calls != expected:
+                    print(f"FAIL: the fake saw {calls} model calls, {expected} expected")
                     return 1
-
                 profile_text = ""
                 if args.profile:
-                    profile_text = profile_turns(
-                        app, client, rotations["small"], profile_turns_count
-                    )
+                    profile_text = profile_turns(app, client, ports["new"], rotations)
             finally:
                 client.close()
-                server.shutdown()
-                thread.join(timeout=10)
-                server.server_close()
+                for server, thread in zip(servers.values(), threads, strict=True):
+                    server.shutdown()
+                    thread.join(timeout=10)
+                    server.server_close()
                 rt.close()
     finally:
         fake.stop()
-
-    return report(times, rec.samples, bodies, profile_text)
+    return report(times, rec.samples, bodies, list(servers), profile_text)
 
 
 def stats(samples: list[int]) -> list[str]:
@@ -379,54 +438,62 @@ def report(
     times: dict[str, list[int]],
     s: dict[str, list[int]],
     bodies: dict[str, Any],
+    served: list[str],
     profile_text: str,
 ) -> int:
-    bare_p50 = median(times["bare"])
-    rows = [
-        ["GET /bench/bare (bare Flask view)", *stats(times["bare"]), p50(s["app:bare"]), ""],
-        ["GET /bench/auth (same, token check)", *stats(times["auth"]), p50(s["app:auth"]), ""],
-    ]
     checks: list[tuple[str, bool]] = []
-    sizes = (("small", "small session (0-20 msgs)"), ("long", f"{LONG_MESSAGES}-msg session"))
-    for kind, label in sizes:
-        turn_ns, model_ns = times[f"turn_{kind}"], times[f"model_{kind}"]
-        overhead = [t - m for t, m in zip(turn_ns, model_ns, strict=True)]
-        app_ns, llm_ns = s[f"app:turn_{kind}"], s[f"llm:turn_{kind}"]
-        in_app = [a - m for a, m in zip(app_ns, llm_ns, strict=True)]
-        body_kb = len(json.dumps(bodies[kind])) / 1024
-        rows += [
-            [f"turn_total, {label}", *stats(turn_ns), p50(app_ns), p50(s[f"fake:turn_{kind}"])],
-            [
-                f"  model_call ({body_kb:.0f} KB body, straight to fake)",
-                *stats(model_ns),
-                "",
-                p50(s[f"fake:model_{kind}"]),
-            ],
-            ["  overhead = turn_total - model_call (TARGET)", *stats(overhead), "", ""],
-            ["  in-app: app WSGI - LLMClient.complete", *stats(in_app), "", ""],
-        ]
-        over_p50 = median(overhead)
-        checks += [
-            (
-                f"{label}: overhead p50 < {TARGET_OVERHEAD_MS:g} ms "
-                f"(measured {over_p50 / NS_PER_MS:.3f} ms)",
-                over_p50 / NS_PER_MS < TARGET_OVERHEAD_MS,
-            ),
-            (
-                f"{label}: overhead p50 <= {TARGET_BARE_RATIO:g}x bare endpoint p50 "
-                f"(measured {over_p50 / bare_p50:.1f}x of {bare_p50 / NS_PER_MS:.3f} ms)",
-                over_p50 <= TARGET_BARE_RATIO * bare_p50,
-            ),
-        ]
     print()
-    print_table(["client-measured", "n", "p50 ms", "p99 ms", "app p50", "model p50"], rows)
+    for srv in served:
+        title = SERVERS[srv]
+        bare = times[f"bare@{srv}"]
+        rows = [
+            ["GET /bench/bare (bare Flask view)", *stats(bare), p50(s[f"app:bare@{srv}"]), ""],
+            [
+                "GET /bench/auth (same, token check)",
+                *stats(times[f"auth@{srv}"]),
+                p50(s[f"app:auth@{srv}"]),
+                "",
+            ],
+        ]
+        for size, label in SIZES.items():
+            name = f"turn_{size}@{srv}"
+            turn_ns, model_ns = times[name], times[f"model_{size}"]
+            overhead = [t - m for t, m in zip(turn_ns, model_ns, strict=True)]
+            in_app = [a - m for a, m in zip(s[f"app:{name}"], s[f"llm:{name}"], strict=True)]
+            body_kb = len(json.dumps(bodies[size])) / 1024
+            rows += [
+                [f"turn_total, {label}", *stats(turn_ns), p50(s[f"app:{name}"]),
+                 p50(s[f"fake:{name}"])],
+                [f"  model_call ({body_kb:.0f} KB body, straight to fake)", *stats(model_ns),
+                 "", p50(s[f"fake:model_{size}"])],
+                ["  overhead = turn_total - model_call", *stats(overhead), "", ""],
+                ["  in-app: app WSGI - LLMClient.complete", *stats(in_app), "", ""],
+            ]  # fmt: skip
+            if srv != "new":
+                continue
+            over_p50, bare_p50 = median(overhead), median(bare)
+            checks += [
+                (
+                    f"{label}: overhead p50 < {TARGET_OVERHEAD_MS:g} ms "
+                    f"(measured {over_p50 / NS_PER_MS:.3f} ms)",
+                    over_p50 / NS_PER_MS < TARGET_OVERHEAD_MS,
+                ),
+                (
+                    f"{label}: overhead p50 <= {TARGET_BARE_RATIO:g}x bare endpoint p50 "
+                    f"(measured {over_p50 / bare_p50:.1f}x of {bare_p50 / NS_PER_MS:.3f} ms)",
+                    over_p50 <= TARGET_BARE_RATIO * bare_p50,
+                ),
+            ]
+        print(f"-- {title}{' (TARGETS)' if srv == 'new' else ' (no target)'}")
+        print_table(["client-measured", "n", "p50 ms", "p99 ms", "app p50", "model p50"], rows)
+        print()
     print(
         "   app p50: the app's own WSGI time (in-process); model p50: the fake's own WSGI time"
         " for that request's model call"
     )
-
     print()
-    parts = {kind: breakdown(s, f"turn_{kind}") for kind in ("small", "long")}
+    columns = [(size, srv) for size in SIZES for srv in served]
+    parts = {(size, srv): breakdown(s, f"turn_{size}@{srv}") for size, srv in columns}
     steps = [
         ("app", "app WSGI total (in-process)"),
         *STEPS,
@@ -435,19 +502,18 @@ def report(
     ]
     rows = []
     for kind, title in steps:
-        small, long = parts["small"].get(kind), parts["long"].get(kind)
-        if small and long:
-            rows.append(
-                [
-                    title,
-                    p50(small),
-                    ms(percentile(small, 99)),
-                    p50(long),
-                    ms(percentile(long, 99)),
-                ]
-            )
-    print_table(["in-app steps of a turn", "small p50", "p99", "200-msg p50", "p99"], rows)
-    print("   medians of each step on its own; they need not add up to the total's median")
+        cells = [parts[column].get(kind) for column in columns]
+        if all(cells):
+            rows.append([title, *(p50(cell) for cell in cells)])
+    heads = ["in-app steps of a turn, p50 ms"]
+    heads += [
+        f"{'small' if size == 'small' else '200-msg'}{' ' + srv if len(served) > 1 else ''}"
+        for size, srv in columns
+    ]
+    print_table(heads, rows)
+    if len(served) > 1:
+        print("   new: a new thread per connection; pool: reused threads.")
+    print("   Medians of each step on its own; they need not add up to the total's median.")
     if profile_text:
         print()
         print(profile_text)
@@ -455,8 +521,10 @@ def report(
     return verdict(checks)
 
 
-def profile_turns(app: Any, client: httpx.Client, rotation: Rotation, count: int) -> str:
-    """cProfile of `count` small-session turns, measured in the app's request threads."""
+def profile_turns(
+    app: Any, client: httpx.Client, port: int, rotations: dict[tuple[str, str], Rotation]
+) -> str:
+    """cProfile of small-session turns, measured in the app's request threads."""
     profiler = cProfile.Profile()
     inner = app.wsgi_app
 
@@ -468,14 +536,18 @@ def profile_turns(app: Any, client: httpx.Client, rotation: Rotation, count: int
             profiler.disable()
 
     app.wsgi_app = profiled
+    rotation = rotations["small", "new"]
     rotation.turns = -(-rotation.turns // rotation.every) * rotation.every  # fresh sessions
-    for _ in range(count):
+    for _ in range(PROFILE_TURNS):
         session_id = rotation.next()
-        client.post(f"/api/v1/sessions/{session_id}/turns", json={"content": CONTENT})
+        client.post(
+            f"http://127.0.0.1:{port}/api/v1/sessions/{session_id}/turns",
+            json={"content": CONTENT},
+        )
     app.wsgi_app = inner
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("cumulative")
-    out.write(f"-- cProfile of {count} small-session turns (app threads, cumulative)\n")
+    out.write(f"-- cProfile of {PROFILE_TURNS} small-session turns (app threads, cumulative)\n")
     stats.print_stats(45)
     stats.sort_stats("tottime").print_stats(25)
     return out.getvalue()
