@@ -7,8 +7,11 @@ from flask import Flask
 from api import health, jobs
 from api.accounts import views as accounts_views
 from api.errors import register_error_handlers
+from api.events import register_events
 from api.extensions import EonyxApi
+from api.memory import views as memory_views
 from api.models import views as models_views
+from api.sessions import likes as _likes  # noqa: F401  (adds its routes to the blueprint)
 from api.sessions import turns as _turns  # noqa: F401  (adds its routes to the blueprint)
 from api.sessions import views as sessions_views
 from shared.runtime import JobQueue, Runtime
@@ -33,6 +36,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_api(app)
     register_error_handlers(app)
     app.register_blueprint(health.blp)
+    register_events(app)
     return app
 
 
@@ -55,5 +59,11 @@ def register_api(app: Flask) -> None:
             "security": [{"bearerAuth": []}],
         },
     )
-    for blueprint in (accounts_views.blp, sessions_views.blp, models_views.blp, jobs.blp):
+    for blueprint in (
+        accounts_views.blp,
+        sessions_views.blp,
+        memory_views.blp,
+        models_views.blp,
+        jobs.blp,
+    ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)

@@ -24,10 +24,14 @@ def principal() -> Principal:
     return g.principal
 
 
-def _authenticate() -> Principal:
+def authenticate(fallback_token: str | None = None) -> Principal:
+    """The caller behind `Authorization: Bearer <token>` (or `fallback_token`, for clients
+    such as browsers' WebSockets that cannot send headers)."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
+        token = fallback_token or ""
+    if not token.strip():
         raise Unauthorized("send 'Authorization: Bearer <token>'", code="missing_token")
     with runtime().db.session() as db:
         return accounts.authenticate(db, token.strip())
@@ -36,7 +40,7 @@ def _authenticate() -> Principal:
 def login_required(view: F) -> F:
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        g.principal = _authenticate()
+        g.principal = authenticate()
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -45,7 +49,7 @@ def login_required(view: F) -> F:
 def admin_required(view: F) -> F:
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        g.principal = _authenticate()
+        g.principal = authenticate()
         if not g.principal.is_admin:
             raise Forbidden("this needs an administrator")
         return view(*args, **kwargs)

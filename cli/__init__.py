@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from cli import client, server
+from cli.memory import memory
 from cli.models import models
 from cli.run import run as run_command
 from shared.settings import SettingsError
@@ -28,6 +29,5 @@ def main() -> None:
     """Eonyx: durable memory and sessions for an LLM chat agent."""
 
 
-for command in (*server.COMMANDS, models, *client.COMMANDS):
+for command in (*server.COMMANDS, models, *client.COMMANDS, run_command, memory):
     main.add_command(command)
-main.add_command(run_command)

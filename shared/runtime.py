@@ -16,6 +16,8 @@ from shared.db import Database
 from shared.embedded_redis import find_embedded_redis
 from shared.llm import LLMClient
 from shared.locks import FileLocks, Locks, RedisLocks
+from shared.memory import MemoryStore
+from shared.memory_tools import register_memory_tools
 from shared.sessions import SessionStore
 from shared.settings import Settings
 from shared.tools import ToolRegistry
@@ -42,6 +44,8 @@ class Runtime:
     redis: redis.Redis | None
     llm: LLMClient
     tools: ToolRegistry
+    memory: MemoryStore
+    identity: str
     jobs: JobQueue | None = None
 
     @classmethod
@@ -50,6 +54,9 @@ class Runtime:
         redis_url = settings.redis_url or find_embedded_redis(settings.data_dir)
         client = redis.Redis.from_url(redis_url) if redis_url else None
         locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")
+        memory = MemoryStore(settings, locks)
+        tools = ToolRegistry()
+        register_memory_tools(tools, memory, settings)
         return cls(
             settings=settings,
             db=Database(settings.database_url),
@@ -62,7 +69,9 @@ class Runtime:
                 ),
                 retries=settings.llm_max_retries,
             ),
-            tools=ToolRegistry(),
+            tools=tools,
+            memory=memory,
+            identity=memory.ensure_identity(),  # read once: edits apply on the next start
             jobs=jobs,
         )
 

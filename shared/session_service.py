@@ -38,12 +38,14 @@ def create_session(
     folder_id: str | None = None,
     temporary: bool = False,
 ) -> SessionRow:
+    snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
     state, info = rt.store.create(
         principal.user_id,
         source=principal.source,
         title=_clean_title(title),
         folder_id=folder_id,
         temporary=temporary,
+        extra={"snapshot": snapshot},
     )
     with rt.db.session() as db:
         index.record(db, state, info)

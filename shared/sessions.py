@@ -83,6 +83,7 @@ class SessionState:
     folder_id: str | None = None
     message_count: int = 0
     image_count: int = 0
+    snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
     messages: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -101,6 +102,7 @@ class SessionState:
             title=header.get("title"),
             title_pending=bool(header.get("title_pending", False)),
             folder_id=header.get("folder_id"),
+            snapshot=header.get("snapshot"),
         )
 
     def apply(self, record: dict[str, Any], *, keep_messages: bool = True) -> None:

@@ -31,6 +31,12 @@ class ToolContext:
     temporary: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)  # e.g. memory writes done
     refusals: int = 0
+    notify: Callable[[dict[str, Any]], None] = lambda _event: None  # push one live event
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Keep an event for the turn's response and push it to the user's clients now."""
+        self.events.append(event)
+        self.notify(event)
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], str]
@@ -42,6 +48,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     handler: Handler
+    available: Callable[[ToolContext], bool] = lambda _context: True
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -63,8 +70,9 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
 
-    def specs(self, enabled: Callable[[Tool], bool] = lambda _tool: True) -> list[dict[str, Any]]:
-        return [tool.spec() for tool in self._tools.values() if enabled(tool)]
+    def specs(self, context: ToolContext) -> list[dict[str, Any]]:
+        """The tools offered in this context (a temporary chat gets no memory tools)."""
+        return [tool.spec() for tool in self._tools.values() if tool.available(context)]
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -73,7 +81,7 @@ class ToolRegistry:
         """Run one call and return the text for the model; never raises for the model's
         mistakes (unknown tool, bad JSON, refused call): those are results too."""
         tool = self._tools.get(name)
-        if tool is None:
+        if tool is None or not tool.available(context):
             return f"error: there is no tool named {name!r}"
         try:
             parsed = json.loads(arguments or "{}")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import catalog, session_service
+from shared import catalog, events, extraction, session_service
 from shared.accounts import Principal
 from shared.compaction import (
     CompactionPlan,
@@ -36,7 +36,7 @@ from shared.project_context import (
     load_server_context,
     validate_project_context,
 )
-from shared.prompt import DEFAULT_IDENTITY, build_system_prompt, choose_override
+from shared.prompt import build_system_prompt, choose_override
 from shared.runtime import Runtime
 from shared.sessions import SessionState, isoformat, new_message_id, utcnow
 from shared.tools import ToolContext
@@ -68,7 +68,7 @@ class TurnResult:
     assistant_message: dict[str, Any]
     steps: list[dict[str, Any]]  # this turn's tool calls and results, in order
     context: Usage
-    events: list[dict[str, Any]] = field(default_factory=list)
+    memory_writes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,13 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
 
 
 def prompt_sources(rt: Runtime, state: SessionState) -> tuple[str, str | None, str | None]:
-    """Identity, user profile and agent memory for the prompt. The memory files arrive with
-    the memory feature; until then the built-in identity and no memory."""
-    return DEFAULT_IDENTITY, None, None
+    """Identity, user profile and agent memory for the prompt: the identity this process
+    read at start, and the memory snapshot the session took when it started (none for a
+    temporary chat, and none for a part that is switched off)."""
+    snapshot = {} if state.temporary else (state.snapshot or {})
+    profile = snapshot.get("user_profile") if rt.settings.user_profile_enabled else None
+    memory = snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None
+    return rt.identity, profile, memory
 
 
 def assemble_context(
@@ -262,12 +266,17 @@ def iter_turn(
                 state.apply(record)
 
         context = assemble_context(rt, state, project, offering, summarize=True)
-        tool_context = ToolContext(principal, session_id, temporary=state.temporary)
+        tool_context = ToolContext(
+            principal,
+            session_id,
+            temporary=state.temporary,
+            notify=lambda event: events.publish(rt.redis, principal.user_id, event),
+        )
         messages = [{"role": "system", "content": context.system_prompt}, *context.messages]
         steps: list[dict[str, Any]] = []
         for round_number in range(rt.settings.max_tool_rounds + 1):
             last_round = round_number == rt.settings.max_tool_rounds
-            tools = None if last_round else rt.tools.specs()
+            tools = None if last_round else rt.tools.specs(tool_context)
             completion: Completion | None = None
             for item in _call_model(rt, offering, messages, tools, stream):
                 if isinstance(item, Completion):
@@ -299,6 +308,7 @@ def iter_turn(
     usage = context_usage(context.system_prompt, messages[1:], context.usage.window)
     if usage.over_threshold and rt.jobs is not None:
         rt.jobs.enqueue(PRECOMPUTE_JOB, principal.user_id, session_id)
+    extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
     yield TurnResult(user_message, answer, steps[:-1], usage, tool_context.events)
 
 

@@ -56,6 +56,7 @@ class MessageSchema(ma.Schema):
     tool_calls = ma.fields.Raw()
     tool_call_id = ma.fields.String()
     images = ma.fields.List(ma.fields.String())
+    like = ma.fields.Dict(metadata={"description": "a liked turn's status: saving/saved/failed"})
 
 
 class MessagesSchema(ma.Schema):
@@ -92,7 +93,9 @@ class TurnResultSchema(ma.Schema):
     assistant_message = ma.fields.Nested(MessageSchema)
     steps = ma.fields.List(ma.fields.Nested(MessageSchema))
     context = ma.fields.Nested(UsageSchema)
-    events = ma.fields.List(ma.fields.Dict())
+    memory_writes = ma.fields.List(
+        ma.fields.Dict(), metadata={"description": "memory writes done during the turn"}
+    )
 
 
 class SummarySchema(ma.Schema):

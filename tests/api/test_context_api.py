@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -106,9 +107,15 @@ def test_without_a_window_nothing_is_summarized(chat: Chat) -> None:
     assert sum(m["role"] == "user" for m in chat.llm.requests[-1].messages) == 7
 
 
-def queued_jobs(chat: Chat) -> list[str]:
-    """Names of the jobs waiting in the Redis queue (no worker runs in these tests)."""
-    return [json.loads(m)["headers"]["task"] for m in chat.rt.redis.lrange("eonyx", 0, -1)]
+def queued_jobs(chat: Chat, session_id: str) -> list[str]:
+    """Names of the jobs for a session waiting in the Redis queue (no worker runs here)."""
+    names = []
+    for raw in chat.rt.redis.lrange("eonyx", 0, -1):
+        message = json.loads(raw)
+        args = json.loads(base64.b64decode(message["body"]))[0]
+        if session_id in args:
+            names.append(message["headers"]["task"])
+    return names
 
 
 def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
@@ -122,12 +129,12 @@ def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
         n += 1
         chat.turn(session_id, content=user_message(n))
         assert n < 10
-    assert PRECOMPUTE_JOB not in queued_jobs(chat)
+    assert PRECOMPUTE_JOB not in queued_jobs(chat, session_id)
     # A long answer ends this turn above 80%: the turn enqueues the summary job.
     chat.llm.script(text("y" * 2800))
     chat.turn(session_id, content=user_message(n + 1))
     assert summaries == [] and context_of(chat, session_id)["percent"] >= 80
-    assert PRECOMPUTE_JOB in queued_jobs(chat)
+    assert PRECOMPUTE_JOB in queued_jobs(chat, session_id)
 
     # What the job runs in a worker:
     assert precompute_summary(chat.rt, chat.user.user_id, session_id) is True

@@ -64,7 +64,8 @@ def test_tool_calls_loop_until_a_final_answer_and_every_step_is_saved(chat: Chat
         "content": "it is 12:00 in Oslo",
     }
     assert second[-2]["tool_calls"][0]["function"]["name"] == "clock"
-    assert chat.llm.requests[0].body["tools"][0]["function"]["name"] == "clock"
+    offered = [t["function"]["name"] for t in chat.llm.requests[0].body["tools"]]
+    assert "clock" in offered
 
 
 def test_tool_rounds_are_bounded(make_chat: Callable[..., Chat]) -> None:
