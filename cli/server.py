@@ -37,7 +37,12 @@ def serve(host: str, port: int) -> None:
             raise click.ClickException(str(exc)) from None
     worker = None
     try:
-        Runtime.build(settings).db.migrate()
+        with Runtime.build(settings) as rt:
+            rt.db.migrate()
+            with rt.db.session() as db:
+                first_run = not accounts.list_users(db)
+        if first_run:
+            click.echo("No account yet: create one with `eonyx users create NAME --admin`.")
         worker = _start_worker_process(settings)
         _serve_http(settings, host, port)
     finally:
@@ -122,23 +127,23 @@ def users_create(username: str, password: str | None, admin: bool) -> None:
     """Create a user (the first one should be an --admin)."""
     if password is None:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    rt = _runtime()
-    rt.db.migrate()
-    try:
-        with rt.db.session() as db:
-            user = accounts.create_user(db, username, password, is_admin=admin)
-    except EonyxError as exc:
-        raise click.ClickException(exc.message) from None
-    click.echo(f"created {'admin' if admin else 'user'} {user.username} ({user.id})")
+    with _runtime() as rt:
+        rt.db.migrate()
+        try:
+            with rt.db.session() as db:
+                user = accounts.create_user(db, username, password, is_admin=admin)
+        except EonyxError as exc:
+            raise click.ClickException(exc.message) from None
+        click.echo(f"created {'admin' if admin else 'user'} {user.username} ({user.id})")
 
 
 @users.command("list")
 def users_list() -> None:
     """List the accounts."""
-    rt = _runtime()
-    with rt.db.session() as db:
-        for user in accounts.list_users(db):
-            click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
+    with _runtime() as rt:
+        with rt.db.session() as db:
+            for user in accounts.list_users(db):
+                click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
 
 
 @click.group("index")
@@ -150,17 +155,16 @@ def index_group() -> None:
 @click.option("--drop", is_flag=True, help="Forget the whole index first and re-read every file.")
 def index_rebuild(drop: bool) -> None:
     """Bring the index in line with the session files."""
-    rt = _runtime()
-    rt.db.migrate()
-    if drop:
-        with rt.db.session() as db:
-            index.drop(db)
-    total = sum(1 for user_id in rt.store.user_ids() for _ in rt.store.scan(user_id))
-    with click.progressbar(length=total, label="Indexing sessions") as bar:
-        report = index.rebuild(rt.db.session, rt.store, progress=bar.update)
-    click.echo(
-        f"{report.scanned} sessions: {report.reread} re-read, {report.removed} stale rows removed"
-    )
+    with _runtime() as rt:
+        rt.db.migrate()
+        if drop:
+            with rt.db.session() as db:
+                index.drop(db)
+        total = sum(1 for user_id in rt.store.user_ids() for _ in rt.store.scan(user_id))
+        with click.progressbar(length=total, label="Indexing sessions") as bar:
+            report = index.rebuild(rt.db.session, rt.store, progress=bar.update)
+        removed = f"{report.removed} stale rows removed"
+        click.echo(f"{report.scanned} sessions: {report.reread} re-read, {removed}")
 
 
 @click.group()
@@ -171,9 +175,9 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Apply the migrations (safe to run on every start)."""
-    rt = _runtime()
-    rt.db.migrate()
-    click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
+    with _runtime() as rt:
+        rt.db.migrate()
+        click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
 
 
 def _redact(url: str) -> str:

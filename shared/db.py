@@ -13,10 +13,11 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import DateTime, Dialect, Engine, TypeDecorator, create_engine, event
+from sqlalchemy import DateTime, Dialect, Engine, TypeDecorator, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+MIGRATE_LOCK = 0x656F6E7978  # "eonyx": the advisory lock key migrations serialise on
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -73,10 +74,15 @@ class Database:
             yield session
 
     def migrate(self) -> None:
-        """Upgrade the schema to the newest migration (safe to call on every start)."""
+        """Upgrade the schema to the newest migration (safe to call on every start, and from
+        several replicas at once: on PostgreSQL they take turns on an advisory lock)."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         with self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK}
+                )
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 

@@ -1,0 +1,52 @@
+"""Server-side commands: users and the index, on the same settings as the server."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from cli import main
+from shared import session_service
+from shared.accounts import Principal
+from shared.runtime import Runtime
+from tests.conftest import Account, Backend
+
+
+def server_env(rt: Runtime, backend: Backend) -> dict[str, str]:
+    return {
+        "DATA_DIR": str(rt.settings.data_dir),
+        "DATABASE_URL": backend.database_url,
+        "REDIS_URL": backend.redis_url,
+    }
+
+
+def test_users_create_and_list(rt: Runtime, backend: Backend) -> None:
+    runner = CliRunner(env=server_env(rt, backend))
+    created = runner.invoke(
+        main, ["users", "create", "ada"], input="long password\nlong password\n"
+    )
+    assert created.exit_code == 0, created.output
+    assert "created user ada" in created.output
+    again = runner.invoke(main, ["users", "create", "ada", "--password", "long password"])
+    assert again.exit_code == 1 and "already exists" in again.output
+    short = runner.invoke(main, ["users", "create", "bo", "--password", "short"])
+    assert short.exit_code == 1 and "at least 8 characters" in short.output
+    assert "ada" in runner.invoke(main, ["users", "list"]).output
+
+
+def test_index_rebuild_drop_restores_the_listing(
+    rt: Runtime, backend: Backend, alice: Account
+) -> None:
+    me = Principal(alice.user_id, alice.username, False, "web", "")
+    ids = {session_service.create_session(rt, me, title=f"t{n}").id for n in range(3)}
+    result = CliRunner(env=server_env(rt, backend)).invoke(main, ["index", "rebuild", "--drop"])
+    assert result.exit_code == 0, result.output
+    assert "3 sessions: 3 re-read, 0 stale rows removed" in result.output
+    rows, _ = session_service.list_sessions(rt, me)
+    assert {r.id for r in rows} == ids
+
+
+def test_an_invalid_setting_stops_with_the_variable_named(rt: Runtime, backend: Backend) -> None:
+    env = server_env(rt, backend) | {"USER_CHAR_LIMIT": "lots"}
+    result = CliRunner(env=env).invoke(main, ["users", "list"])
+    assert result.exit_code == 1
+    assert "configuration error: USER_CHAR_LIMIT must be a whole number" in result.output
