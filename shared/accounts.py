@@ -131,12 +131,14 @@ def _expired(row: ApiToken) -> bool:
 
 def authenticate(db: Session, token: str) -> Principal:
     """The principal behind a bearer token, or `Unauthorized`."""
-    row = db.scalar(select(ApiToken).where(ApiToken.token_hash == _hash_token(token)))
-    if row is None or row.revoked_at is not None or _expired(row):
+    found = db.execute(
+        select(ApiToken, User)
+        .join(User, User.id == ApiToken.user_id)
+        .where(ApiToken.token_hash == _hash_token(token))
+    ).first()
+    if found is None or found[0].revoked_at is not None or _expired(found[0]):
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
-    user = db.get(User, row.user_id)
-    if user is None:
-        raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
+    row, user = found
     stamp = now()
     if row.last_used_at is None or stamp - row.last_used_at > timedelta(minutes=5):
         row.last_used_at = stamp

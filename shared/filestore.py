@@ -182,6 +182,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     torn = lines.pop()  # after the last newline: b"" unless the last line is torn
     if torn:
         log.info("ignoring torn last line of %s", path)
+    try:  # one parse for the whole file; line by line only when some line is bad
+        parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
+        return [record for record in parsed if isinstance(record, dict)]
+    except ValueError:
+        pass
     records: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -16,13 +16,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, false, or_, select, true
+from sqlalchemy import and_, bindparam, delete, false, func, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shared.db import UTCDateTime
 from shared.errors import InvalidInput, NotFound
 from shared.models import IndexState, SessionRow
-from shared.sessions import FileInfo, SessionState, SessionStore, isoformat, parse_time, utcnow
+from shared.sessions import (
+    META_FIELDS,
+    FileInfo,
+    SessionState,
+    SessionStore,
+    isoformat,
+    parse_time,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 MAX_PAGE = 200
@@ -48,25 +57,6 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
     }
 
 
-def state_of(row: SessionRow) -> SessionState:
-    """A row back as a (message-less) state, to fold new records into."""
-    return SessionState(
-        id=row.id,
-        user_id=row.user_id,
-        source=row.source,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        temporary=row.temporary,
-        title=row.title,
-        title_pending=row.title_pending,
-        pinned=row.pinned,
-        archived=row.archived,
-        folder_id=row.folder_id,
-        message_count=row.message_count,
-        image_count=row.image_count,
-    )
-
-
 def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
     """INSERT ... ON CONFLICT DO UPDATE, so concurrent writers of one row never collide."""
     if not rows:
@@ -76,6 +66,52 @@ def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str)
     statement = make_insert(model)
     columns = {name: statement.excluded[name] for name in rows[0] if name != key}
     db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
+
+
+_TABLE = SessionRow.__table__
+# Built once: the hot path of every turn (SQLAlchemy then reuses its compiled form).
+_APPENDED = (
+    update(_TABLE)
+    .where(_TABLE.c.id == bindparam("sid"), _TABLE.c.user_id == bindparam("uid"))
+    .values(
+        message_count=_TABLE.c.message_count + bindparam("messages"),
+        image_count=_TABLE.c.image_count + bindparam("images"),
+        updated_at=func.coalesce(bindparam("updated", type_=UTCDateTime()), _TABLE.c.updated_at),
+        file_size=bindparam("size"),
+        file_mtime_ns=bindparam("mtime"),
+    )
+)
+
+
+def note_appended(
+    db: Session, user_id: str, session_id: str, records: list[dict[str, Any]], info: FileInfo
+) -> bool:
+    """Fold appended records into a row with one UPDATE (counts are incremented in SQL, so
+    concurrent writers of one session lose nothing). False when there is no row to update."""
+    delta = SessionState(session_id, user_id, "", datetime.min, datetime.min)
+    meta: dict[str, Any] = {}
+    stamped = False
+    for record in records:
+        delta.apply(record, keep_messages=False)
+        stamped = stamped or bool(record.get("at") or record.get("created_at"))
+        if record.get("type") == "meta":
+            meta.update({k: v for k, v in (record.get("set") or {}).items() if k in META_FIELDS})
+    params = {
+        "sid": session_id,
+        "uid": user_id,
+        "messages": delta.message_count,
+        "images": delta.image_count,
+        "updated": delta.updated_at if stamped else None,
+        "size": info.size,
+        "mtime": info.mtime_ns,
+    }
+    result = db.connection().execute(_APPENDED, params)
+    if meta:
+        for key in ("pinned", "archived", "title_pending"):
+            if key in meta:
+                meta[key] = bool(meta[key])
+        db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**meta))
+    return result.rowcount == 1
 
 
 def record(db: Session, state: SessionState, info: FileInfo) -> None:

@@ -16,7 +16,7 @@ from shared.accounts import Principal
 from shared.errors import InvalidInput
 from shared.models import SessionRow
 from shared.runtime import Runtime
-from shared.sessions import check_session_id, isoformat, utcnow
+from shared.sessions import FileInfo, check_session_id, isoformat, utcnow
 
 TITLE_MAX = 200
 
@@ -107,12 +107,19 @@ def append_records(
     with rt.db.session() as db:
         row = _row(db, rt, principal.user_id, session_id)
         info = rt.store.append(principal.user_id, session_id, records)
-        state = index.state_of(row)
-        for record in records:
-            state.apply(record, keep_messages=False)
-        for column, value in index.row_values(state, info).items():
-            setattr(row, column, value)
+        index.note_appended(db, principal.user_id, session_id, records, info)
+        db.refresh(row)
         return row
+
+
+def index_appended(
+    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]], info: FileInfo
+) -> None:
+    """Bring the index row up to date with records already on disk (one transaction)."""
+    with rt.db.session() as db:
+        if not index.note_appended(db, user_id, session_id, records, info):
+            state, info = rt.store.load(user_id, session_id, keep_messages=False)
+            index.record(db, state, info)
 
 
 def update_session(

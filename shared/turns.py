@@ -12,7 +12,7 @@ are serialised by a lock; turns on different sessions run side by side.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from shared.compaction import (
     summary_request,
     to_model_messages,
 )
-from shared.errors import Conflict, InvalidInput
+from shared.errors import Conflict, InvalidInput, NotFound
 from shared.llm import Completion, LLMInvalidResponse, Offering
 from shared.project_context import (
     ContextFile,
@@ -38,7 +38,7 @@ from shared.project_context import (
 )
 from shared.prompt import build_system_prompt, choose_override
 from shared.runtime import Runtime
-from shared.sessions import SessionState, isoformat, new_message_id, utcnow
+from shared.sessions import FileInfo, SessionState, isoformat, new_message_id, utcnow
 from shared.tools import ToolContext
 
 log = logging.getLogger(__name__)
@@ -241,8 +241,12 @@ def iter_turn(
     *,
     stream: bool = False,
 ) -> Iterator[TextDelta | TurnResult]:
-    """Run a turn, yielding text as it streams and the `TurnResult` last."""
-    session_service.get_session(rt, principal, session_id)  # another user's: not found
+    """Run a turn, yielding text as it streams and the `TurnResult` last.
+
+    Records go to the file as they happen; the index row is brought up to date once, at the
+    end, whether the turn succeeded or not (the index is a cache of the file)."""
+    if not rt.store.path(principal.user_id, session_id).is_file():
+        raise NotFound("session not found")  # another user's session is not under this user
     if not request.retry and not (request.content or "").strip():
         raise InvalidInput("content must not be empty", code="empty_message")
     project = resolve_project(rt, request)  # every 4xx before anything is written
@@ -251,65 +255,94 @@ def iter_turn(
 
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=TURN_LOCK_TTL):
         state, _ = rt.store.load(principal.user_id, session_id)
-        if request.retry:
-            user_message = _pending_user_message(state)
-            records: list[dict[str, Any]] = []
-        else:
-            user_message = message_record("user", request.content)
-            records = [user_message]
-        meta = _meta_changes(rt, state, project, request.content)
-        if meta:
-            records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
-        if records:
-            session_service.append_records(rt, principal, session_id, records)
+        written: list[dict[str, Any]] = []
+        last_info: list[FileInfo] = []
+
+        def save(records: list[dict[str, Any]]) -> None:
+            last_info[:] = [rt.store.append(principal.user_id, session_id, records)]
+            written.extend(records)
             for record in records:
                 state.apply(record)
 
-        context = assemble_context(rt, state, project, offering, summarize=True)
-        tool_context = ToolContext(
-            principal,
-            session_id,
-            temporary=state.temporary,
-            notify=lambda event: events.publish(rt.redis, principal.user_id, event),
-        )
-        messages = [{"role": "system", "content": context.system_prompt}, *context.messages]
-        steps: list[dict[str, Any]] = []
-        for round_number in range(rt.settings.max_tool_rounds + 1):
-            last_round = round_number == rt.settings.max_tool_rounds
-            tools = None if last_round else rt.tools.specs(tool_context)
-            completion: Completion | None = None
-            for item in _call_model(rt, offering, messages, tools, stream):
-                if isinstance(item, Completion):
-                    completion = item
-                else:
-                    yield item
-            assert completion is not None
-            if completion.tool_calls and tools:
-                new = [
-                    message_record(
-                        "assistant",
-                        completion.content,
-                        tool_calls=[call.as_openai() for call in completion.tool_calls],
-                        offering=offering.id,
-                    )
-                ]
-                for call in completion.tool_calls:
-                    result = rt.tools.run(tool_context, call.name, call.arguments)
-                    new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
-            else:
-                answer = message_record("assistant", completion.content or "", offering=offering.id)
-                new = [answer]
-            session_service.append_records(rt, principal, session_id, new)
-            steps.extend(new)
-            messages.extend(to_model_messages(new))
-            if not (completion.tool_calls and tools):
-                break
+        try:
+            result = yield from _converse(
+                rt, principal, state, request, project, offering, save, stream
+            )
+        finally:
+            if written:  # also after a failed model call: the user's message is indexed
+                session_service.index_appended(
+                    rt, principal.user_id, session_id, written, last_info[0]
+                )
 
-    usage = context_usage(context.system_prompt, messages[1:], context.usage.window)
-    if usage.over_threshold and rt.jobs is not None:
+    if result.context.over_threshold and rt.jobs is not None:
         rt.jobs.enqueue(PRECOMPUTE_JOB, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
-    yield TurnResult(user_message, answer, steps[:-1], usage, tool_context.events)
+    yield result
+
+
+def _converse(
+    rt: Runtime,
+    principal: Principal,
+    state: SessionState,
+    request: TurnRequest,
+    project: ProjectInput,
+    offering: Offering,
+    save: Callable[[list[dict[str, Any]]], None],
+    stream: bool,
+) -> Generator[TextDelta, None, TurnResult]:
+    """The turn under its lock: save the user's message, then model rounds until an answer."""
+    if request.retry:
+        user_message = _pending_user_message(state)
+        records: list[dict[str, Any]] = []
+    else:
+        user_message = message_record("user", request.content)
+        records = [user_message]
+    meta = _meta_changes(rt, state, project, request.content)
+    if meta:
+        records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
+    if records:
+        save(records)  # on disk before the model is called
+
+    context = assemble_context(rt, state, project, offering, summarize=True)
+    tool_context = ToolContext(
+        principal,
+        state.id,
+        temporary=state.temporary,
+        notify=lambda event: events.publish(rt.redis, principal.user_id, event),
+    )
+    messages = [{"role": "system", "content": context.system_prompt}, *context.messages]
+    steps: list[dict[str, Any]] = []
+    for round_number in range(rt.settings.max_tool_rounds + 1):
+        last_round = round_number == rt.settings.max_tool_rounds
+        tools = None if last_round else rt.tools.specs(tool_context)
+        completion: Completion | None = None
+        for item in _call_model(rt, offering, messages, tools, stream):
+            if isinstance(item, Completion):
+                completion = item
+            else:
+                yield item
+        assert completion is not None
+        if completion.tool_calls and tools:
+            new = [
+                message_record(
+                    "assistant",
+                    completion.content,
+                    tool_calls=[call.as_openai() for call in completion.tool_calls],
+                    offering=offering.id,
+                )
+            ]
+            for call in completion.tool_calls:
+                result = rt.tools.run(tool_context, call.name, call.arguments)
+                new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
+            save(new)
+            steps.extend(new)
+            messages.extend(to_model_messages(new))
+            continue
+        answer = message_record("assistant", completion.content or "", offering=offering.id)
+        save([answer])
+        usage = context_usage(context.system_prompt, [*messages[1:], answer], context.usage.window)
+        return TurnResult(user_message, answer, steps, usage, tool_context.events)
+    raise AssertionError("the last round offers no tools, so it always answers")
 
 
 def _meta_changes(
