@@ -494,3 +494,11 @@ def test_env_example_defaults_match_the_settings() -> None:
     for name in names:
         with_value = load_settings({"HOME": "/nonexistent", name: documented[name]})
         assert with_value == defaults, f"{name}={documented[name]} is not the default"
+
+
+def test_readme_configuration_table_lists_every_setting() -> None:
+    """The README is the front door: every variable the settings read is in its table."""
+    readme = (ROOT / "README.md").read_text()
+    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", readme, re.MULTILINE))
+    missing = settings_env_names() - documented - {"HOME"}
+    assert not missing, f"README.md's configuration table lacks {sorted(missing)}"
