@@ -22,7 +22,9 @@ request contained never reaches USER.md.
 
 The app's job queue is replaced by a recorder; after every turn each job it received runs as the
 Celery task would (workers/tasks.py: shared.extraction.extract_preferences(rt, user_id,
-session_id, upto_turn)), in order, before the next turn. Counted from the fake's request log:
+session_id, upto_turn)), in order, before the next turn; when a session ends, the beat's sweep
+runs as it would once the session has been quiet for extraction.IDLE_AFTER (its last turns,
+fewer than N, are extracted too). Counted from the fake's request log:
 chat calls, extraction calls, extraction prompt tokens (shared.compaction.estimate_tokens over
 the request's messages, and the prompt_tokens the fake reports back, which is
 len(json.dumps(messages)) // 4 + 1), extraction completion tokens, and in every chat request
@@ -30,8 +32,9 @@ the <user-profile> and <agent-memory> blocks of the system prompt (estimate_toke
 block, tags included). Figures are per 100 user turns; the ratio column is baseline / N.
 
 Targets (correctness, not speed): every job ran and made one model call (one per N answered
-user turns of each session), and both runs end with the same USER.md, the one that has one
-line per preference still in force after all the statements.
+user turns of each session, plus one for a quiet session's remaining turns), and both runs
+end with the same USER.md, the one that has one line per preference still in force after
+all the statements.
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ from typing import Any
 from _common import ROOT, base_parser, print_table, verdict, workspace
 
 from api import create_app
-from shared import accounts
+from shared import accounts, extraction
 from shared.compaction import estimate_tokens
-from shared.extraction import EXTRACT_JOB, INSTRUCTIONS, extract_preferences
+from shared.extraction import EXTRACT_JOB, INSTRUCTIONS, extract_preferences, sweep_extraction
 from shared.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
 from shared.settings import load_settings
 
@@ -241,6 +244,8 @@ def start_run(ws: Any, every: int) -> Run:
 
 
 def new_session(run: Run) -> None:
+    if run.session:
+        session_went_quiet(run)
     client = run.app.test_client()
     response = client.post("/api/v1/sessions", json={}, headers=run.headers)
     if response.status_code not in (200, 201):
@@ -255,6 +260,21 @@ def turn(run: Run, content: str) -> None:
     )
     if response.status_code != 200:
         raise SystemExit(f"turn answered {response.status_code}: {response.get_data()[:300]!r}")
+    run_jobs(run)
+
+
+def session_went_quiet(run: Run) -> None:
+    """What the beat's sweep does once a session has been quiet for extraction.IDLE_AFTER:
+    its last turns (fewer than N) are extracted too."""
+    idle_after, extraction.IDLE_AFTER = extraction.IDLE_AFTER, timedelta(0)
+    try:
+        sweep_extraction(run.rt, run.jobs)
+    finally:
+        extraction.IDLE_AFTER = idle_after
+    run_jobs(run)
+
+
+def run_jobs(run: Run) -> None:
     for job, *args in run.jobs.drain():  # what the worker would run next, in order
         if job != EXTRACT_JOB:
             run.other_jobs[job] += 1
@@ -288,16 +308,6 @@ def session_lengths(script: list[tuple[bool, str]]) -> list[int]:
             lengths.append(0)
         lengths[-1] += 1
     return lengths
-
-
-def uncovered(script: list[tuple[bool, str]], every: int) -> list[int]:
-    """Turn numbers no extraction will ever see: a session's last turns past its last multiple
-    of N (the sweep only sends a job once N more turns are answered)."""
-    out, n = [], 0
-    for length in session_lengths(script):
-        out += [n + k for k in range(1, length + 1) if k > length - length % every]
-        n += length
-    return out
 
 
 @dataclass
@@ -371,7 +381,7 @@ def main() -> int:
                     f"{args.every} vs every {args.baseline} turn(s))"
                 )
                 for run in runs:
-                    run.expected_jobs = sum(n // run.every for n in session_lengths(script))
+                    run.expected_jobs = sum(-(-n // run.every) for n in session_lengths(script))
                 for i, (starts, content) in enumerate(script):
                     for run in runs if i % 2 == 0 else runs[::-1]:  # interleaved
                         started = time.perf_counter()
@@ -379,6 +389,8 @@ def main() -> int:
                             new_session(run)
                         turn(run, content)
                         run.seconds += time.perf_counter() - started
+                for run in runs:
+                    session_went_quiet(run)  # the last session ends too
                 results = [figures(run) for run in runs]
                 profiles = [run.rt.memory.read("user", run.user_id).content for run in runs]
                 errors = [e for run in runs for e in run.fake.errors]
@@ -442,11 +454,10 @@ def report(
         share = 100 * (fig.profile_block + fig.memory_block) / max(fig.chat_est, 1)
         total = fig.chat_est + fig.extraction_est
         memory = fig.extraction_est + fig.profile_block + fig.memory_block
-        missed = uncovered(script, run.every)
         print(
             f"   N={run.every}: memory blocks are {share:.1f}% of chat prompt tokens; memory is "
             f"{100 * memory / max(total, 1):.1f}% of all prompt tokens; extraction outcomes "
-            f"{dict(run.outcomes)}; turns no extraction saw: {len(missed)}; "
+            f"{dict(run.outcomes)}; "
             f"{run.seconds:.1f} s"
         )
     print(
@@ -456,16 +467,11 @@ def report(
     )
 
     expected = "".join(f"- {e}\n" for e in reconcile([], [m for _, m in script]))
-    preference_turns = {n for n, (_, m) in enumerate(script, 1) if m in STATEMENTS}
     checks: list[tuple[str, bool]] = []
     for run, profile, fig in zip(runs, profiles, results, strict=True):
         print()
         print(f"-- final USER.md, N={run.every} ({len(profile.splitlines())} lines)")
         print(profile.rstrip() or "(empty)")
-        lost = sorted(preference_turns & set(uncovered(script, run.every)))
-        if lost:
-            said = "; ".join(f"turn {n}: {script[n - 1][1]!r}" for n in lost)
-            print(f"   preference statements no extraction request contained: {said}")
         checks.append(
             (
                 f"N={run.every}: every job ran, one model call each "

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import click
 
+from cli.server import server_runtime
 from shared import catalog
-from shared.errors import EonyxError
-from shared.runtime import Runtime
-from shared.settings import load_settings
-
-
-@contextmanager
-def _runtime() -> Iterator[Runtime]:
-    with Runtime.build(load_settings()) as rt:
-        rt.db.migrate()
-        yield rt
 
 
 @click.group()
@@ -28,7 +16,7 @@ def models() -> None:
 @models.command("list")
 def models_list() -> None:
     """List the offerings."""
-    with _runtime() as rt:
+    with server_runtime() as rt:
         with rt.db.session() as db:
             offerings = catalog.list_offerings(db, rt.settings)
         if not offerings:
@@ -58,20 +46,17 @@ def models_add(
     max_output_tokens: int | None,
 ) -> None:
     """Add an offering."""
-    with _runtime() as rt:
-        try:
-            with rt.db.session() as db:
-                catalog.add_offering(
-                    db,
-                    id=offering_id,
-                    base_url=base_url,
-                    model=model,
-                    api_key_env=api_key_env,
-                    context_window=context_window,
-                    max_output_tokens=max_output_tokens,
-                )
-        except EonyxError as exc:
-            raise click.ClickException(exc.message) from None
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            catalog.add_offering(
+                db,
+                id=offering_id,
+                base_url=base_url,
+                model=model,
+                api_key_env=api_key_env,
+                context_window=context_window,
+                max_output_tokens=max_output_tokens,
+            )
         click.echo(f"added offering {offering_id}")
 
 
@@ -86,19 +71,16 @@ def role() -> None:
 @click.argument("offering_id")
 def role_set(role_name: str, offering_id: str) -> None:
     """Make OFFERING_ID serve ROLE."""
-    with _runtime() as rt:
-        try:
-            with rt.db.session() as db:
-                catalog.set_role(db, rt.settings, role_name, offering_id)
-        except EonyxError as exc:
-            raise click.ClickException(exc.message) from None
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            catalog.set_role(db, rt.settings, role_name, offering_id)
         click.echo(f"{role_name} -> {offering_id}")
 
 
 @role.command("list")
 def role_list() -> None:
     """Show which offering serves each role."""
-    with _runtime() as rt:
+    with server_runtime() as rt:
         with rt.db.session() as db:
             bindings = catalog.role_bindings(db, rt.settings)
         for name, (offering_id, explicit) in bindings.items():

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -17,8 +19,16 @@ from shared.runtime import Runtime
 from shared.settings import Settings, load_settings
 
 
-def _runtime() -> Runtime:
-    return Runtime.build(load_settings())
+@contextmanager
+def server_runtime() -> Iterator[Runtime]:
+    """The server's runtime for one command: the schema brought up to date, and the domain's
+    errors shown as CLI errors."""
+    with Runtime.build(load_settings()) as rt:
+        rt.db.migrate()
+        try:
+            yield rt
+        except EonyxError as exc:
+            raise click.ClickException(exc.message) from None
 
 
 @click.command()
@@ -127,20 +137,16 @@ def users_create(username: str, password: str | None, admin: bool) -> None:
     """Create a user (the first one should be an --admin)."""
     if password is None:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    with _runtime() as rt:
-        rt.db.migrate()
-        try:
-            with rt.db.session() as db:
-                user = accounts.create_user(db, username, password, is_admin=admin)
-        except EonyxError as exc:
-            raise click.ClickException(exc.message) from None
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            user = accounts.create_user(db, username, password, is_admin=admin)
         click.echo(f"created {'admin' if admin else 'user'} {user.username} ({user.id})")
 
 
 @users.command("list")
 def users_list() -> None:
     """List the accounts."""
-    with _runtime() as rt:
+    with server_runtime() as rt:
         with rt.db.session() as db:
             for user in accounts.list_users(db):
                 click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
@@ -155,8 +161,7 @@ def index_group() -> None:
 @click.option("--drop", is_flag=True, help="Forget the whole index first and re-read every file.")
 def index_rebuild(drop: bool) -> None:
     """Bring the index in line with the session files."""
-    with _runtime() as rt:
-        rt.db.migrate()
+    with server_runtime() as rt:
         if drop:
             with rt.db.session() as db:
                 index.drop(db)
@@ -175,8 +180,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Apply the migrations (safe to run on every start)."""
-    with _runtime() as rt:
-        rt.db.migrate()
+    with server_runtime() as rt:
         click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
 
 

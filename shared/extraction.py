@@ -51,6 +51,9 @@ MARKER = "extracted_turns"
 MESSAGE_CHARS = 4_000  # per message sent to the model
 TOTAL_CHARS = 16_000  # all messages of one request together
 SWEEP_WINDOW = timedelta(days=1)
+# A session quiet this long has its last turns (fewer than N) extracted too, so the end of a
+# conversation is never left out.
+IDLE_AFTER = timedelta(minutes=30)
 JOB_LOCK_WAIT = 5 * 60  # a duplicate waits for the running job, then finds the work done
 JOB_LOCK_TTL = 15 * 60
 
@@ -327,18 +330,22 @@ def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, st
 
 
 def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
-    """Enqueue the extraction a lost job left undone; returns how many were sent."""
+    """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
+    quiet before reaching the next multiple of N; returns how many jobs were sent."""
     if not extraction_enabled(rt.settings):
         return 0
     every = rt.settings.user_memory_extraction_every_n_turns
+    quiet_since = utcnow() - IDLE_AFTER
     sent = 0
-    for user_id, session_id in recent_sessions(rt, min_messages=every):
+    for user_id, session_id in recent_sessions(rt, min_messages=2):
         try:
             state, _ = rt.store.load(user_id, session_id)
         except (NotFound, InvalidInput):
             continue
         answered = answered_turns(chat_turns(state.messages))
-        if not state.temporary and answered >= extracted_upto(state) + every:
+        done = extracted_upto(state)
+        due = answered >= done + every or (answered > done and state.updated_at <= quiet_since)
+        if not state.temporary and due:
             jobs.enqueue(EXTRACT_JOB, user_id, session_id, answered)
             sent += 1
     return sent

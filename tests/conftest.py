@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+import socket
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -202,3 +205,21 @@ def eonyx_executable() -> str:
     if not found:
         pytest.fail("the eonyx command is not installed: run `make test`, which installs it")
     return found
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)

@@ -67,3 +67,20 @@ def make_chat(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[C
 @pytest.fixture
 def chat(make_chat: Callable[..., Chat]) -> Chat:
     return make_chat()
+
+
+class RecordingJobs:
+    """A job queue that keeps what was sent (no worker runs in these tests)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[object, ...]] = []
+
+    def enqueue(self, job: str, *args: object) -> str:
+        self.sent.append((job, *args))
+        return f"job-{len(self.sent)}"
+
+    def status(self, job_id: str) -> dict[str, object]:
+        return {"id": job_id, "state": "PENDING", "result": None, "error": None}
+
+    def of(self, job: str) -> list[tuple[object, ...]]:
+        return [s[1:] for s in self.sent if s[0] == job]

@@ -15,28 +15,11 @@ from api import create_app
 from shared import curation, index
 from shared.curation import CURATE_JOB, curate_turn, sweep_likes
 from shared.tools import Tool
-from tests.api.conftest import API, Chat
+from tests.api.conftest import API, Chat, RecordingJobs
 from tests.conftest import create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls
 
 SECRET = "postgres://admin:Xk29dLq7@db.internal:5432/app"  # the safety filter refuses it
-
-
-class RecordingJobs:
-    """A job queue that keeps what was sent (no worker runs in these tests)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[object, ...]] = []
-
-    def enqueue(self, job: str, *args: object) -> str:
-        self.sent.append((job, *args))
-        return f"job-{len(self.sent)}"
-
-    def status(self, job_id: str) -> dict[str, object]:
-        return {"id": job_id, "state": "PENDING", "result": None, "error": None}
-
-    def of(self, job: str) -> list[tuple[object, ...]]:
-        return [s[1:] for s in self.sent if s[0] == job]
 
 
 class Model:

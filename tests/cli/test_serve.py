@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import eonyx_executable
+from tests.conftest import eonyx_executable, free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -29,24 +27,6 @@ START_TIMEOUT = 60.0
 JOB_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 URL_LINE = re.compile(r"Eonyx is running at (http://\S+)")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 def children_of(pid: int) -> list[int]:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from shared import extraction
 from shared.extraction import (
     EXTRACT_JOB,
     INSTRUCTIONS,
@@ -19,29 +21,12 @@ from shared.extraction import (
     extract_preferences,
     sweep_extraction,
 )
-from tests.api.conftest import API, Chat, make_chat  # noqa: F401  (make_chat is a fixture)
+from tests.api.conftest import API, Chat, RecordingJobs, make_chat  # noqa: F401  (make_chat is a fixture)
 from tests.conftest import Backend
 from tests.fake_llm import RecordedRequest, Reply, error, text
 
 EXTRACTING = {"USER_MEMORY_EXTRACTION": "true", "USER_MEMORY_EXTRACTION_EVERY_N_TURNS": "4"}
 SECRET = "postgres://admin:Xk29dLq7@db.internal:5432/app"  # the filter refuses it
-
-
-class RecordingJobs:
-    """A job queue that keeps what was sent (no worker runs in these tests)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[object, ...]] = []
-
-    def enqueue(self, job: str, *args: object) -> str:
-        self.sent.append((job, *args))
-        return f"job-{len(self.sent)}"
-
-    def status(self, job_id: str) -> dict[str, object]:
-        return {"id": job_id, "state": "PENDING", "result": None, "error": None}
-
-    def of(self, job: str) -> list[tuple[object, ...]]:
-        return [s[1:] for s in self.sent if s[0] == job]
 
 
 def is_extraction(request: RecordedRequest) -> bool:
@@ -249,6 +234,23 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(chat: Cha
 
     sweeper.sent.clear()
     assert sweep_extraction(chat.rt, sweeper) == 0 and sweeper.sent == []
+
+
+def test_the_last_turns_of_a_quiet_session_are_extracted_too(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Model(chat, entries("Likes tables"))
+    session_id = chat.new_session()
+    talk(chat, session_id, "a", "b", "c", "d", "e", "f")  # extracted through 4; 2 left
+    extract(chat, session_id, 4)
+    sweeper = RecordingJobs()
+    assert sweep_extraction(chat.rt, sweeper) == 0  # still active: wait for N more turns
+
+    monkeypatch.setattr(extraction, "IDLE_AFTER", timedelta(0))  # the session went quiet
+    assert sweep_extraction(chat.rt, sweeper) == 1
+    assert sweeper.of(EXTRACT_JOB) == [(chat.user.user_id, session_id, 6)]
+    assert extract(chat, session_id, 6).marker == 6
+    assert sweep_extraction(chat.rt, RecordingJobs()) == 0
 
 
 def memory_files(chat: Chat) -> dict[str, bytes | None]:

@@ -14,8 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from shared import index
 from shared.db import Database
 from shared.models import IndexState, SessionRow
 from shared.sessions import SessionStore
-from tests.conftest import TABLES, eonyx_executable
+from tests.conftest import TABLES, eonyx_executable, free_port, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
@@ -41,24 +40,6 @@ START_TIMEOUT = 60.0
 JOB_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 PASSWORD = "pa55word"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 def children_of(pid: int) -> set[int]:
