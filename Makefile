@@ -26,6 +26,7 @@ test: $(STAMP)  ## the whole suite (real-service cases skip without PostgreSQL/R
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

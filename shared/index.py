@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, delete, false, func, or_, select, true, update
+from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -68,7 +68,7 @@ def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str)
     db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
 
 
-_TABLE = SessionRow.__table__
+_TABLE = cast(Table, SessionRow.__table__)
 # Built once: the hot path of every turn (SQLAlchemy then reuses its compiled form).
 _APPENDED = (
     update(_TABLE)

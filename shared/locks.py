@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -22,7 +22,9 @@ from shared.errors import Conflict
 
 
 class Locks(Protocol):
-    def hold(self, name: str, *, wait: float = 10.0, ttl: float = 60.0) -> Iterator[None]: ...
+    def hold(
+        self, name: str, *, wait: float = 10.0, ttl: float = 60.0
+    ) -> AbstractContextManager[None]: ...
 
 
 class RedisLocks:

@@ -377,7 +377,7 @@ def _jwt_valid(token: str) -> bool:
 
 def _discord_valid(token: str) -> bool:
     user_id = _b64_decode(token.split(".", 1)[0])
-    return bool(user_id) and user_id.isdigit() and 17 <= len(user_id) <= 20
+    return user_id is not None and user_id.isdigit() and 17 <= len(user_id) <= 20
 
 
 def _letters_and_digits(value: str) -> bool:

@@ -85,7 +85,7 @@ class ToolRegistry:
             return f"error: there is no tool named {name!r}"
         try:
             parsed = json.loads(arguments or "{}")
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return f"error: the arguments are not valid JSON ({exc.msg})"
         if not isinstance(parsed, dict):
             return "error: the arguments must be a JSON object"
