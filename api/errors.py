@@ -22,6 +22,7 @@ STATUS = {
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.StorageError: 503,
+    errors.Unavailable: 503,
     LLMError: 502,
     NoModel: 503,
 }

@@ -9,7 +9,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from api.context import admin_required, runtime
-from shared.errors import EonyxError, NotFound
+from shared.errors import NotFound, Unavailable
 from shared.runtime import JobQueue
 
 blp = Blueprint("jobs", __name__, description="Background jobs")
@@ -23,14 +23,12 @@ class JobSchema(ma.Schema):
     error = ma.fields.String(allow_none=True)
 
 
-class NoQueue(EonyxError):
-    code = "no_queue"
-
-
 def _jobs() -> JobQueue:
     jobs = runtime().jobs
     if jobs is None:
-        raise NoQueue("no job queue is configured (set REDIS_URL or use `eonyx serve`)")
+        raise Unavailable(
+            "no job queue is configured (set REDIS_URL or use `eonyx serve`)", code="no_queue"
+        )
     return jobs
 
 

@@ -28,13 +28,12 @@ from typing import Any
 
 from shared import catalog, events, session_service
 from shared.accounts import Principal
-from shared.errors import Conflict, Forbidden, InvalidInput, NotFound
+from shared.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.extraction import (
     MESSAGE_CHARS,
     TOTAL_CHARS,
     Outcome,
     Turn,
-    append_meta,
     chat_turns,
     parse_json_answer,
     recent_sessions,
@@ -131,7 +130,7 @@ def _set_like(
         likes.pop(pair_id, None)
     else:
         likes[pair_id] = like
-    append_meta(rt, user_id, session_id, {LIKES: likes})
+    session_service.append_meta(rt, user_id, session_id, {LIKES: likes})
 
 
 def _like_lock(session_id: str) -> str:
@@ -162,7 +161,7 @@ def like_message(
         if current and current.get("status") in (SAVING, SAVED):
             return _public(pair_id, current), False
         if rt.jobs is None:
-            raise Conflict("no worker queue is configured to remember turns", code="no_queue")
+            raise Unavailable("no worker queue is configured to remember turns", code="no_queue")
         now = isoformat(utcnow())
         like = {
             "status": SAVING,
@@ -172,7 +171,7 @@ def like_message(
         }
         _set_like(rt, user_id, session_id, pair_id, like)
     # Recorded first: if this send is lost, the sweep finds the like still saving.
-    rt.jobs.enqueue(CURATE_JOB, user_id, session_id, pair_id)
+    rt.hint(CURATE_JOB, user_id, session_id, pair_id)
     _push(rt, user_id, session_id, pair_id, like)
     return _public(pair_id, like), True
 

@@ -6,7 +6,8 @@ EonyxError
 ├── Unauthorized      no valid credentials (401)
 ├── Forbidden         valid credentials, not allowed (403)
 ├── Conflict          the request clashes with the current state (409)
-└── StorageError      the disk refused a write; nothing past it was done (503)
+├── StorageError      the disk refused a write; nothing past it was done (503)
+└── Unavailable       a service Eonyx needs (Redis, the job queue) cannot be reached (503)
 """
 
 
@@ -42,3 +43,7 @@ class Conflict(EonyxError):
 
 class StorageError(EonyxError):
     code = "storage_error"
+
+
+class Unavailable(EonyxError):
+    code = "unavailable"

@@ -35,14 +35,14 @@ from typing import Any
 
 from sqlalchemy import false, select
 
-from shared import catalog, events, index
+from shared import catalog, events, session_service
 from shared.errors import InvalidInput, NotFound
 from shared.llm import LLMError
 from shared.memory import MemoryRefused, StaleVersion, render_entries
 from shared.models import SessionRow
 from shared.runtime import JobQueue, Runtime
 from shared.safety import check_text
-from shared.sessions import SessionState, isoformat, utcnow
+from shared.sessions import SessionState, utcnow
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -159,16 +159,6 @@ def transcript(turns: list[Turn], *, per_message: int, total: int) -> str:
     return "\n\n".join(reversed(kept))
 
 
-def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
-    """Durably add a meta record, then index the session from its file (a background writer
-    folds the file rather than trust a row a concurrent turn may be updating)."""
-    record = {"type": "meta", "at": isoformat(utcnow()), "set": changes}
-    rt.store.append(user_id, session_id, [record])
-    state, info = rt.store.load(user_id, session_id, keep_messages=False)
-    with rt.db.session() as db:
-        index.record(db, state, info)
-
-
 def parse_json_answer(content: str | None) -> Any:
     """The JSON object in a model's answer (tolerating a code fence or a sentence around
     it); None when there is none."""
@@ -201,12 +191,7 @@ def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
     every = rt.settings.user_memory_extraction_every_n_turns
     if count == 0 or count % every:
         return False
-    try:
-        rt.jobs.enqueue(EXTRACT_JOB, state.user_id, state.id, count)
-    except Exception:  # the broker's own errors; the turn must not fail past its answer
-        log.exception("could not enqueue extraction for %s; the sweep will", state.id)
-        return False
-    return True
+    return rt.hint(EXTRACT_JOB, state.user_id, state.id, count)
 
 
 # -- the job -----------------------------------------------------------------------------------
@@ -262,7 +247,7 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
         outcome = _reconcile(rt, user_id, turns[done:target])
         if outcome.status == "failed":
             return Outcome(outcome.status, outcome.detail, done)  # the sweep retries
-        append_meta(rt, user_id, session_id, {MARKER: target})
+        session_service.append_meta(rt, user_id, session_id, {MARKER: target})
         return Outcome(outcome.status, outcome.detail, target)
 
 

@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select, true, update
@@ -72,7 +72,11 @@ _TABLE = cast(Table, SessionRow.__table__)
 # Built once: the hot path of every turn (SQLAlchemy then reuses its compiled form).
 _APPENDED = (
     update(_TABLE)
-    .where(_TABLE.c.id == bindparam("sid"), _TABLE.c.user_id == bindparam("uid"))
+    .where(
+        _TABLE.c.id == bindparam("sid"),
+        _TABLE.c.user_id == bindparam("uid"),
+        _TABLE.c.file_size == bindparam("size_before"),
+    )
     .values(
         message_count=_TABLE.c.message_count + bindparam("messages"),
         image_count=_TABLE.c.image_count + bindparam("images"),
@@ -84,16 +88,22 @@ _APPENDED = (
 
 
 def note_appended(
-    db: Session, user_id: str, session_id: str, records: list[dict[str, Any]], info: FileInfo
+    db: Session,
+    user_id: str,
+    session_id: str,
+    records: list[dict[str, Any]],
+    size_before: int,
+    info: FileInfo,
 ) -> bool:
-    """Fold appended records into a row with one UPDATE (counts are incremented in SQL, so
-    concurrent writers of one session lose nothing). False when there is no row to update."""
-    delta = SessionState(session_id, user_id, "", datetime.min, datetime.min)
+    """Fold appended records into a row with one UPDATE, only if the row describes the file
+    exactly as it was before them (`size_before`). False otherwise (no row, or someone else
+    indexed the file meanwhile): then the caller folds the file instead, so no record is ever
+    counted twice or missed."""
+    never = datetime.min.replace(tzinfo=UTC)
+    delta = SessionState(session_id, user_id, "", never, never)
     meta: dict[str, Any] = {}
-    stamped = False
     for record in records:
         delta.apply(record, keep_messages=False)
-        stamped = stamped or bool(record.get("at") or record.get("created_at"))
         if record.get("type") == "meta":
             meta.update({k: v for k, v in (record.get("set") or {}).items() if k in META_FIELDS})
     params = {
@@ -101,17 +111,20 @@ def note_appended(
         "uid": user_id,
         "messages": delta.message_count,
         "images": delta.image_count,
-        "updated": delta.updated_at if stamped else None,
+        "updated": delta.updated_at if delta.updated_at != never else None,
+        "size_before": size_before,
         "size": info.size,
         "mtime": info.mtime_ns,
     }
     result = db.connection().execute(_APPENDED, params)
+    if result.rowcount != 1:
+        return False
     if meta:
         for key in ("pinned", "archived", "title_pending"):
             if key in meta:
                 meta[key] = bool(meta[key])
         db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**meta))
-    return result.rowcount == 1
+    return True
 
 
 def record(db: Session, state: SessionState, info: FileInfo) -> None:

@@ -18,7 +18,7 @@ from typing import Protocol
 import filelock
 import redis
 
-from shared.errors import Conflict
+from shared.errors import Conflict, Unavailable
 
 
 class Locks(Protocol):
@@ -35,7 +35,11 @@ class RedisLocks:
     @contextmanager
     def hold(self, name: str, *, wait: float = 10.0, ttl: float = 60.0) -> Iterator[None]:
         lock = self.client.lock(self.prefix + name, timeout=ttl, blocking_timeout=wait)
-        if not lock.acquire():
+        try:
+            acquired = lock.acquire()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            raise Unavailable(f"Redis cannot be reached for a lock ({exc})") from exc
+        if not acquired:
             raise Conflict(f"{name} is busy; try again", code="busy")
         try:
             yield

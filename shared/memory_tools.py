@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.errors import InvalidInput
-from shared.memory import FILE_NAMES, Kind, MemoryRefused, MemoryStore, StaleVersion, usage_line
+from shared.errors import Conflict, InvalidInput
+from shared.memory import FILE_NAMES, Kind, MemoryRefused, MemoryStore, usage_line
 from shared.settings import Settings
 from shared.tools import Tool, ToolContext, ToolError, ToolRegistry
 
@@ -178,7 +178,7 @@ def run_memory_write(
 
     try:
         _, after = store.update(kind, context.principal.user_id, change)
-    except (InvalidInput, StaleVersion) as exc:  # refused, filtered, or changed meanwhile
+    except (InvalidInput, Conflict) as exc:  # refused, filtered, busy or changed meanwhile
         context.refusals += 1
         stop = f" {STOP}" if context.refusals >= MAX_REFUSALS else ""
         raise ToolError(f"not saved: {exc.message}.{stop}") from None

@@ -6,6 +6,7 @@ to the domain functions; nothing in shared/ reaches for globals.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,6 +22,8 @@ from shared.memory_tools import register_memory_tools
 from shared.sessions import SessionStore
 from shared.settings import Settings
 from shared.tools import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 class JobQueue(Protocol):
@@ -74,6 +77,19 @@ class Runtime:
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
             jobs=jobs,
         )
+
+    def hint(self, job: str, *args: object) -> bool:
+        """Send a job that is a hint, not the only record of the work (a periodic sweep
+        redoes what a lost job leaves undone): a broker failure is logged, never raised past
+        a write that already succeeded. False when it was not sent."""
+        if self.jobs is None:
+            return False
+        try:
+            self.jobs.enqueue(job, *args)
+        except Exception:  # noqa: BLE001 - whatever the broker raises; the sweep catches up
+            log.exception("could not send %s%r; a sweep will redo it", job, args)
+            return False
+        return True
 
     def __enter__(self) -> Runtime:
         return self

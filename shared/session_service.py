@@ -6,18 +6,21 @@ session is simply not found), writes the file first and then keeps the index in 
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from shared import index
 from shared.accounts import Principal
-from shared.errors import InvalidInput
+from shared.errors import InvalidInput, NotFound
 from shared.models import SessionRow
 from shared.runtime import Runtime
 from shared.sessions import FileInfo, check_session_id, isoformat, utcnow
 
+log = logging.getLogger(__name__)
 TITLE_MAX = 200
 
 
@@ -102,24 +105,48 @@ def get_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRo
 def append_records(
     rt: Runtime, principal: Principal, session_id: str, records: list[dict[str, Any]]
 ) -> SessionRow:
-    """Durably append records to a session, then bring its index row up to date from them
-    (one transaction; the file is written first, so a failed write changes no row)."""
-    with rt.db.session() as db:
-        row = _row(db, rt, principal.user_id, session_id)
-        info = rt.store.append(principal.user_id, session_id, records)
-        index.note_appended(db, principal.user_id, session_id, records, info)
-        db.refresh(row)
-        return row
+    """Durably append records to the caller's session and index them; the file is written
+    first, so a failed write changes no row."""
+    get_session(rt, principal, session_id)  # another user's: not found
+    append_and_index(rt, principal.user_id, session_id, records)
+    return get_session(rt, principal, session_id)
+
+
+def append_and_index(
+    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
+) -> FileInfo:
+    """Durably append records, then bring the index row up to date: the one write path of
+    every writer (API, turns, workers)."""
+    appended = rt.store.append(user_id, session_id, records)
+    index_appended(rt, user_id, session_id, records, appended.size_before, appended.info)
+    return appended.info
+
+
+def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
+    """Record metadata (a title, like status, extraction progress...) in the session."""
+    append_and_index(rt, user_id, session_id, [{"type": "meta", "at": _now(), "set": changes}])
 
 
 def index_appended(
-    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]], info: FileInfo
+    rt: Runtime,
+    user_id: str,
+    session_id: str,
+    records: list[dict[str, Any]],
+    size_before: int,
+    info: FileInfo,
 ) -> None:
-    """Bring the index row up to date with records already on disk (one transaction)."""
-    with rt.db.session() as db:
-        if not index.note_appended(db, user_id, session_id, records, info):
-            state, info = rt.store.load(user_id, session_id, keep_messages=False)
-            index.record(db, state, info)
+    """Bring the index row up to date with records already on disk. The index is a cache:
+    if this fails the file still holds everything, and the next reconcile repairs the row,
+    so a failure is logged, never raised past a write that succeeded."""
+    try:
+        with rt.db.session() as db:
+            if not index.note_appended(db, user_id, session_id, records, size_before, info):
+                state, info = rt.store.load(user_id, session_id, keep_messages=False)
+                index.record(db, state, info)
+    except (SQLAlchemyError, NotFound) as exc:
+        log.warning(
+            "index of session %s not updated (%s); the next reconcile will", session_id, exc
+        )
 
 
 def update_session(
@@ -131,8 +158,9 @@ def update_session(
         changes["title_pending"] = False
     if not changes:
         return get_session(rt, principal, session_id)
-    meta = {"type": "meta", "at": isoformat(utcnow()), "set": changes}
-    return append_records(rt, principal, session_id, [meta])
+    return append_records(
+        rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
+    )
 
 
 def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:
@@ -164,3 +192,7 @@ def sweep_empty_sessions(rt: Runtime) -> int:
             with rt.db.session() as db:
                 index.forget(db, session_id)
     return removed
+
+
+def _now() -> str:
+    return isoformat(utcnow())

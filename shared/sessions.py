@@ -115,11 +115,14 @@ class SessionState:
             if keep_messages:
                 self.messages.append(record)
         elif kind == "meta":
-            for key, value in (record.get("set") or {}).items():
+            changes = record.get("set") or {}
+            for key, value in changes.items():
                 if key in META_FIELDS:
                     setattr(self, key, value)
                 else:
                     self.extra[key] = value
+            if not any(key in META_FIELDS for key in changes):
+                return  # bookkeeping (likes, extraction progress) does not reorder the list
         else:
             return
         stamp = record.get("at") or record.get("created_at")
@@ -147,6 +150,14 @@ class FileInfo:
     @classmethod
     def of(cls, stat: os.stat_result) -> FileInfo:
         return cls(stat.st_size, stat.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What an append did: the file's size before it, and the file after it."""
+
+    size_before: int
+    info: FileInfo
 
 
 class SessionStore:
@@ -195,13 +206,14 @@ class SessionStore:
         )
         return fold([header]), FileInfo.of(stat)
 
-    def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> FileInfo:
+    def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> Appended:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
+        data = encode_records(records)
         try:
-            stat = durable_append(self.path(user_id, session_id), encode_records(records))
+            stat = durable_append(self.path(user_id, session_id), data)
         except FileNotFoundError:
             raise NotFound("session not found") from None
-        return FileInfo.of(stat)
+        return Appended(stat.st_size - len(data), FileInfo.of(stat))
 
     def load(
         self, user_id: str, session_id: str, *, keep_messages: bool = True

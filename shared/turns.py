@@ -30,7 +30,7 @@ from shared.compaction import (
     to_model_messages,
 )
 from shared.errors import Conflict, InvalidInput, NotFound
-from shared.llm import Completion, LLMInvalidResponse, Offering
+from shared.llm import Completion, LLMError, LLMInvalidResponse, Offering
 from shared.project_context import (
     ContextFile,
     load_server_context,
@@ -42,7 +42,6 @@ from shared.sessions import FileInfo, SessionState, isoformat, new_message_id, u
 from shared.tools import ToolContext
 
 log = logging.getLogger(__name__)
-TURN_LOCK_TTL = 15 * 60
 TURN_LOCK_WAIT = 5 * 60
 TITLE_CHARS = 60
 PRECOMPUTE_JOB = "eonyx.sessions.precompute_summary"
@@ -103,6 +102,14 @@ def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
     record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
     record["created_at"] = isoformat(utcnow())
     return record | {k: v for k, v in extra.items() if v is not None}
+
+
+def turn_lock_ttl(rt: Runtime) -> float:
+    """Longer than the longest turn the settings allow (every round's model call timing out
+    on every attempt, plus a summary), so the lock never expires mid-turn."""
+    settings = rt.settings
+    attempt = settings.llm_connect_timeout + settings.llm_read_timeout + rt.llm.max_wait
+    return (settings.max_tool_rounds + 2) * (settings.llm_max_retries + 1) * attempt + 60
 
 
 def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
@@ -166,7 +173,12 @@ def assemble_context(
             summarized_upto=summary.covered_through if summary else None,
         )
         if plan is not None:
-            summary = summarize_plan(rt, state, plan)
+            try:
+                summary = summarize_plan(rt, state, plan)
+            except LLMError as exc:
+                if (plan.usage.percent or 0) >= 100:
+                    raise  # the history no longer fits: the turn cannot go on without it
+                log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
             prompt = prompt_with(summary)
     messages = apply_summary(records, summary)
     return AssembledContext(prompt, messages, summary, context_usage(prompt, messages, window))
@@ -191,7 +203,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
     with rt.db.session() as db:
         offering = catalog.resolve(db, rt.settings, "chat")
     # The turn lock: a turn that arrives meanwhile waits for this summary instead of redoing it.
-    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=TURN_LOCK_TTL):
+    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, _ = rt.store.load(user_id, session_id)
         project = ProjectInput.from_record(state.extra.get("project_context"))
         before = rt.store.read_summary(user_id, session_id)
@@ -253,13 +265,13 @@ def iter_turn(
     with rt.db.session() as db:
         offering = catalog.resolve(db, rt.settings, "chat")
 
-    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=TURN_LOCK_TTL):
-        state, _ = rt.store.load(principal.user_id, session_id)
+    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+        state, loaded = rt.store.load(principal.user_id, session_id)
         written: list[dict[str, Any]] = []
         last_info: list[FileInfo] = []
 
         def save(records: list[dict[str, Any]]) -> None:
-            last_info[:] = [rt.store.append(principal.user_id, session_id, records)]
+            last_info[:] = [rt.store.append(principal.user_id, session_id, records).info]
             written.extend(records)
             for record in records:
                 state.apply(record)
@@ -271,11 +283,11 @@ def iter_turn(
         finally:
             if written:  # also after a failed model call: the user's message is indexed
                 session_service.index_appended(
-                    rt, principal.user_id, session_id, written, last_info[0]
+                    rt, principal.user_id, session_id, written, loaded.size, last_info[0]
                 )
 
-    if result.context.over_threshold and rt.jobs is not None:
-        rt.jobs.enqueue(PRECOMPUTE_JOB, principal.user_id, session_id)
+    if result.context.over_threshold:
+        rt.hint(PRECOMPUTE_JOB, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
     yield result
 

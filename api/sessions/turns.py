@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,10 +12,13 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
+from api.extensions import error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
 from api.sessions.views import blp
 from shared import turns
 from shared.errors import EonyxError
+
+log = logging.getLogger(__name__)
 
 
 @blp.route("/sessions/<session_id>/turns")
@@ -55,6 +59,10 @@ def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
     except EonyxError as exc:
         body, status = render_error(exc)
         yield _event("error", {**body, "status": status})
+    except Exception:  # the headers are sent: the stream itself must say what went wrong
+        log.exception("a streamed turn failed")
+        body = error_payload("internal_error", "the turn failed on the server")
+        yield _event("error", {**body, "status": 500})
 
 
 @blp.route("/sessions/<session_id>/context")

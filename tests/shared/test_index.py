@@ -124,3 +124,39 @@ def test_sweep_removes_only_old_empty_sessions(rt: Runtime, alice: Account) -> N
     assert session_service.sweep_empty_sessions(rt) == 1
     assert [r[0] for r in listing(rt, me)] == [used]
     assert not rt.store.path(alice.user_id, empty).exists()
+
+
+def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
+    rt: Runtime, alice: Account
+) -> None:
+    """A turn indexes its records once, at its end; a like or an extraction marker written
+    meanwhile indexes the file first. Every message must still be counted exactly once."""
+    me = principal(alice)
+    session_id = session_service.create_session(rt, me, title="t").id
+    _, loaded = rt.store.load(alice.user_id, session_id)
+    question = {
+        "type": "message",
+        "id": "q1",
+        "role": "user",
+        "content": "hi",
+        "created_at": isoformat(utcnow()),
+    }
+    first = rt.store.append(alice.user_id, session_id, [question])  # the turn, on disk only
+    session_service.append_meta(rt, alice.user_id, session_id, {"likes": {}})  # meanwhile
+    answer = {**question, "id": "a1", "role": "assistant"}
+    last = rt.store.append(alice.user_id, session_id, [answer])
+    assert first.size_before == loaded.size
+    session_service.index_appended(
+        rt, alice.user_id, session_id, [question, answer], loaded.size, last.info
+    )
+    assert session_service.get_session(rt, me, session_id).message_count == 2
+
+
+def test_bookkeeping_records_do_not_reorder_the_list(rt: Runtime, alice: Account) -> None:
+    me = principal(alice)
+    older = session_service.create_session(rt, me, title="older").id
+    newer = session_service.create_session(rt, me, title="newer").id
+    session_service.append_meta(rt, alice.user_id, older, {"extracted_turns": 4})
+    assert [r[0] for r in listing(rt, me)] == [newer, older]
+    session_service.update_session(rt, me, older, {"title": "renamed"})  # a real change
+    assert [r[0] for r in listing(rt, me)] == [older, newer]
