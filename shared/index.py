@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shared.db import UTCDateTime
-from shared.errors import InvalidInput, NotFound
+from shared.errors import InvalidInput, NotFound, StorageError
 from shared.models import IndexState, SessionRow
 from shared.sessions import (
     META_FIELDS,
@@ -182,7 +182,7 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
             continue
         try:
             state, info = store.load(user_id, session_id, keep_messages=False)
-        except NotFound:
+        except (NotFound, StorageError):  # gone meanwhile, or damaged: leave it out
             log.warning("skipping unreadable session file %s/%s", user_id, session_id)
             continue
         fresh.append(row_values(state, info))

@@ -170,12 +170,6 @@ def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:
         index.forget(db, session_id)
 
 
-def get_messages(rt: Runtime, principal: Principal, session_id: str) -> list[dict[str, Any]]:
-    get_session(rt, principal, session_id)
-    state, _ = rt.store.load(principal.user_id, session_id)
-    return state.messages
-
-
 def sweep_empty_sessions(rt: Runtime) -> int:
     """Remove sessions that never got a message and are older than the grace period.
 

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from shared.errors import InvalidInput, NotFound
+from shared.errors import InvalidInput, NotFound, StorageError
 from shared.filestore import (
     atomic_write,
     durable_append,
@@ -227,7 +227,8 @@ class SessionStore:
         try:
             state = fold(records, keep_messages=keep_messages)
         except (ValueError, KeyError) as exc:
-            raise NotFound(f"session file is unreadable: {exc}") from None
+            # Damage is not deletion: say so (503) rather than pretend the session is gone.
+            raise StorageError(f"session {session_id} cannot be read: {exc}") from None
         return state, FileInfo.of(stat)
 
     def delete(self, user_id: str, session_id: str) -> None:

@@ -74,9 +74,6 @@ class ToolRegistry:
         """The tools offered in this context (a temporary chat gets no memory tools)."""
         return [tool.spec() for tool in self._tools.values() if tool.available(context)]
 
-    def names(self) -> list[str]:
-        return list(self._tools)
-
     def run(self, context: ToolContext, name: str, arguments: str) -> str:
         """Run one call and return the text for the model; never raises for the model's
         mistakes (unknown tool, bad JSON, refused call): those are results too."""

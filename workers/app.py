@@ -9,6 +9,7 @@ sweeps redo whatever a lost job left undone.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from celery import Celery
@@ -67,11 +68,14 @@ def create_celery(settings: Settings) -> Celery:
 
 
 _runtimes: dict[int, Runtime] = {}
+_runtimes_lock = threading.Lock()
 
 
 def runtime_for(app: Celery) -> Runtime:
-    """The worker process's runtime, built on first use (after the pool has forked)."""
+    """The worker's runtime, built once on first use (by whichever pool thread or forked
+    process runs a task first)."""
     key = id(app)
-    if key not in _runtimes:
-        _runtimes[key] = Runtime.build(app.eonyx_settings)  # type: ignore[attr-defined]
-    return _runtimes[key]
+    with _runtimes_lock:
+        if key not in _runtimes:
+            _runtimes[key] = Runtime.build(app.eonyx_settings)  # type: ignore[attr-defined]
+        return _runtimes[key]

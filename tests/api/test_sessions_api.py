@@ -214,3 +214,23 @@ def test_a_failing_disk_aborts_with_a_clear_error_and_keeps_the_file(
         client.get(f"{API}/sessions/{item['id']}", headers=alice.headers).get_json()["title"]
         == "before"
     )
+
+
+def test_a_damaged_session_file_is_503_not_404_and_the_list_still_works(
+    client: FlaskClient, alice: Account, rt: Runtime
+) -> None:
+    kept = new_session(client, alice, title="fine")
+    damaged = "20260101T000000-0badf11e"
+    path = rt.store.path(alice.user_id, damaged)
+    path.write_text('{"type": "message", "role": "user", "content": "no header"}\n')
+    response = client.get(f"{API}/sessions/{damaged}", headers=alice.headers)
+    assert response.status_code == 503
+    assert response.get_json()["error"]["message"] == (
+        f"session {damaged} cannot be read: a session file must start with a session header"
+    )
+    from shared import index
+
+    with rt.db.session() as db:
+        index.drop(db)
+    listed = client.get(f"{API}/sessions", headers=alice.headers).get_json()["items"]
+    assert [s["id"] for s in listed] == [kept["id"]]
