@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from shared import accounts, index
 from shared.embedded_redis import EmbeddedRedis
@@ -80,12 +82,25 @@ def _stop_process(process: subprocess.Popen[bytes], timeout: float = 20.0) -> No
             process.wait()
 
 
-def _serve_http(settings: Settings, host: str, port: int) -> None:
-    from werkzeug.serving import make_server
+_QUERY = re.compile(r"\?[^\s\"']*")
 
+
+class RequestLogHandler(WSGIRequestHandler):
+    """werkzeug's request handler, logging each request without its query string: a
+    browser's WebSocket sends its bearer token as `/api/v1/events?token=...`, and a token
+    must never reach a log."""
+
+    def log(self, type: str, message: str, *args: object) -> None:
+        line = message % args if args else message
+        super().log(type, "%s", _QUERY.sub("", line))
+
+
+def _serve_http(settings: Settings, host: str, port: int) -> None:
     from api import create_app
 
-    server = make_server(host, port, create_app(settings), threaded=True)
+    server = make_server(
+        host, port, create_app(settings), threaded=True, request_handler=RequestLogHandler
+    )
     stop = threading.Event()
 
     def _shutdown(signum: int, _frame: object) -> None:

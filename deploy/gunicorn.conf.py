@@ -50,7 +50,9 @@ preload_app = False
 accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+# The path without its query string: a browser's WebSocket sends its bearer token as
+# `/api/v1/events?token=...`, and a token must never reach a log.
+access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"'
 
 # Heartbeat files on a RAM disk when there is one (a container's overlay fs can stall them).
 if os.path.isdir("/dev/shm"):

@@ -454,6 +454,33 @@ def test_gunicorn_conf_reads_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         runpy.run_path(str(GUNICORN_CONF))
 
 
+def test_the_access_log_never_shows_a_query_string() -> None:
+    """A browser's WebSocket sends its bearer token as `/api/v1/events?token=...`."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from gunicorn.config import Config
+    from gunicorn.glogging import Logger, SafeAtoms
+
+    fmt = runpy.run_path(str(GUNICORN_CONF))["access_log_format"]
+    for atom in ("%(r)s", "%(q)s", "{raw_uri}e", "{query_string}e", "{authorization}i"):
+        assert atom not in fmt.lower(), f"{atom} would log a token"
+    cfg = Config()
+    cfg.set("access_log_format", fmt)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": "/api/v1/events?token=secret",
+        "PATH_INFO": "/api/v1/events",
+        "QUERY_STRING": "token=secret",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "10.0.0.1",
+    }
+    response = SimpleNamespace(status="101 Switching Protocols", sent=0, headers=[])
+    atoms = Logger(cfg).atoms(response, SimpleNamespace(headers=[]), environ, timedelta(0))
+    line = fmt % SafeAtoms(atoms)
+    assert '"GET /api/v1/events HTTP/1.1" 101' in line and "secret" not in line
+
+
 def test_the_wsgi_target_exists(tmp_path: Path) -> None:
     module, _, attribute = runpy.run_path(str(GUNICORN_CONF))["wsgi_app"].partition(":")
     assert importlib.util.find_spec(module) is not None
