@@ -3,19 +3,35 @@
 Browsers cannot set headers on a WebSocket, so the token may also come as `?token=`. Without
 Redis there is nothing to push and the socket closes with a message saying so; clients then
 fall back to polling the API.
+
+An open socket checks its token again every RECHECK_SECONDS: once the token is revoked or
+expired, the socket sends an `invalid_token` error and closes with 1008 (policy violation).
+When the server loses its Redis the event stream ends, and the socket sends
+`events_unavailable` and closes with 1011; the client reconnects or polls.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 
 from flask import Flask, g, request
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
+from sqlalchemy.exc import SQLAlchemyError
 
 from api.context import authenticate, runtime
 from shared import events
 from shared.errors import Unauthorized
+
+log = logging.getLogger(__name__)
+
+RECHECK_SECONDS = 45.0  # how long an open socket trusts its token before checking it again
+POLL_SECONDS = 1.0  # how often the listen loop wakes up in silence (client gone? recheck due?)
+
+POLICY_VIOLATION = 1008
+INTERNAL_ERROR = 1011
 
 
 def register_events(app: Flask) -> None:
@@ -23,11 +39,11 @@ def register_events(app: Flask) -> None:
 
     @sock.route("/api/v1/events")
     def events_socket(ws) -> None:  # type: ignore[no-untyped-def]
+        token = request.args.get("token")
         try:
-            g.principal = authenticate(request.args.get("token"))
+            g.principal = authenticate(token)
         except Unauthorized as exc:
-            ws.send(_error(exc.code, exc.message))
-            ws.close(reason=1008)
+            _close(ws, POLICY_VIOLATION, exc.code, exc.message)
             return
         rt = runtime()
         if rt.redis is None:
@@ -35,14 +51,36 @@ def register_events(app: Flask) -> None:
             ws.close()
             return
         ws.send(json.dumps({"type": "ready"}))
+        checked = time.monotonic()
         try:
-            for data in events.listen(rt.redis, g.principal.user_id):
+            for data in events.listen(rt.redis, g.principal.user_id, poll=POLL_SECONDS):
                 if data is not None:
                     ws.send(data)
                 elif not ws.connected:
-                    break
+                    return
+                if time.monotonic() - checked >= RECHECK_SECONDS:
+                    try:
+                        authenticate(token)
+                    except Unauthorized as exc:
+                        _close(ws, POLICY_VIOLATION, exc.code, exc.message)
+                        return
+                    except SQLAlchemyError as exc:
+                        log.warning("cannot check an events socket's token: %s", exc)
+                        _close(ws, INTERNAL_ERROR, "unavailable", "cannot check the token now")
+                        return
+                    checked = time.monotonic()
+            _close(ws, INTERNAL_ERROR, "events_unavailable", "the event stream ended")
         except ConnectionClosed:
             pass
+
+
+def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    """Say why, then close with `status` (the client may already be gone)."""
+    try:
+        ws.send(_error(code, message))
+        ws.close(reason=status, message=message)
+    except ConnectionClosed:
+        pass
 
 
 def _error(code: str, message: str) -> str:
