@@ -13,6 +13,10 @@ runs the safety filter, checks the cap (refusing, never truncating), backs up th
 file and replaces it atomically. A version check (the hash of the content the change was
 computed from) stops a writer whose lock expired from overwriting a newer file. The operator's
 own edits (`save`) skip the filter: only the size limit applies to them.
+
+The memory panel goes through `read_for`, `edit`, `backups_for` and `restore`, which decide
+what a caller may touch (everyone reads the identity, only admins change it; USER.md and
+MEMORY.md are the caller's own) and push `memory.updated` to the user's clients.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from shared.errors import Conflict, InvalidInput, NotFound, StorageError
+import redis
+
+from shared import events
+from shared.accounts import Principal
+from shared.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
 from shared.filestore import atomic_write, backup_file
 from shared.locks import Locks
 from shared.prompt import DEFAULT_IDENTITY
@@ -154,12 +162,16 @@ class MemoryStore:
             after = self._replace(kind, user_id, content, base_version=before.version)
         return before, after
 
-    def save(self, kind: Kind, user_id: str | None, content: str) -> MemoryFile:
-        """The operator's edit: saved exactly as written; only the size limit applies."""
+    def save(
+        self, kind: Kind, user_id: str | None, content: str, *, base_version: str | None = None
+    ) -> MemoryFile:
+        """The operator's edit: saved exactly as written; only the size limit applies. With
+        `base_version`, a file changed since that version is refused with StaleVersion."""
         self._check_limit(kind, content)
         with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
-            current = self.read(kind, user_id)
-            return self._replace(kind, user_id, content, base_version=current.version)
+            if base_version is None:
+                base_version = self.read(kind, user_id).version
+            return self._replace(kind, user_id, content, base_version=base_version)
 
     def write_if_unchanged(
         self, kind: Kind, user_id: str, content: str, base_version: str
@@ -253,3 +265,64 @@ class MemoryStore:
         except (OSError, StorageError) as exc:
             log.warning("cannot write %s (%s); using the built-in identity", path, exc)
         return DEFAULT_IDENTITY
+
+
+# -- the memory panel: who may touch which file ----------------------------------------------
+
+
+def _file_for(principal: Principal, kind: str, *, change: bool) -> tuple[Kind, str | None]:
+    """The file `kind` means for `principal`: the deployment's identity (anyone reads it, only
+    admins change it or see its backups), or the caller's own USER.md or MEMORY.md."""
+    if kind == "identity":
+        if change and not principal.is_admin:
+            raise Forbidden("the identity is edited by administrators")
+        return "identity", None
+    if kind == "user":
+        return "user", principal.user_id
+    if kind == "agent":
+        return "agent", principal.user_id
+    raise NotFound(f"no memory {kind!r}; choose identity, user or agent")
+
+
+def read_for(store: MemoryStore, principal: Principal, kind: str) -> MemoryFile:
+    return store.read(*_file_for(principal, kind, change=False))
+
+
+def edit(
+    store: MemoryStore,
+    client: redis.Redis | None,
+    principal: Principal,
+    kind: str,
+    content: str,
+    version: str | None = None,
+) -> MemoryFile:
+    """The operator's edit, saved as written (see `MemoryStore.save`). With `version` (what
+    the editor was showing), a file changed meanwhile is refused with StaleVersion and left
+    as it is."""
+    file_kind, user_id = _file_for(principal, kind, change=True)
+    saved = store.save(file_kind, user_id, content, base_version=version)
+    _announce(client, user_id, saved, "edited")
+    return saved
+
+
+def backups_for(store: MemoryStore, principal: Principal, kind: str) -> list[str]:
+    return store.backups(*_file_for(principal, kind, change=True))
+
+
+def restore(
+    store: MemoryStore, client: redis.Redis | None, principal: Principal, kind: str, name: str
+) -> MemoryFile:
+    """Put the backup `name` back (the current file is backed up first)."""
+    file_kind, user_id = _file_for(principal, kind, change=True)
+    restored = store.restore(file_kind, user_id, name)
+    _announce(client, user_id, restored, "restored")
+    return restored
+
+
+def _announce(
+    client: redis.Redis | None, user_id: str | None, file: MemoryFile, action: str
+) -> None:
+    if user_id is not None:  # the identity has no user to tell (it applies after a restart)
+        events.publish(
+            client, user_id, {"type": "memory.updated", "file": file.name, "action": action}
+        )

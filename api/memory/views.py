@@ -1,8 +1,11 @@
-"""The memory panel: read and edit IDENTITY.md (admins), USER.md and MEMORY.md, with backups.
+"""The memory panel: read IDENTITY.md, USER.md and MEMORY.md; edit them (the identity: admins),
+with backups.
 
 An edit here is the operator's: saved exactly as written, refused only over the limit, with a
-timestamped backup of the previous file first. It applies from the next session (the
-identity from the next restart); running sessions keep their snapshot.
+timestamped backup of the previous file first. A PUT that sends back the `version` it read is
+refused (409 `stale_version`) when the file changed meanwhile. An edit applies from the next
+session (the identity from the next restart); running sessions keep their snapshot. Who may
+touch which file is decided in shared/memory.py.
 """
 
 from __future__ import annotations
@@ -15,9 +18,8 @@ from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
 from api.schemas import StrictSchema
-from shared import events
-from shared.errors import Forbidden, NotFound
-from shared.memory import KINDS, Kind, MemoryFile
+from shared import memory
+from shared.memory import MemoryFile
 
 blp = Blueprint("memory", __name__, description="Memory files")
 
@@ -28,26 +30,16 @@ class MemoryFileSchema(ma.Schema):
     content = ma.fields.String()
     chars = ma.fields.Integer()
     limit = ma.fields.Integer()
+    version = ma.fields.String()
 
 
 class MemoryEditSchema(StrictSchema):
     content = ma.fields.String(required=True, validate=ma.validate.Length(max=1_000_000))
+    version = ma.fields.String(load_default=None, validate=ma.validate.Length(max=64))
 
 
 class BackupSchema(ma.Schema):
     name = ma.fields.String()
-
-
-def _target(kind: str) -> tuple[Kind, str | None]:
-    """The file a caller may touch: the identity is the admins'; the others are the caller's."""
-    if kind not in KINDS:
-        raise NotFound(f"no memory {kind!r}; choose identity, user or agent")
-    who = principal()
-    if kind == "identity":
-        if not who.is_admin:
-            raise Forbidden("the identity is edited by administrators")
-        return "identity", None
-    return kind, who.user_id  # type: ignore[return-value]
 
 
 def _show(file: MemoryFile) -> dict[str, Any]:
@@ -57,6 +49,7 @@ def _show(file: MemoryFile) -> dict[str, Any]:
         "content": file.content,
         "chars": file.chars,
         "limit": file.limit,
+        "version": file.version,
     }
 
 
@@ -65,21 +58,16 @@ class MemoryByKind(MethodView):
     @login_required
     @blp.response(200, MemoryFileSchema)
     def get(self, kind: str) -> dict[str, Any]:
-        return _show(runtime().memory.read(*_target(kind)))
+        return _show(memory.read_for(runtime().memory, principal(), kind))
 
     @login_required
     @blp.arguments(MemoryEditSchema)
     @blp.response(200, MemoryFileSchema)
     def put(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
         rt = runtime()
-        file_kind, user_id = _target(kind)
-        saved = rt.memory.save(file_kind, user_id, body["content"])
-        if user_id:
-            events.publish(
-                rt.redis,
-                user_id,
-                {"type": "memory.updated", "file": saved.name, "action": "edited"},
-            )
+        saved = memory.edit(
+            rt.memory, rt.redis, principal(), kind, body["content"], body["version"]
+        )
         return _show(saved)
 
 
@@ -88,7 +76,8 @@ class MemoryBackups(MethodView):
     @login_required
     @blp.response(200, BackupSchema(many=True))
     def get(self, kind: str) -> list[dict[str, str]]:
-        return [{"name": name} for name in runtime().memory.backups(*_target(kind))]
+        names = memory.backups_for(runtime().memory, principal(), kind)
+        return [{"name": name} for name in names]
 
 
 @blp.route("/memory/<kind>/backups/<name>/restore")
@@ -96,5 +85,5 @@ class MemoryRestore(MethodView):
     @login_required
     @blp.response(200, MemoryFileSchema)
     def post(self, kind: str, name: str) -> dict[str, Any]:
-        file_kind, user_id = _target(kind)
-        return _show(runtime().memory.restore(file_kind, user_id, name))
+        rt = runtime()
+        return _show(memory.restore(rt.memory, rt.redis, principal(), kind, name))

@@ -7,6 +7,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from simple_websocket import ConnectionClosed
 from werkzeug.serving import make_server
 
 from cli import main
+from shared.memory import version_of
 from tests.api.conftest import API, Chat
 from tests.conftest import create_account
 from tests.fake_llm import text, tool_call, tool_calls
@@ -256,6 +258,7 @@ def test_panel_saves_exactly_as_written_with_a_backup_first(chat: Chat) -> None:
         "content": "",
         "chars": 0,
         "limit": 1375,
+        "version": version_of(""),
     }
     # The operator's own words, secret-looking or not, are saved as written.
     written = "# About me\npassword=hunter2hunter2 is my test fixture\n"
@@ -281,11 +284,96 @@ def test_panel_refuses_only_over_the_limit(chat: Chat) -> None:
     assert not chat.rt.memory.path("agent", chat.user.user_id).exists()
 
 
-def test_identity_is_for_admins_and_each_user_sees_only_their_memory(chat: Chat) -> None:
-    assert chat.client.get(f"{API}/memory/identity", headers=chat.user.headers).status_code == 403
+@contextmanager
+def live_events(chat: Chat) -> Iterator[list[dict]]:
+    """The user's events published while inside the block."""
+    pubsub = chat.rt.redis.pubsub()
+    pubsub.subscribe(f"eonyx:events:{chat.user.user_id}")
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # listening from here on
+    seen: list[dict] = []
+    try:
+        yield seen
+    finally:
+        while (message := pubsub.get_message(timeout=0.5)) is not None:
+            seen.append(json.loads(message["data"]))
+        pubsub.close()
+
+
+def test_panel_refuses_an_edit_of_a_file_that_changed_meanwhile(chat: Chat) -> None:
+    url, headers = f"{API}/memory/agent", chat.user.headers
+    shown = chat.client.get(url, headers=headers).get_json()
+    saved = chat.client.put(
+        url, json={"content": "- Uses pnpm\n", "version": shown["version"]}, headers=headers
+    )
+    assert saved.status_code == 200
+    assert saved.get_json()["version"] == version_of("- Uses pnpm\n") != shown["version"]
+    assert (
+        chat.client.get(url, headers=headers).get_json()["version"] == saved.get_json()["version"]
+    )
+
+    # The model adds an entry while the panel still shows the version it read.
+    sid = chat.new_session()
+    use_tool(chat, sid, "manage_memory", action="add", content="Node 22")
+    before = chat.rt.memory.path("agent", chat.user.user_id).read_bytes()
+    backups = chat.client.get(f"{url}/backups", headers=headers).get_json()
+    with live_events(chat) as seen:
+        stale = chat.client.put(
+            url,
+            json={"content": "- Uses yarn\n", "version": saved.get_json()["version"]},
+            headers=headers,
+        )
+    assert stale.status_code == 409
+    assert stale.get_json()["error"]["code"] == "stale_version"
+    assert chat.rt.memory.path("agent", chat.user.user_id).read_bytes() == before
+    assert chat.client.get(f"{url}/backups", headers=headers).get_json() == backups
+    assert seen == []
+
+    # Without a version the edit is saved as before, over whatever is there.
+    plain = chat.client.put(url, json={"content": "- Uses yarn\n"}, headers=headers)
+    assert plain.status_code == 200 and file_of(chat, "agent") == "- Uses yarn\n"
+    too_long = chat.client.put(url, json={"content": "x", "version": "v" * 65}, headers=headers)
+    assert too_long.status_code == 422
+
+
+def test_panel_edits_and_restores_are_pushed_to_the_users_clients(chat: Chat) -> None:
+    url, headers = f"{API}/memory/user", chat.user.headers
+    with live_events(chat) as seen:
+        chat.client.put(url, json={"content": "- v1\n"}, headers=headers)
+        chat.client.put(url, json={"content": "- v2\n"}, headers=headers)
+    assert seen == [{"type": "memory.updated", "file": "USER.md", "action": "edited"}] * 2
+    name = chat.client.get(f"{url}/backups", headers=headers).get_json()[0]["name"]
+    with live_events(chat) as seen:
+        restored = chat.client.post(f"{url}/backups/{name}/restore", headers=headers)
+    assert restored.status_code == 200 and restored.get_json()["content"] == "- v1\n"
+    assert seen == [{"type": "memory.updated", "file": "USER.md", "action": "restored"}]
+    with live_events(chat) as seen:
+        missing = chat.client.post(f"{url}/backups/USER.md.nope/restore", headers=headers)
+    assert missing.status_code == 404 and seen == []
+
+
+def test_everyone_reads_the_identity_and_only_admins_change_it(chat: Chat) -> None:
+    url, user = f"{API}/memory/identity", chat.user.headers
+    path = chat.rt.memory.path("identity", None)
+    before = path.read_text()  # written at start from the default
+    shown = chat.client.get(url, headers=user)
+    assert shown.status_code == 200
+    assert shown.get_json()["name"] == "IDENTITY.md" and shown.get_json()["content"] == before
+
+    assert chat.client.put(url, json={"content": "I am Bob."}, headers=user).status_code == 403
+    assert chat.client.get(f"{url}/backups", headers=user).status_code == 403
     admin = create_account(chat.rt, "boss", admin=True)
-    identity = chat.client.get(f"{API}/memory/identity", headers=admin.headers).get_json()
-    assert identity["content"].startswith(chat.rt.identity[:20])
+    edited = chat.client.put(url, json={"content": "I am Eonyx."}, headers=admin.headers)
+    assert edited.status_code == 200
+    assert chat.client.get(url, headers=user).get_json()["content"] == "I am Eonyx."
+    [backup] = chat.client.get(f"{url}/backups", headers=admin.headers).get_json()
+    restore = f"{url}/backups/{backup['name']}/restore"
+    assert chat.client.post(restore, headers=user).status_code == 403
+    assert path.read_text() == "I am Eonyx."
+    assert chat.client.post(restore, headers=admin.headers).get_json()["content"] == before
+    assert path.read_text() == before
+
+
+def test_each_user_sees_only_their_memory(chat: Chat) -> None:
     chat.client.put(f"{API}/memory/user", json={"content": "- mine\n"}, headers=chat.user.headers)
     other = create_account(chat.rt, "other")
     assert chat.client.get(f"{API}/memory/user", headers=other.headers).get_json()["content"] == ""
