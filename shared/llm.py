@@ -2,8 +2,9 @@
 
 Every model call of Eonyx (chat turns, titles, memory extraction and curation, summaries) goes
 through an `LLMClient`: `complete()` for a whole answer, `stream()` for an answer piece by piece.
-A process shares one client (`get_client()`), which keeps one pooled `httpx.Client` with explicit
-timeouts. An offering (`Offering`) says where a model lives and how to reach it.
+Each Runtime builds one client (shared/runtime.py) and closes it with the runtime; the client
+keeps one pooled `httpx.Client` with explicit timeouts. An offering (`Offering`) says where a
+model lives and how to reach it.
 
 Failed attempts are retried with exponential backoff and jitter: on 429, on 5xx, on timeouts and
 on connections that fail or drop. A `Retry-After` header (seconds or an HTTP date) on a 429 or
@@ -33,9 +34,7 @@ import itertools
 import json
 import logging
 import math
-import os
 import random
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -737,49 +736,3 @@ class LLMClient:
         if completion.content:
             yield StreamEvent(text=completion.content)
         yield StreamEvent(completion=completion)
-
-
-# -- the process's client -----------------------------------------------------------------
-
-_shared: LLMClient | None = None
-_shared_lock = threading.Lock()
-
-
-def get_client() -> LLMClient:
-    """The client this process shares, made on first use."""
-    global _shared
-    client = _shared
-    if client is not None:
-        return client
-    with _shared_lock:
-        if _shared is None:
-            _shared = LLMClient()
-        return _shared
-
-
-def set_client(client: LLMClient | None) -> LLMClient | None:
-    """Put `client` in place of the shared one (for tests); returns the one it replaces,
-    which the caller closes if it wants to."""
-    global _shared
-    with _shared_lock:
-        previous, _shared = _shared, client
-    return previous
-
-
-def close() -> None:
-    """Close the shared client, if any; the next `get_client()` makes a new one."""
-    previous = set_client(None)
-    if previous is not None:
-        previous.close()
-
-
-def _forget_after_fork() -> None:
-    # A forked child (a Celery prefork worker) must not share the parent's pooled sockets,
-    # nor a lock the parent may have held: start afresh, without closing the parent's.
-    global _shared, _shared_lock
-    _shared = None
-    _shared_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)

@@ -4,7 +4,6 @@ few edge cases on httpx.MockTransport. Waits between retries go to an injected `
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 
-from shared import llm
 from shared.llm import (
     Completion,
     LLMClient,
@@ -520,22 +518,3 @@ def test_error_tree_and_repr() -> None:
     for kind in (LLMTimeout, LLMUnavailable, LLMRateLimited, LLMRejected, LLMInvalidResponse):
         assert issubclass(kind, LLMError)
     assert "sk-secret" not in repr(Offering("o", "http://x/v1", "m", api_key="sk-secret"))
-
-
-def test_shared_client_is_one_per_process() -> None:
-    previous = llm.set_client(None)
-    try:
-        found: list[LLMClient] = []
-        threads = [
-            threading.Thread(target=lambda: found.append(llm.get_client())) for _ in range(8)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len({id(c) for c in found}) == 1 and found[0] is llm.get_client()
-        llm.close()
-        assert llm.get_client() is not found[0]
-    finally:
-        llm.close()
-        llm.set_client(previous)
