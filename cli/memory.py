@@ -45,7 +45,9 @@ def memory_edit(kind: str) -> None:
         if not click.confirm("Edit again?", default=True):
             raise click.ClickException("not saved")
         text = edited
-    saved = client.request("PUT", f"/memory/{kind}", json={"content": edited})
+    # With the version read, a change made meanwhile (by the model, say) is not overwritten.
+    body = {"content": edited, "version": file["version"]}
+    saved = client.request("PUT", f"/memory/{kind}", json=body)
     click.echo(f"saved {_usage(saved)}")
 
 

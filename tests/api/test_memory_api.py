@@ -410,3 +410,26 @@ def test_memory_cli_show_edit_backups(chat: Chat, live: str, tmp_path: Path) -> 
     runner.invoke(main, ["memory", "edit", "user"])
     backups = runner.invoke(main, ["memory", "backups", "user"])
     assert backups.exit_code == 0 and backups.output.startswith("USER.md.")
+
+
+def test_memory_cli_edit_does_not_overwrite_a_change_made_meanwhile(
+    chat: Chat, live: str, tmp_path: Path
+) -> None:
+    real = chat.rt.memory.path("user", chat.user.user_id)
+    editor = tmp_path / "editor.sh"  # while the person edits, the model saves something
+    editor.write_text(
+        f'#!/bin/sh\nmkdir -p "{real.parent}"\nprintf -- "- saved by the model\\n" > "{real}"\n'
+        'printf -- "- typed by the person\\n" >> "$1"\n'
+    )
+    editor.chmod(0o755)
+    runner = CliRunner(
+        env={
+            "EONYX_URL": live,
+            "EONYX_TOKEN": chat.user.token,
+            "XDG_CONFIG_HOME": str(tmp_path),
+            "EDITOR": str(editor),
+        }
+    )
+    result = runner.invoke(main, ["memory", "edit", "user"])
+    assert result.exit_code == 1 and "stale_version" in result.output
+    assert real.read_text() == "- saved by the model\n"
