@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -84,3 +86,18 @@ class RecordingJobs:
 
     def of(self, job: str) -> list[tuple[object, ...]]:
         return [s[1:] for s in self.sent if s[0] == job]
+
+
+@contextmanager
+def live_events(chat: Chat) -> Iterator[list[dict]]:
+    """The user's events published while inside the block."""
+    pubsub = chat.rt.redis.pubsub()
+    pubsub.subscribe(f"eonyx:events:{chat.user.user_id}")
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # listening from here on
+    seen: list[dict] = []
+    try:
+        yield seen
+    finally:
+        while (message := pubsub.get_message(timeout=0.5)) is not None:
+            seen.append(json.loads(message["data"]))
+        pubsub.close()

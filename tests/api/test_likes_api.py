@@ -5,8 +5,7 @@ mode are refused."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -15,7 +14,7 @@ from api import create_app
 from shared import curation, index
 from shared.curation import CURATE_JOB, curate_turn, sweep_likes
 from shared.tools import Tool
-from tests.api.conftest import API, Chat, RecordingJobs
+from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls
 
@@ -82,21 +81,6 @@ def run_job(chat: Chat, session_id: str, pair_id: str):  # type: ignore[no-untyp
 def memory_bytes(chat: Chat, kind: str) -> bytes | None:
     path = chat.rt.memory.path(kind, chat.user.user_id)
     return path.read_bytes() if path.exists() else None
-
-
-@contextmanager
-def live_events(chat: Chat) -> Iterator[list[dict]]:
-    """The user's events published while inside the block."""
-    pubsub = chat.rt.redis.pubsub()
-    pubsub.subscribe(f"eonyx:events:{chat.user.user_id}")
-    assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # listening from here on
-    seen: list[dict] = []
-    try:
-        yield seen
-    finally:
-        while (message := pubsub.get_message(timeout=0.5)) is not None:
-            seen.append(json.loads(message["data"]))
-        pubsub.close()
 
 
 def test_liking_both_messages_of_a_turn_curates_it_once(chat: Chat) -> None:

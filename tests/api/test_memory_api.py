@@ -7,7 +7,6 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from werkzeug.serving import make_server
 
 from cli import main
 from shared.memory import version_of
-from tests.api.conftest import API, Chat
+from tests.api.conftest import API, Chat, live_events
 from tests.conftest import create_account
 from tests.fake_llm import text, tool_call, tool_calls
 
@@ -282,21 +281,6 @@ def test_panel_refuses_only_over_the_limit(chat: Chat) -> None:
     assert response.status_code == 400
     assert "2,201 characters, over its limit of 2,200" in response.get_json()["error"]["message"]
     assert not chat.rt.memory.path("agent", chat.user.user_id).exists()
-
-
-@contextmanager
-def live_events(chat: Chat) -> Iterator[list[dict]]:
-    """The user's events published while inside the block."""
-    pubsub = chat.rt.redis.pubsub()
-    pubsub.subscribe(f"eonyx:events:{chat.user.user_id}")
-    assert pubsub.get_message(timeout=5)["type"] == "subscribe"  # listening from here on
-    seen: list[dict] = []
-    try:
-        yield seen
-    finally:
-        while (message := pubsub.get_message(timeout=0.5)) is not None:
-            seen.append(json.loads(message["data"]))
-        pubsub.close()
 
 
 def test_panel_refuses_an_edit_of_a_file_that_changed_meanwhile(chat: Chat) -> None:
