@@ -374,18 +374,22 @@ def live(chat: Chat) -> Iterator[str]:
     server.server_close()
 
 
-def test_memory_cli_show_edit_backups(chat: Chat, live: str, tmp_path: Path) -> None:
+def cli_with_editor(chat: Chat, live: str, tmp_path: Path, script: str) -> CliRunner:
+    """A CLI logged in as the chat's user whose $EDITOR is the shell `script` ($1: the file)."""
     editor = tmp_path / "editor.sh"
-    editor.write_text('#!/bin/sh\nprintf -- "- Answer in German\\n" >> "$1"\n')
+    editor.write_text("#!/bin/sh\n" + script)
     editor.chmod(0o755)
-    runner = CliRunner(
-        env={
-            "EONYX_URL": live,
-            "EONYX_TOKEN": chat.user.token,
-            "XDG_CONFIG_HOME": str(tmp_path),
-            "EDITOR": str(editor),
-        }
-    )
+    env = {
+        "EONYX_URL": live,
+        "EONYX_TOKEN": chat.user.token,
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "EDITOR": str(editor),
+    }
+    return CliRunner(env=env)
+
+
+def test_memory_cli_show_edit_backups(chat: Chat, live: str, tmp_path: Path) -> None:
+    runner = cli_with_editor(chat, live, tmp_path, 'printf -- "- Answer in German\\n" >> "$1"\n')
     edited = runner.invoke(main, ["memory", "edit", "user"])
     assert edited.exit_code == 0, edited.output
     assert "saved USER.md: 19/1,375 chars" in edited.output
@@ -400,19 +404,12 @@ def test_memory_cli_edit_does_not_overwrite_a_change_made_meanwhile(
     chat: Chat, live: str, tmp_path: Path
 ) -> None:
     real = chat.rt.memory.path("user", chat.user.user_id)
-    editor = tmp_path / "editor.sh"  # while the person edits, the model saves something
-    editor.write_text(
-        f'#!/bin/sh\nmkdir -p "{real.parent}"\nprintf -- "- saved by the model\\n" > "{real}"\n'
-        'printf -- "- typed by the person\\n" >> "$1"\n'
-    )
-    editor.chmod(0o755)
-    runner = CliRunner(
-        env={
-            "EONYX_URL": live,
-            "EONYX_TOKEN": chat.user.token,
-            "XDG_CONFIG_HOME": str(tmp_path),
-            "EDITOR": str(editor),
-        }
+    runner = cli_with_editor(  # while the person edits, the model saves something
+        chat,
+        live,
+        tmp_path,
+        f'mkdir -p "{real.parent}"\nprintf -- "- saved by the model\\n" > "{real}"\n'
+        'printf -- "- typed by the person\\n" >> "$1"\n',
     )
     result = runner.invoke(main, ["memory", "edit", "user"])
     assert result.exit_code == 1 and "stale_version" in result.output
