@@ -1,0 +1,235 @@
+"""What every rule shares: the scanned text, the rule table and the token-rule builder.
+
+`normalize` folds look-alike characters; `Scan` holds the text with what several rules need
+computed once (its ASCII copy, lower-case form, shape, words, digit count, anchor windows);
+`RuleTable` collects one area's rules in check order, and `RuleTable.token` builds the usual
+rule for a token with a recognisable shape. Small helpers used by more than one area
+(placeholder tokens, base64url, letters-and-digits) live here too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import string
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+# --- the text, with what several rules need computed once -----------------------------------
+
+_FOLD = (
+    ("\u00ad", ""),
+    ("\u200b", ""),
+    ("\u200c", ""),
+    ("\u200d", ""),
+    ("\u2060", ""),
+    ("\ufeff", ""),
+    ("\u2018", "'"),
+    ("\u2019", "'"),
+    ("\u201c", '"'),
+    ("\u201d", '"'),
+)
+
+
+def normalize(text: str) -> str:
+    """Fold look-alike characters (full-width digits, zero-width joiners, curly quotes)."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    for char, replacement in _FOLD:
+        if char in text:
+            text = text.replace(char, replacement)
+    return text
+
+
+# bytes.translate is a table lookup per byte; str.translate with a dict is far slower once a
+# text holds one non-ASCII character. Words are compared as UTF-8 bytes.
+_TO_SPACE = bytes.maketrans(
+    (string.punctuation + "\t\n\r\f\v").encode(), b" " * len(string.punctuation + "\t\n\r\f\v")
+)
+
+
+_SHAPE = bytes.maketrans(
+    (string.digits + string.ascii_uppercase + string.ascii_lowercase).encode(),
+    b"0" * 10 + b"A" * 26 + b"a" * 26,
+)
+
+
+def word_set(words: str) -> frozenset[bytes]:
+    return frozenset(w.encode() for w in words.split())
+
+
+class Scan:
+    """The text and, computed on first use, its lower-case form, words and digit count."""
+
+    __slots__ = ("text", "ascii", "_low", "_low_ascii", "_shape", "_words", "_digits")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # The same text with every non-ASCII character as "?": same length, same positions,
+        # and the regex engine is much faster on one-byte strings. Rules whose patterns are
+        # ASCII-only (tokens, cards, IBANs, SSNs) search this one.
+        self.ascii = text if text.isascii() else text.encode("ascii", "replace").decode()
+        self._low: str | None = None
+        self._low_ascii: str | None = None
+        self._shape: bytes | None = None
+        self._words: frozenset[bytes] | None = None
+        self._digits = -1
+
+    @property
+    def low(self) -> str:
+        """The lower-case text, with the same length (so positions map one to one)."""
+        if self._low is None:
+            low = self.text.lower()
+            if len(low) != len(self.text):  # a few characters lower-case to two
+                low = "".join(c if len(c.lower()) != 1 else c.lower() for c in self.text)
+            self._low = low
+        return self._low
+
+    @property
+    def low_ascii(self) -> str:
+        if self._low_ascii is None:
+            self._low_ascii = self.ascii.lower()
+        return self._low_ascii
+
+    @property
+    def shape(self) -> bytes:
+        """The ASCII text with every digit as 0 and every letter as A or a: a number's or an
+        IBAN's shape is then found by a plain substring search ("0000", "AA00")."""
+        if self._shape is None:
+            self._shape = self.ascii.encode().translate(_SHAPE)
+        return self._shape
+
+    def starts(self, shape: bytes) -> list[int]:
+        """Where `shape` occurs in the text's shape at the start of a run (not mid-run)."""
+        found, sh = [], self.shape
+        i = sh.find(shape)
+        while i != -1:
+            if not i or sh[i - 1] != shape[0]:
+                found.append(i)
+            i = sh.find(shape, i + 1)
+        return found
+
+    @property
+    def words(self) -> frozenset[bytes]:
+        """The lower-case words (UTF-8), split at white space and ASCII punctuation."""
+        if self._words is None:
+            self._words = frozenset(self.low.encode().translate(_TO_SPACE).split())
+        return self._words
+
+    @property
+    def digits(self) -> int:
+        if self._digits < 0:
+            text = self.text
+            self._digits = sum(text.count(d) for d in string.digits)
+        return self._digits
+
+    def windows(self, anchors: Iterable[bytes], before: int, after: int) -> list[tuple[int, int]]:
+        """Merged spans of the text around every whole-word occurrence of the anchors."""
+        low, text = self.low, self.text
+        spans: list[tuple[int, int]] = []
+        for anchor in anchors:
+            word = anchor.decode()
+            i = low.find(word)
+            while i != -1:
+                j = i + len(word)
+                if (not i or not low[i - 1].isalnum()) and (j == len(low) or not low[j].isalnum()):
+                    spans.append((max(0, i - before), min(len(text), j + after)))
+                i = low.find(word, j)
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        return merged
+
+
+# --- the rule table --------------------------------------------------------------------------
+
+Detector = Callable[[Scan], bool]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    reason: str
+    detect: Detector
+
+
+_FILLER_RE = re.compile(r"(?i)example|xxxx|\.\.\.|\u2026|<|>|your[_-]")
+WORDCHAR = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def is_filler(token: str) -> bool:
+    """A full-length token that is visibly a placeholder (documentation, redaction)."""
+    return len(set(token[-20:].lower())) < 5 or bool(_FILLER_RE.search(token))
+
+
+class RuleTable:
+    """One area's rules, in the order they are tried; the package joins the areas' tables."""
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+
+    def add(self, rule_id: str, reason: str, detect: Detector) -> None:
+        self.rules.append(Rule(rule_id, reason, detect))
+
+    def token(
+        self,
+        rule_id: str,
+        reason: str,
+        pattern: str,
+        *,
+        needles: tuple[str, ...] = (),
+        lower: bool = False,
+        boundary: bool = False,
+        group: int = 0,
+        valid: Callable[[str], bool] | None = None,
+    ) -> None:
+        """A rule for a token with a recognisable shape.
+
+        The pattern should start with a literal (the regex engine then skips to it quickly);
+        `needles` gate the rule on substrings of the text; with `lower`, needles and pattern are
+        lower-case and run on the lower-case text (the value is read from the original);
+        `boundary` requires the match not to continue a word on its left.
+        """
+        compiled = re.compile(pattern)
+        search = compiled.search
+
+        def detect(scan: Scan) -> bool:
+            if needles:
+                haystack = scan.low if lower else scan.text
+                for needle in needles:
+                    if needle in haystack:
+                        break
+                else:
+                    return False
+            text = scan.ascii
+            haystack = scan.low_ascii if lower else text
+            match = search(haystack)
+            while match is not None:
+                start = match.start()
+                if not (boundary and start and text[start - 1] in WORDCHAR):
+                    span = match.span(group) if match.group(group) else match.span()
+                    value = text[span[0] : span[1]]
+                    if not is_filler(value) and (valid is None or valid(value)):
+                        return True
+                match = search(haystack, start + 1)
+            return False
+
+        self.add(rule_id, reason, detect)
+
+
+def b64_decode(part: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def letters_and_digits(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
