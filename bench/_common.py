@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
+from shared import accounts  # noqa: E402
 from shared.db import Database  # noqa: E402
 from shared.sessions import SessionStore, isoformat, new_message_id, utcnow  # noqa: E402
 
@@ -276,3 +277,12 @@ def verdict(checks: list[tuple[str, bool]]) -> int:
     ok = all(passed for _, passed in checks)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
+
+
+def bench_account(rt: Any) -> tuple[accounts.Principal, str]:
+    """A fresh user with a login token: (the principal, the bearer token)."""
+    username = f"bench{secrets.token_hex(4)}"
+    with rt.db.session() as db:
+        user = accounts.create_user(db, username, "correct horse battery")
+        row, token = accounts.login(db, username, "correct horse battery", timedelta(hours=1))
+        return accounts.Principal(user.id, username, False, "web", row.id), token

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
-from datetime import timedelta
 
 from _common import (
     NS_PER_MS,
     base_parser,
+    bench_account,
     make_sessions,
     median,
     ms,
@@ -30,8 +29,7 @@ from _common import (
 )
 
 from api import create_app
-from shared import accounts, index, session_service
-from shared.accounts import Principal
+from shared import index, session_service
 from shared.sessions import SessionState, SessionStore
 from shared.settings import load_settings
 
@@ -66,14 +64,8 @@ def main() -> int:
         app = create_app(settings)
         rt = app.extensions["eonyx"]
         try:
-            username = f"bench{uuid.uuid4().hex[:8]}"
-            with rt.db.session() as db:
-                user = accounts.create_user(db, username, "correct horse battery")
-                token_row, token = accounts.login(
-                    db, username, "correct horse battery", timedelta(hours=1)
-                )
-                user_id, token_id = user.id, token_row.id
-            principal = Principal(user_id, username, False, "web", token_id)
+            principal, token = bench_account(rt)
+            user_id = principal.user_id
             print_header(
                 "bench_listing",
                 ws,

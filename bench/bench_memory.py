@@ -43,17 +43,16 @@ import json
 import re
 import sys
 import time
-import uuid
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from _common import ROOT, base_parser, print_table, verdict, workspace
+from _common import ROOT, base_parser, bench_account, print_table, verdict, workspace
 
 from api import create_app
-from shared import accounts, extraction
+from shared import extraction
 from shared.compaction import estimate_tokens
 from shared.extraction import EXTRACT_JOB, INSTRUCTIONS, extract_preferences, sweep_extraction
 from shared.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
@@ -225,11 +224,8 @@ def start_run(ws: Any, every: int) -> Run:
     rt = app.extensions["eonyx"]
     jobs = RecordingJobs()
     rt.jobs = jobs
-    username = f"bench{uuid.uuid4().hex[:8]}"
-    with rt.db.session() as db:
-        user = accounts.create_user(db, username, "correct horse battery")
-        _, token = accounts.login(db, username, "correct horse battery", timedelta(hours=1))
-        user_id = user.id
+    principal, token = bench_account(rt)
+    user_id = principal.user_id
     run = Run(every, fake, app, {"Authorization": f"Bearer {token}"}, jobs, user_id=user_id)
     complete = rt.llm.complete
 

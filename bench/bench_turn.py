@@ -46,11 +46,9 @@ import random
 import sys
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -58,6 +56,7 @@ from _common import (
     NS_PER_MS,
     ROOT,
     base_parser,
+    bench_account,
     make_history,
     median,
     ms,
@@ -71,8 +70,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import login_required
-from shared import accounts, session_service
-from shared.accounts import Principal
+from shared import session_service
 from shared.settings import load_settings
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
@@ -321,14 +319,7 @@ def main() -> int:
                     ws,
                     f"{args.turns} turns per session size, turn lock: {type(rt.locks).__name__}",
                 )
-                username = f"bench{uuid.uuid4().hex[:8]}"
-                with rt.db.session() as db:
-                    user = accounts.create_user(db, username, "correct horse battery")
-                    token_row, token = accounts.login(
-                        db, username, "correct horse battery", timedelta(hours=1)
-                    )
-                    user_id, token_id = user.id, token_row.id
-                principal = Principal(user_id, username, False, "web", token_id)
+                principal, token = bench_account(rt)
                 client.headers["Authorization"] = f"Bearer {token}"
 
                 started = time.perf_counter()

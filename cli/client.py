@@ -63,15 +63,21 @@ class Client:
         except httpx.HTTPError as exc:
             raise click.ClickException(f"cannot reach Eonyx at {self.url}: {exc}") from None
         if response.status_code >= 400:
-            try:
-                error = response.json()["error"]
-                message = f"{error['message']} ({error['code']})"
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:200] or response.reason_phrase
+            code, message = error_of(response)
+            message = f"{message} ({code})" if code else message
             if response.status_code == 401:
                 message += "; run `eonyx login`"
             raise click.ClickException(message)
         return response.json() if response.content else None
+
+
+def error_of(response: httpx.Response) -> tuple[str, str]:
+    """(code, message) of an API error; the raw text when the body is not Eonyx's JSON."""
+    try:
+        error = response.json()["error"]
+        return str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        return "", response.text[:200] or response.reason_phrase
 
 
 def format_time(iso: str) -> str:

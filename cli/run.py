@@ -47,7 +47,7 @@ from typing import Any
 import click
 import httpx
 
-from cli.client import Client
+from cli.client import Client, error_of
 from shared.errors import EonyxError
 from shared.project_context import collect_agents_files, read_project_config, walk_up
 from shared.prompt import choose_override
@@ -155,11 +155,7 @@ def _error(status: int, code: str, message: str, session_id: str) -> TurnError:
 
 
 def _error_from_response(response: httpx.Response, session_id: str) -> TurnError:
-    try:
-        error = response.json()["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        code, message = "", response.text[:200] or response.reason_phrase
+    code, message = error_of(response)
     return _error(response.status_code, code, message, session_id)
 
 

@@ -350,7 +350,8 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[... {len(text) - limit} more characters omitted]"
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -377,7 +378,7 @@ def render_transcript(records: Iterable[Record]) -> str:
         if not _is_message(record):
             continue
         role = record.get("role")
-        text = _content_text(record.get("content")).strip()
+        text = content_text(record.get("content")).strip()
         if role == "user":
             lines.append(f"[user]\n{text}")
         elif role == "assistant":

@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import false, select
 
 from shared import catalog, events, session_service
+from shared.compaction import content_text
 from shared.errors import InvalidInput, NotFound
 from shared.llm import LLMError
 from shared.memory import MemoryRefused, StaleVersion, render_entries
@@ -125,15 +126,6 @@ def extracted_upto(state: SessionState) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def message_text(content: Any) -> str:
-    """A message's text (the text parts of a multi-part content)."""
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        ).strip()
-    return str(content or "").strip()
-
-
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -143,9 +135,9 @@ def transcript(turns: list[Turn], *, per_message: int, total: int) -> str:
     characters; over `total`, the oldest messages are left out (newer ones matter more)."""
     lines: list[str] = []
     for turn in turns:
-        lines.append("User: " + clip(message_text(turn.user.get("content")), per_message))
+        lines.append("User: " + clip(content_text(turn.user.get("content")).strip(), per_message))
         if turn.answer is not None:
-            text = clip(message_text(turn.answer.get("content")), per_message)
+            text = clip(content_text(turn.answer.get("content")).strip(), per_message)
             lines.append("Assistant: " + text)
     kept: list[str] = []
     room = total
