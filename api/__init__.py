@@ -6,16 +6,16 @@ from flask import Flask
 
 from api import health, jobs
 from api.accounts import views as accounts_views
+from api.catalog import views as catalog_views
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
 from api.memory import views as memory_views
-from api.models import views as models_views
 from api.sessions import likes as _likes  # noqa: F401  (adds its routes to the blueprint)
 from api.sessions import turns as _turns  # noqa: F401  (adds its routes to the blueprint)
 from api.sessions import views as sessions_views
+from shared.core.settings import Settings
 from shared.runtime import JobQueue, Runtime
-from shared.settings import Settings
 
 API_PREFIX = "/api/v1"
 
@@ -63,7 +63,7 @@ def register_api(app: Flask) -> None:
         accounts_views.blp,
         sessions_views.blp,
         memory_views.blp,
-        models_views.blp,
+        catalog_views.blp,
         jobs.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)

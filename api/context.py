@@ -10,7 +10,7 @@ from flask import current_app, g, request
 
 from shared import accounts
 from shared.accounts import Principal
-from shared.errors import Forbidden, Unauthorized
+from shared.core.errors import Forbidden, Unauthorized
 from shared.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,10 +8,10 @@ from typing import Any
 from flask import Flask
 
 from api.extensions import error_payload
-from shared import errors
-from shared.catalog import NoModel
-from shared.llm import LLMError
-from shared.settings import SettingsError
+from shared.core import errors
+from shared.core.settings import SettingsError
+from shared.llm.catalog import NoModel
+from shared.llm.client import LLMError
 
 log = logging.getLogger(__name__)
 

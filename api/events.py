@@ -22,8 +22,8 @@ from simple_websocket import ConnectionClosed
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.context import authenticate, runtime
-from shared import events
-from shared.errors import Unauthorized
+from shared.core.errors import Unauthorized
+from shared.storage import events
 
 log = logging.getLogger(__name__)
 

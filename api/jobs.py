@@ -9,7 +9,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from api.context import admin_required, runtime
-from shared.errors import NotFound, Unavailable
+from shared.core.errors import NotFound, Unavailable
 from shared.runtime import JobQueue
 
 blp = Blueprint("jobs", __name__, description="Background jobs")

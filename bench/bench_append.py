@@ -36,12 +36,12 @@ from _common import (
     workspace,
 )
 
-from shared import session_service
 from shared.accounts import Principal
-from shared.filestore import durable_append, encode_records, locked
+from shared.core.settings import load_settings
 from shared.runtime import Runtime
-from shared.sessions import isoformat, new_message_id, utcnow
-from shared.settings import load_settings
+from shared.sessions import service as session_service
+from shared.storage.filestore import durable_append, encode_records, locked
+from shared.storage.session_store import isoformat, new_message_id, utcnow
 
 TARGET_RATIO = 1.5
 RECORD_BYTES = 300

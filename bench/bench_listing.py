@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_listing.py [--sessions 10000] [--database-url URL]
 
-Targets: the first page (limit 50, the API default) through shared.session_service
+Targets: the first page (limit 50, the API default) through shared.sessions.service
 .list_sessions has p50 < 10 ms, and is at least 100x faster (p50 against p50) than loading
 every file with SessionStore.load and sorting pinned-first / most-recently-updated.
 The same page through the Flask test client (GET /api/v1/sessions) is shown for the HTTP
@@ -29,9 +29,10 @@ from _common import (
 )
 
 from api import create_app
-from shared import index, session_service
-from shared.sessions import SessionState, SessionStore
-from shared.settings import load_settings
+from shared.core.settings import load_settings
+from shared.sessions import service as session_service
+from shared.storage import index
+from shared.storage.session_store import SessionState, SessionStore
 
 PAGE = 50
 TARGET_P50_MS = 10.0

@@ -52,11 +52,16 @@ from typing import Any
 from _common import ROOT, base_parser, bench_account, print_table, verdict, workspace
 
 from api import create_app
-from shared import extraction
-from shared.compaction import estimate_tokens
-from shared.extraction import EXTRACT_JOB, INSTRUCTIONS, extract_preferences, sweep_extraction
-from shared.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
-from shared.settings import load_settings
+from shared.chat.compaction import estimate_tokens
+from shared.chat.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
+from shared.core.settings import load_settings
+from shared.memory import extraction
+from shared.memory.extraction import (
+    EXTRACT_JOB,
+    INSTRUCTIONS,
+    extract_preferences,
+    sweep_extraction,
+)
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text  # noqa: E402

@@ -43,13 +43,13 @@ from _common import (
     workspace,
 )
 
-from shared import session_service
 from shared.accounts import Principal
-from shared.compaction import SummaryState, find_boundary, to_model_messages
-from shared.llm import Offering
+from shared.chat.compaction import SummaryState, find_boundary, to_model_messages
+from shared.chat.turns import ProjectInput, assemble_context
+from shared.core.settings import load_settings
+from shared.llm.client import Offering
 from shared.runtime import Runtime
-from shared.settings import load_settings
-from shared.turns import ProjectInput, assemble_context
+from shared.sessions import service as session_service
 
 TARGET_P50_MS = 20.0
 WINDOW = 128_000

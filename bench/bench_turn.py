@@ -70,8 +70,8 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import login_required
-from shared import session_service
-from shared.settings import load_settings
+from shared.core.settings import load_settings
+from shared.sessions import service as session_service
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.fake_llm import FakeLLM  # noqa: E402
@@ -197,24 +197,24 @@ def instrument(rec: Recorder, rt: Any) -> None:
     """Time the steps of a turn in-process by wrapping what iter_turn calls (module attributes
     and the runtime's objects). A step the current code does not have is simply not shown."""
     import api.context
-    import shared.catalog
-    import shared.session_service
-    import shared.turns
+    import shared.chat.turns
+    import shared.llm.catalog
+    import shared.sessions.service
 
     try:
-        import shared.extraction as extraction
+        import shared.memory.extraction as extraction
     except ImportError:
         extraction = None
     auth_name = "authenticate" if hasattr(api.context, "authenticate") else "_authenticate"
     targets = [
         (api.context, auth_name, "auth"),
-        (shared.turns, "run_turn", "run_turn"),
-        (shared.session_service, "get_session", "get_session"),
-        (shared.catalog, "resolve", "resolve"),
+        (shared.chat.turns, "run_turn", "run_turn"),
+        (shared.sessions.service, "get_session", "get_session"),
+        (shared.llm.catalog, "resolve", "resolve"),
         (rt.store, "load", "load"),
-        (shared.session_service, "append_records", "append"),
+        (shared.sessions.service, "append_records", "append"),
         (rt.store, "append", "store_append"),
-        (shared.turns, "assemble_context", "assemble"),
+        (shared.chat.turns, "assemble_context", "assemble"),
         (rt.llm, "complete", "llm"),
         (extraction, "maybe_enqueue_extraction", "extraction"),
     ]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import click
 
 from cli import client, server
+from cli.catalog import models
 from cli.memory import memory
-from cli.models import models
 from cli.run import run as run_command
-from shared.settings import SettingsError
+from shared.core.settings import SettingsError
 
 
 class EonyxGroup(click.Group):

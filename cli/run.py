@@ -13,7 +13,7 @@ one; pages are only fetched while everything seen so far is pinned, so this is o
 practice and exact in every case. Archived sessions are not listed and never continued.
 
 Project context: the CLI walks up from its own working directory with the server's discovery
-code (`shared.project_context`: AGENTS.md files outermost first, the walk stops at the
+code (`shared.chat.project_context`: AGENTS.md files outermost first, the walk stops at the
 directory holding `eonyx.json` or `.git`) and sends the files as `project_context`. An
 override beats them, with the server's precedence (`shared.prompt.choose_override`):
 `--system-prompt` beats `system_prompt` in the project's `eonyx.json`, which beats the
@@ -48,9 +48,9 @@ import click
 import httpx
 
 from cli.client import Client, error_of
-from shared.errors import EonyxError
-from shared.project_context import collect_agents_files, read_project_config, walk_up
-from shared.prompt import choose_override
+from shared.chat.project_context import collect_agents_files, read_project_config, walk_up
+from shared.chat.prompt import choose_override
+from shared.core.errors import EonyxError
 
 HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
 ALARM_PERCENT = 90.0

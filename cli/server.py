@@ -14,11 +14,12 @@ from contextlib import contextmanager
 import click
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from shared import accounts, index
-from shared.embedded_redis import EmbeddedRedis
-from shared.errors import EonyxError
+from shared import accounts
+from shared.core.errors import EonyxError
+from shared.core.settings import Settings, load_settings
 from shared.runtime import Runtime
-from shared.settings import Settings, load_settings
+from shared.storage import index
+from shared.storage.embedded_redis import EmbeddedRedis
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""The Eonyx domain: everything that is neither HTTP (api/) nor queue plumbing (workers/).
+"""The domain of Eonyx, usable from a view, a task, the CLI and a test alike.
 
-Nothing in this package imports Flask or Celery, so a view, a task, the CLI and a test
-can all call the same functions.
+Sub-packages by concern, lowest first (import-linter keeps the order, see pyproject.toml):
+core → storage → accounts → llm → sessions → memory → chat → runtime. A package imports
+only from those below it. Nothing here imports Flask, Celery, api/, workers/ or cli/.
 """

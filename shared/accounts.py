@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from shared.errors import Conflict, InvalidInput, NotFound, Unauthorized
-from shared.models import ApiToken, User
+from shared.core.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from shared.storage.orm import ApiToken, User
 
 TOKEN_PREFIX = "eyx_"
 USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

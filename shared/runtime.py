@@ -13,15 +13,15 @@ from typing import Protocol
 import httpx
 import redis
 
-from shared.db import Database
-from shared.embedded_redis import find_embedded_redis
-from shared.llm import LLMClient
-from shared.locks import FileLocks, Locks, RedisLocks
-from shared.memory import MemoryStore
-from shared.memory_tools import register_memory_tools
-from shared.sessions import SessionStore
-from shared.settings import Settings
-from shared.tools import ToolRegistry
+from shared.core.settings import Settings
+from shared.llm.client import LLMClient
+from shared.llm.tools import ToolRegistry
+from shared.memory.files import MemoryStore
+from shared.memory.tools import register_memory_tools
+from shared.storage.db import Database
+from shared.storage.embedded_redis import find_embedded_redis
+from shared.storage.locks import FileLocks, Locks, RedisLocks
+from shared.storage.session_store import SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ from sqlalchemy import text
 
 from api import create_app
 from shared import accounts
-from shared.db import Database
-from shared.embedded_redis import EmbeddedRedis
+from shared.core.settings import Settings, load_settings
 from shared.runtime import Runtime
-from shared.settings import Settings, load_settings
+from shared.storage.db import Database
+from shared.storage.embedded_redis import EmbeddedRedis
 from tests.fake_llm import fake_llm
 
 __all__ = ["fake_llm"]  # a fixture for every test module

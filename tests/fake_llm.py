@@ -30,7 +30,7 @@ import pytest
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from shared.llm import Offering
+from shared.llm.client import Offering
 
 FAKE_MODEL = "fake-model"
 

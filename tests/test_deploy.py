@@ -33,7 +33,7 @@ DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 DOCKERIGNORE = ROOT / "deploy" / "Dockerfile.dockerignore"
 GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 ENV_EXAMPLE = ROOT / "deploy" / "env.example"
-SETTINGS_PY = ROOT / "shared" / "settings.py"
+SETTINGS_PY = ROOT / "shared" / "core" / "settings.py"
 
 SERVICES = {"api", "worker", "beat", "redis", "postgres"}
 APP_SERVICES = ("api", "worker", "beat")
@@ -351,7 +351,7 @@ def test_every_setting_reaches_the_containers(compose_services: dict[str, Any]) 
 
 def test_empty_pass_through_values_are_valid_settings(compose_services: dict[str, Any]) -> None:
     """An unset variable reaches the container as "", which must mean "the default"."""
-    from shared.settings import load_settings
+    from shared.core.settings import load_settings
 
     settings = load_settings(environment(compose_services["worker"]))
     assert str(settings.data_dir) == "/data"
@@ -511,7 +511,7 @@ def test_env_example_documents_every_setting() -> None:
 
 def test_env_example_defaults_match_the_settings() -> None:
     """A documented `NAME=value` that is not the real default would mislead operators."""
-    from shared.settings import load_settings
+    from shared.core.settings import load_settings
 
     text = ENV_EXAMPLE.read_text()
     documented = dict(re.findall(r"^#\s*([A-Z][A-Z0-9_]*)=(\S+)$", text, re.MULTILINE))

@@ -14,9 +14,9 @@ from datetime import timedelta
 
 from celery import Celery
 
-from shared.embedded_redis import find_embedded_redis
+from shared.core.settings import Settings
 from shared.runtime import Runtime
-from shared.settings import Settings
+from shared.storage.embedded_redis import find_embedded_redis
 
 LONGEST_JOB_SECONDS = 15 * 60
 QUEUE = "eonyx"

@@ -1,6 +1,6 @@
 """Entry point for the `celery` command: `celery -A workers.celery_app worker`."""
 
-from shared.settings import load_settings
+from shared.core.settings import load_settings
 from workers.app import create_celery
 
 app = create_celery(load_settings())

@@ -7,8 +7,8 @@ import socket
 
 from celery import shared_task
 
-from shared import index
-from shared.session_service import sweep_empty_sessions
+from shared.sessions.service import sweep_empty_sessions
+from shared.storage import index
 from workers.app import runtime_for
 
 
@@ -33,7 +33,7 @@ def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
 @shared_task(name="eonyx.sessions.precompute_summary", bind=True)
 def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Compact a session that ended a turn above 80% so its next turn need not wait."""
-    from shared.turns import precompute_summary as compute
+    from shared.chat.turns import precompute_summary as compute
 
     return {"summarized": compute(runtime_for(self.app), user_id, session_id), **_where()}
 
@@ -41,7 +41,7 @@ def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]
 @shared_task(name="eonyx.memory.extract", bind=True)
 def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Reconcile the user's preference profile with a session's latest turns."""
-    from shared.extraction import extract_preferences
+    from shared.memory.extraction import extract_preferences
 
     outcome = extract_preferences(runtime_for(self.app), user_id, session_id, upto_turn)
     return {**outcome.to_dict(), **_where()}
@@ -50,7 +50,7 @@ def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[
 @shared_task(name="eonyx.memory.curate", bind=True)
 def curate_memory(self, user_id: str, session_id: str, pair_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Distill a liked turn into the agent memory."""
-    from shared.curation import curate_turn
+    from shared.memory.curation import curate_turn
 
     outcome = curate_turn(runtime_for(self.app), user_id, session_id, pair_id)
     return {**outcome.to_dict(), **_where()}
@@ -60,8 +60,8 @@ def curate_memory(self, user_id: str, session_id: str, pair_id: str) -> dict[str
 def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Re-send extraction and curation jobs that were lost (turn counts past the marker,
     likes still saving long after)."""
-    from shared.curation import sweep_likes
-    from shared.extraction import sweep_extraction
+    from shared.memory.curation import sweep_likes
+    from shared.memory.extraction import sweep_extraction
     from workers.queue import CeleryJobs
 
     rt, jobs = runtime_for(self.app), CeleryJobs(self.app)

@@ -19,7 +19,7 @@ from api.accounts.schemas import (
 )
 from api.context import admin_required, login_required, principal, runtime
 from shared import accounts
-from shared.models import User
+from shared.storage.orm import User
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
 

@@ -18,8 +18,8 @@ from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
 from api.schemas import StrictSchema
-from shared import memory
-from shared.memory import MemoryFile
+from shared.memory import files as memory
+from shared.memory.files import MemoryFile
 
 blp = Blueprint("memory", __name__, description="Memory files")
 

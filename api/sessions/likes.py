@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.sessions.views import blp
-from shared import curation
+from shared.memory import curation
 
 
 class LikeSchema(ma.Schema):

@@ -15,8 +15,8 @@ from api.errors import render_error
 from api.extensions import error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
 from api.sessions.views import blp
-from shared import turns
-from shared.errors import EonyxError
+from shared.chat import turns
+from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from api.sessions.schemas import (
     SessionPatchSchema,
     SessionSchema,
 )
-from shared import curation
-from shared import session_service as sessions
-from shared.models import SessionRow
+from shared.memory import curation
+from shared.sessions import service as sessions
+from shared.storage.orm import SessionRow
 
 blp = Blueprint("sessions", __name__, description="Chat sessions")
 

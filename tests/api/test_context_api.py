@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.compaction import SUMMARIZER_INSTRUCTIONS, estimate_tokens
-from shared.prompt import SUMMARY_HEADING
-from shared.turns import PRECOMPUTE_JOB, precompute_summary
+from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS, estimate_tokens
+from shared.chat.prompt import SUMMARY_HEADING
+from shared.chat.turns import PRECOMPUTE_JOB, precompute_summary
 from tests.api.conftest import API, Chat
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text
 

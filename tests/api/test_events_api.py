@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 
 import api.events
 from shared import accounts
-from shared.embedded_redis import EmbeddedRedis
+from shared.storage.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 
 WAIT = 10.0  # seconds a closed socket may take to notice (many times the rechecks below)

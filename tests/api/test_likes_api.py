@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 
 from api import create_app
-from shared import curation, index
-from shared.curation import CURATE_JOB, curate_turn, sweep_likes
-from shared.tools import Tool
+from shared.llm.tools import Tool
+from shared.memory import curation
+from shared.memory.curation import CURATE_JOB, curate_turn, sweep_likes
+from shared.storage import index
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls

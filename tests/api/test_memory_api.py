@@ -16,7 +16,7 @@ from simple_websocket import ConnectionClosed
 from werkzeug.serving import make_server
 
 from cli import main
-from shared.memory import version_of
+from shared.memory.files import version_of
 from tests.api.conftest import API, Chat, live_events
 from tests.conftest import create_account
 from tests.fake_llm import text, tool_call, tool_calls

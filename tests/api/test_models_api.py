@@ -8,7 +8,7 @@ from flask.testing import FlaskClient
 
 from api import create_app
 from cli import main
-from shared import catalog
+from shared.llm import catalog
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from flask.testing import FlaskClient
 
+from shared.llm.tools import Tool
 from shared.runtime import Runtime
-from shared.tools import Tool
 from tests.api.conftest import API, Chat
 from tests.conftest import Account, Backend, create_account
 from tests.fake_llm import broken_stream, error, text, tool_call, tool_calls

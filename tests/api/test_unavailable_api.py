@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from api import create_app
-from shared.compaction import SUMMARIZER_INSTRUCTIONS
+from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
 from tests.conftest import create_account, make_settings

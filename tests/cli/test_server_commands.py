@@ -5,9 +5,9 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from cli import main
-from shared import session_service
 from shared.accounts import Principal
 from shared.runtime import Runtime
+from shared.sessions import service as session_service
 from tests.conftest import Account, Backend
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shared.compaction import (
+from shared.chat.compaction import (
     KEEP_USER_TURNS,
     THRESHOLD,
     SummaryState,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import extraction
-from shared.extraction import (
+from shared.memory import extraction
+from shared.memory.extraction import (
     EXTRACT_JOB,
     INSTRUCTIONS,
     MARKER,
@@ -304,7 +304,7 @@ def test_extraction_never_runs_when_off_or_in_demo_mode(
 def test_the_extraction_role_picks_its_own_model(chat: Chat) -> None:
     model = Model(chat, entries("Likes tables"))
     with chat.rt.db.session() as db:
-        from shared import catalog
+        from shared.llm import catalog
 
         catalog.add_offering(db, id="small", base_url=chat.llm.base_url, model="small-model")
         catalog.set_role(db, chat.rt.settings, "user_memory_extraction", "small")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-from shared import index, session_service
 from shared.accounts import Principal
 from shared.runtime import Runtime
-from shared.sessions import isoformat, utcnow
+from shared.sessions import service as session_service
+from shared.storage import index
+from shared.storage.session_store import isoformat, utcnow
 from tests.conftest import Account
 
 

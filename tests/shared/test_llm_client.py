@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.llm import (
+from shared.llm.client import (
     Completion,
     LLMClient,
     LLMError,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared.errors import Conflict
-from shared.locks import FileLocks, Locks, RedisLocks
+from shared.core.errors import Conflict
+from shared.storage.locks import FileLocks, Locks, RedisLocks
 from tests.conftest import Backend
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared import memory as memory_module
-from shared.errors import StorageError
-from shared.locks import FileLocks, RedisLocks
-from shared.memory import MemoryRefused, MemoryStore, StaleVersion, usage_line
-from shared.prompt import DEFAULT_IDENTITY
+from shared.chat.prompt import DEFAULT_IDENTITY
+from shared.core.errors import StorageError
+from shared.core.settings import Settings
+from shared.memory import files as memory_module
+from shared.memory.files import MemoryRefused, MemoryStore, StaleVersion, usage_line
 from shared.runtime import Runtime
-from shared.settings import Settings
+from shared.storage.locks import FileLocks, RedisLocks
 from tests.conftest import Backend, make_settings
 
 USER = "b" * 32

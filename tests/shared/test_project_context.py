@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.errors import InvalidInput
-from shared.project_context import (
+from shared.chat.project_context import (
     MAX_AGENTS_FILE_BYTES,
     MAX_CONTEXT_FILES,
     MAX_CONTEXT_TOTAL_BYTES,
@@ -22,6 +21,7 @@ from shared.project_context import (
     validate_project_context,
     walk_up,
 )
+from shared.core.errors import InvalidInput
 
 
 def write(path: Path, text: str = "") -> Path:

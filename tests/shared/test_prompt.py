@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from shared.project_context import ContextFile, discover_agents_files, load_server_context
-from shared.prompt import (
+from shared.chat.project_context import ContextFile, discover_agents_files, load_server_context
+from shared.chat.prompt import (
     DEFAULT_IDENTITY,
     SUMMARY_HEADING,
     build_system_prompt,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.settings import MIB, SettingsError, load_settings
+from shared.core.settings import MIB, SettingsError, load_settings
 
 
 def test_defaults_follow_the_spec() -> None:

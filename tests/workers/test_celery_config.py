@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from shared.embedded_redis import EmbeddedRedis
-from shared.settings import load_settings
+from shared.core.settings import load_settings
+from shared.storage.embedded_redis import EmbeddedRedis
 from workers.app import QUEUE, broker_url, celery_url, create_celery
 
 

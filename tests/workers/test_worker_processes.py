@@ -26,10 +26,10 @@ import redis
 import yaml
 from sqlalchemy import func, select, text
 
-from shared import index
-from shared.db import Database
-from shared.models import IndexState, SessionRow
-from shared.sessions import SessionStore
+from shared.storage import index
+from shared.storage.db import Database
+from shared.storage.orm import IndexState, SessionRow
+from shared.storage.session_store import SessionStore
 from tests.conftest import TABLES, eonyx_executable, free_port, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]

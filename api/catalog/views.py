@@ -1,0 +1,83 @@
+"""The model catalog: everyone reads, admins write. A key's value is never returned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from api.catalog.schemas import NewOfferingSchema, OfferingSchema, RoleSchema, RoleUpdateSchema
+from api.context import admin_required, login_required, runtime
+from shared.core.errors import NotFound
+from shared.llm import catalog
+
+blp = Blueprint("models", __name__, description="Model catalog and task roles")
+
+
+def _role(role: str) -> dict[str, Any]:
+    rt = runtime()
+    with rt.db.session() as db:
+        bindings = catalog.role_bindings(db, rt.settings)
+    if role not in bindings:
+        raise NotFound(f"no role {role!r}; roles are {', '.join(catalog.ROLES)}")
+    offering_id, explicit = bindings[role]
+    return {"role": role, "offering_id": offering_id, "explicit": explicit}
+
+
+@blp.route("/models/offerings")
+class Offerings(MethodView):
+    @login_required
+    @blp.response(200, OfferingSchema(many=True))
+    def get(self) -> list[catalog.OfferingInfo]:
+        rt = runtime()
+        with rt.db.session() as db:
+            return catalog.list_offerings(db, rt.settings)
+
+    @admin_required
+    @blp.arguments(NewOfferingSchema)
+    @blp.response(201, OfferingSchema)
+    def post(self, body: dict[str, Any]) -> catalog.OfferingInfo:
+        with runtime().db.session() as db:
+            return catalog.add_offering(db, **body)
+
+
+@blp.route("/models/offerings/<offering_id>")
+class OfferingById(MethodView):
+    @login_required
+    @blp.response(200, OfferingSchema)
+    def get(self, offering_id: str) -> catalog.OfferingInfo:
+        rt = runtime()
+        with rt.db.session() as db:
+            return catalog.get_offering(db, rt.settings, offering_id)
+
+    @admin_required
+    @blp.response(204)
+    def delete(self, offering_id: str) -> None:
+        with runtime().db.session() as db:
+            catalog.delete_offering(db, offering_id)
+
+
+@blp.route("/models/roles")
+class Roles(MethodView):
+    @login_required
+    @blp.response(200, RoleSchema(many=True))
+    def get(self) -> list[dict[str, Any]]:
+        return [_role(role) for role in catalog.ROLES]
+
+
+@blp.route("/models/roles/<role>")
+class RoleByName(MethodView):
+    @login_required
+    @blp.response(200, RoleSchema)
+    def get(self, role: str) -> dict[str, Any]:
+        return _role(role)
+
+    @admin_required
+    @blp.arguments(RoleUpdateSchema)
+    @blp.response(200, RoleSchema)
+    def put(self, body: dict[str, Any], role: str) -> dict[str, Any]:
+        rt = runtime()
+        with rt.db.session() as db:
+            catalog.set_role(db, rt.settings, role, body["offering_id"])
+        return _role(role)

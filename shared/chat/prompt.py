@@ -1,0 +1,108 @@
+"""The system prompt: its sections, their order, and which override wins.
+
+This module owns the text the model receives as its system message. It reads nothing from
+disk and never looks at the message history; callers hand it the parts (identity, the
+session's frozen profile/memory snapshot, project files, the current compaction summary).
+
+Generated prompt, in order (DESIGN.md "The system prompt, in order"), sections separated by a
+blank line, empty parts left out:
+
+1. identity (IDENTITY.md; `DEFAULT_IDENTITY` when blank)
+2. `<user-profile>` block (USER.md), when given and non-blank
+3. `<agent-memory>` block (MEMORY.md), when given and non-blank
+4. `# Project context: <relative path>` + content, for each AGENTS.md, outermost first
+5. `# Summary of earlier conversation` + summary, when the session has been compacted
+
+Overrides (`choose_override`): a `system_prompt` sent with the request beats `eonyx.json`'s
+`system_prompt`, which beats generation. A blank override counts as not given. An override
+replaces the generated prompt wholesale: identity, profile, agent memory and AGENTS.md are
+all left out. The one exception is the compaction summary, which is still appended after the
+override under its usual heading: compaction only drops older turns from what the model sees
+because their summary stands in for them, so dropping the summary too would silently lose
+that part of the conversation.
+
+Blocks are delimited by tags so user-editable text cannot pass itself off as the end of its
+block: a closing tag inside the content is defused (`</agent-memory>` -> `<\\/agent-memory>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.chat.project_context import ContextFile
+
+DEFAULT_IDENTITY = """\
+You are Eonyx, a capable and candid assistant with durable memory across conversations.
+
+- Be accurate. Say plainly when you do not know something or cannot verify it; never invent
+  facts, file contents, command output or sources.
+- Be direct and concise. Lead with the answer, then the reasoning the user needs.
+- Follow the project's instructions below when they are present; where instructions conflict,
+  the more specific one (nearer to the working directory) wins, and the user's explicit
+  request wins over both unless it is unsafe.
+- Use what you remember about the user and earlier work to help, but treat it as possibly out
+  of date and prefer what the user says now.
+- When you use tools, do only what was asked; ask before any action that is destructive or
+  hard to undo."""
+
+USER_PROFILE_TAG = "user-profile"
+AGENT_MEMORY_TAG = "agent-memory"
+PROJECT_CONTEXT_HEADING = "# Project context: "
+SUMMARY_HEADING = "# Summary of earlier conversation"
+SECTION_SEPARATOR = "\n\n"
+
+
+def _given(text: str | None) -> bool:
+    return text is not None and text.strip() != ""
+
+
+def choose_override(request_prompt: str | None, project_config_prompt: str | None) -> str | None:
+    """The override in force: the request's prompt, else eonyx.json's, else None (generate).
+
+    Blank strings count as not given.
+    """
+    if _given(request_prompt):
+        return request_prompt
+    if _given(project_config_prompt):
+        return project_config_prompt
+    return None
+
+
+def _block(tag: str, content: str) -> str:
+    body = content.strip().replace(f"</{tag}>", f"<\\/{tag}>")
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def _summary_section(summary: str) -> str:
+    return f"{SUMMARY_HEADING}\n\n{summary.strip()}"
+
+
+def build_system_prompt(
+    *,
+    identity: str,
+    user_profile: str | None,
+    agent_memory: str | None,
+    project_files: Sequence[ContextFile],
+    summary: str | None,
+    override: str | None,
+) -> str:
+    """Assemble the system prompt (see the module docstring for order and override rules).
+
+    `user_profile` and `agent_memory` are None when disabled or in a temporary chat;
+    `project_files` come outermost first; `override` is `choose_override(...)`'s result.
+    """
+    sections: list[str] = []
+    if _given(override):
+        assert override is not None
+        sections.append(override.strip())
+    else:
+        sections.append(identity.strip() if _given(identity) else DEFAULT_IDENTITY)
+        if user_profile is not None and _given(user_profile):
+            sections.append(_block(USER_PROFILE_TAG, user_profile))
+        if agent_memory is not None and _given(agent_memory):
+            sections.append(_block(AGENT_MEMORY_TAG, agent_memory))
+        for file in project_files:
+            sections.append(f"{PROJECT_CONTEXT_HEADING}{file.path}\n\n{file.content.strip()}")
+    if summary is not None and _given(summary):
+        sections.append(_summary_section(summary))
+    return SECTION_SEPARATOR.join(sections)

@@ -1,0 +1,403 @@
+"""One chat turn, from the user's words to the model's final answer.
+
+The user's message is on disk (fsynced) before the model is called. The context is assembled
+in the order the design gives (identity, profile, agent memory, project context, summary),
+compacting old turns when the history nears the window. The model is then called with the
+registered tools, round after round, until it answers; every tool call, tool result and the
+final answer is appended as it happens. A failure of the model leaves the session consistent:
+what was saved stays saved and the turn can be retried (`retry=True`). Turns on one session
+are serialised by a lock; turns on different sessions run side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.accounts import Principal
+from shared.chat.compaction import (
+    CompactionPlan,
+    SummaryState,
+    Usage,
+    apply_summary,
+    context_usage,
+    current_summary,
+    plan_compaction,
+    summary_request,
+    to_model_messages,
+)
+from shared.chat.project_context import (
+    ContextFile,
+    load_server_context,
+    validate_project_context,
+)
+from shared.chat.prompt import build_system_prompt, choose_override
+from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.llm import catalog
+from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
+from shared.llm.tools import ToolContext
+from shared.memory import extraction
+from shared.runtime import Runtime
+from shared.sessions import service as session_service
+from shared.storage import events
+from shared.storage.session_store import FileInfo, SessionState, isoformat, new_message_id, utcnow
+
+log = logging.getLogger(__name__)
+TURN_LOCK_WAIT = 5 * 60
+TITLE_CHARS = 60
+PRECOMPUTE_JOB = "eonyx.sessions.precompute_summary"
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    content: str | None = None
+    project_context: list[dict[str, Any]] | None = None
+    cwd: str | None = None
+    system_prompt: str | None = None
+    retry: bool = False
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass
+class TurnResult:
+    user_message: dict[str, Any]
+    assistant_message: dict[str, Any]
+    steps: list[dict[str, Any]]  # this turn's tool calls and results, in order
+    context: Usage
+    memory_writes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProjectInput:
+    """The project part of the prompt: AGENTS.md files, or an override that replaces them."""
+
+    files: tuple[ContextFile, ...] = ()
+    override: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"files": [f.to_dict() for f in self.files], "override": self.override}
+
+    @classmethod
+    def from_record(cls, data: Any) -> ProjectInput:
+        if not isinstance(data, dict):
+            return cls()
+        files = tuple(ContextFile(f["path"], f["content"]) for f in data.get("files") or ())
+        return cls(files, data.get("override"))
+
+
+@dataclass
+class AssembledContext:
+    """Exactly what the model is sent: the system prompt and the messages after the summary."""
+
+    system_prompt: str
+    messages: list[dict[str, Any]]
+    summary: SummaryState | None
+    usage: Usage
+
+
+def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
+    record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
+    record["created_at"] = isoformat(utcnow())
+    return record | {k: v for k, v in extra.items() if v is not None}
+
+
+def turn_lock_ttl(rt: Runtime) -> float:
+    """Longer than the longest turn the settings allow (every round's model call timing out
+    on every attempt, plus a summary), so the lock never expires mid-turn."""
+    settings = rt.settings
+    attempt = settings.llm_connect_timeout + settings.llm_read_timeout + rt.llm.max_wait
+    return (settings.max_tool_rounds + 2) * (settings.llm_max_retries + 1) * attempt + 60
+
+
+def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
+    """Request `system_prompt` beats eonyx.json's, which beats generation; an override
+    attaches no AGENTS.md. `cwd` is walked on the server, `project_context` comes walked."""
+    if request.cwd is not None and request.project_context is not None:
+        raise InvalidInput("give either cwd or project_context, not both")
+    files: list[ContextFile] = []
+    config_prompt = None
+    if request.cwd is not None:
+        project = load_server_context(rt.settings.projects_dir, request.cwd)
+        files, config_prompt = project.files, project.system_prompt
+    elif request.project_context is not None:
+        files = validate_project_context(request.project_context)
+    override = choose_override(request.system_prompt, config_prompt)
+    return ProjectInput((), override) if override else ProjectInput(tuple(files))
+
+
+def prompt_sources(rt: Runtime, state: SessionState) -> tuple[str, str | None, str | None]:
+    """Identity, user profile and agent memory for the prompt: the identity this process
+    read at start, and the memory snapshot the session took when it started (none for a
+    temporary chat, and none for a part that is switched off)."""
+    snapshot = {} if state.temporary else (state.snapshot or {})
+    profile = snapshot.get("user_profile") if rt.settings.user_profile_enabled else None
+    memory = snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None
+    return rt.identity, profile, memory
+
+
+def assemble_context(
+    rt: Runtime,
+    state: SessionState,
+    project: ProjectInput,
+    offering: Offering | None,
+    *,
+    summarize: bool,
+) -> AssembledContext:
+    """Build the prompt; when the history nears the window and `summarize` is set, compact it
+    first (reusing a summary a worker precomputed when there is one)."""
+    window = offering.context_window if offering else None
+    identity, profile, memory = prompt_sources(rt, state)
+    records = state.messages
+
+    def prompt_with(summary: SummaryState | None) -> str:
+        return build_system_prompt(
+            identity=identity,
+            user_profile=profile,
+            agent_memory=memory,
+            project_files=project.files,
+            summary=summary.summary if summary else None,
+            override=project.override,
+        )
+
+    summary = current_summary(records, rt.store.read_summary(state.user_id, state.id))
+    prompt = prompt_with(summary)
+    if summarize and offering is not None:
+        plan = plan_compaction(
+            records,
+            system_prompt=prompt,
+            window=window,
+            previous_summary=summary.summary if summary else None,
+            summarized_upto=summary.covered_through if summary else None,
+        )
+        if plan is not None:
+            try:
+                summary = summarize_plan(rt, state, plan)
+            except LLMError as exc:
+                if (plan.usage.percent or 0) >= 100:
+                    raise  # the history no longer fits: the turn cannot go on without it
+                log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
+            prompt = prompt_with(summary)
+    messages = apply_summary(records, summary)
+    return AssembledContext(prompt, messages, summary, context_usage(prompt, messages, window))
+
+
+def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
+    """Ask the summarization role for the running summary and keep it beside the session."""
+    with rt.db.session() as db:
+        offering = catalog.resolve(db, rt.settings, "summarization")
+    completion = rt.llm.complete(offering, summary_request(plan))
+    text = (completion.content or "").strip()
+    if not text:
+        raise LLMInvalidResponse(offering.id, "returned an empty summary")
+    summary = SummaryState.from_plan(plan, text)
+    rt.store.write_summary(state.user_id, state.id, summary.to_dict())
+    return summary
+
+
+def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
+    """The worker's half of compaction: summarize now so the next turn need not wait.
+    Idempotent: with nothing to compact (or already done) it does nothing."""
+    with rt.db.session() as db:
+        offering = catalog.resolve(db, rt.settings, "chat")
+    # The turn lock: a turn that arrives meanwhile waits for this summary instead of redoing it.
+    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+        state, _ = rt.store.load(user_id, session_id)
+        project = ProjectInput.from_record(state.extra.get("project_context"))
+        before = rt.store.read_summary(user_id, session_id)
+        assemble_context(rt, state, project, offering, summarize=True)
+        return rt.store.read_summary(user_id, session_id) != before
+
+
+def _pending_user_message(state: SessionState) -> dict[str, Any]:
+    """The user message a retry answers: the last one, when no final answer follows it."""
+    for record in reversed(state.messages):
+        role = record.get("role")
+        if role == "assistant" and not record.get("tool_calls"):
+            break
+        if role == "user":
+            return record
+    raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")
+
+
+def _call_model(
+    rt: Runtime,
+    offering: Offering,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    stream: bool,
+) -> Iterator[TextDelta | Completion]:
+    if not stream:
+        yield rt.llm.complete(offering, messages, tools=tools or None)
+        return
+    events = rt.llm.stream(offering, messages, tools=tools or None)
+    try:
+        for event in events:
+            if event.completion is not None:
+                yield event.completion
+            elif event.text:
+                yield TextDelta(event.text)
+    finally:
+        close = getattr(events, "close", None)
+        if close:
+            close()
+
+
+def iter_turn(
+    rt: Runtime,
+    principal: Principal,
+    session_id: str,
+    request: TurnRequest,
+    *,
+    stream: bool = False,
+) -> Iterator[TextDelta | TurnResult]:
+    """Run a turn, yielding text as it streams and the `TurnResult` last.
+
+    Records go to the file as they happen; the index row is brought up to date once, at the
+    end, whether the turn succeeded or not (the index is a cache of the file)."""
+    if not rt.store.path(principal.user_id, session_id).is_file():
+        raise NotFound("session not found")  # another user's session is not under this user
+    if not request.retry and not (request.content or "").strip():
+        raise InvalidInput("content must not be empty", code="empty_message")
+    project = resolve_project(rt, request)  # every 4xx before anything is written
+    with rt.db.session() as db:
+        offering = catalog.resolve(db, rt.settings, "chat")
+
+    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+        state, loaded = rt.store.load(principal.user_id, session_id)
+        written: list[dict[str, Any]] = []
+        last_info: list[FileInfo] = []
+
+        def save(records: list[dict[str, Any]]) -> None:
+            last_info[:] = [rt.store.append(principal.user_id, session_id, records).info]
+            written.extend(records)
+            for record in records:
+                state.apply(record)
+
+        try:
+            result = yield from _converse(
+                rt, principal, state, request, project, offering, save, stream
+            )
+        finally:
+            if written:  # also after a failed model call: the user's message is indexed
+                session_service.index_appended(
+                    rt, principal.user_id, session_id, written, loaded.size, last_info[0]
+                )
+
+    if result.context.over_threshold:
+        rt.hint(PRECOMPUTE_JOB, principal.user_id, session_id)
+    extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
+    yield result
+
+
+def _converse(
+    rt: Runtime,
+    principal: Principal,
+    state: SessionState,
+    request: TurnRequest,
+    project: ProjectInput,
+    offering: Offering,
+    save: Callable[[list[dict[str, Any]]], None],
+    stream: bool,
+) -> Generator[TextDelta, None, TurnResult]:
+    """The turn under its lock: save the user's message, then model rounds until an answer."""
+    if request.retry:
+        user_message = _pending_user_message(state)
+        records: list[dict[str, Any]] = []
+    else:
+        user_message = message_record("user", request.content)
+        records = [user_message]
+    meta = _meta_changes(rt, state, project, request.content)
+    if meta:
+        records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
+    if records:
+        save(records)  # on disk before the model is called
+
+    context = assemble_context(rt, state, project, offering, summarize=True)
+    tool_context = ToolContext(
+        principal,
+        state.id,
+        temporary=state.temporary,
+        notify=lambda event: events.publish(rt.redis, principal.user_id, event),
+    )
+    messages = [{"role": "system", "content": context.system_prompt}, *context.messages]
+    steps: list[dict[str, Any]] = []
+    for round_number in range(rt.settings.max_tool_rounds + 1):
+        last_round = round_number == rt.settings.max_tool_rounds
+        tools = None if last_round else rt.tools.specs(tool_context)
+        completion: Completion | None = None
+        for item in _call_model(rt, offering, messages, tools, stream):
+            if isinstance(item, Completion):
+                completion = item
+            else:
+                yield item
+        assert completion is not None
+        if completion.tool_calls and tools:
+            new = [
+                message_record(
+                    "assistant",
+                    completion.content,
+                    tool_calls=[call.as_openai() for call in completion.tool_calls],
+                    offering=offering.id,
+                )
+            ]
+            for call in completion.tool_calls:
+                result = rt.tools.run(tool_context, call.name, call.arguments)
+                new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
+            save(new)
+            steps.extend(new)
+            messages.extend(to_model_messages(new))
+            continue
+        answer = message_record("assistant", completion.content or "", offering=offering.id)
+        save([answer])
+        usage = context_usage(context.system_prompt, [*messages[1:], answer], context.usage.window)
+        return TurnResult(user_message, answer, steps, usage, tool_context.events)
+    raise AssertionError("the last round offers no tools, so it always answers")
+
+
+def _meta_changes(
+    rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
+) -> dict[str, Any]:
+    """Metadata to record with the user's message: a first title, a changed project context."""
+    changes: dict[str, Any] = {}
+    if content and not state.title and rt.settings.session_title_mode == "truncate":
+        changes["title"] = truncate_title(content)
+    record = project.to_record()
+    if record != (state.extra.get("project_context") or ProjectInput().to_record()):
+        changes["project_context"] = record
+    return changes
+
+
+def truncate_title(content: str) -> str:
+    text = " ".join(content.split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def run_turn(
+    rt: Runtime, principal: Principal, session_id: str, request: TurnRequest
+) -> TurnResult:
+    """A whole turn without streaming."""
+    result = None
+    for item in iter_turn(rt, principal, session_id, request):
+        if isinstance(item, TurnResult):
+            result = item
+    assert result is not None
+    return result
+
+
+def describe_context(rt: Runtime, principal: Principal, session_id: str) -> AssembledContext:
+    """What the model would be sent on the next turn (no compaction is run for a look)."""
+    session_service.get_session(rt, principal, session_id)
+    state, _ = rt.store.load(principal.user_id, session_id)
+    project = ProjectInput.from_record(state.extra.get("project_context"))
+    try:
+        with rt.db.session() as db:
+            offering: Offering | None = catalog.resolve(db, rt.settings, "chat")
+    except catalog.NoModel:
+        offering = None
+    return assemble_context(rt, state, project, offering, summarize=False)

@@ -1,0 +1,3 @@
+"""Talking to models: the OpenAI-compatible httpx client and its error tree, the model
+catalog (offerings and task roles) and the tool registry that turns call into.
+Imports shared.core, shared.storage and shared.accounts."""

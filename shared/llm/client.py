@@ -1,0 +1,738 @@
+"""The one model client: OpenAI-compatible chat completions over httpx.
+
+Every model call of Eonyx (chat turns, titles, memory extraction and curation, summaries) goes
+through an `LLMClient`: `complete()` for a whole answer, `stream()` for an answer piece by piece.
+Each Runtime builds one client (shared/runtime.py) and closes it with the runtime; the client
+keeps one pooled `httpx.Client` with explicit timeouts. An offering (`Offering`) says where a
+model lives and how to reach it.
+
+Failed attempts are retried with exponential backoff and jitter: on 429, on 5xx, on timeouts and
+on connections that fail or drop. A `Retry-After` header (seconds or an HTTP date) on a 429 or
+503 is honoured, up to the client's longest wait. Any other 4xx is the caller's problem and is
+not retried. A stream is retried only while nothing of its body has been read; once data has
+arrived, a failure surfaces at once.
+
+Every failure is an `LLMError` naming the offering and the reason:
+
+LLMError                  a model call failed; `.offering_id` says which offering, the message why
+├── LLMTimeout            no answer within a timeout (connect, read, write or pool), after retries
+├── LLMUnavailable        no connection, a dropped connection, 5xx after retries, or a stream
+│                         that ended early
+├── LLMRateLimited        429 after retries; `.retry_after` holds the provider's last wish
+├── LLMRejected           another 4xx: the provider refused this request (bad key, context
+│                         length exceeded, unknown model...); never retried
+└── LLMInvalidResponse    a 2xx whose body is not a chat completion
+
+Each carries `.status` (the last HTTP status, if any), `.provider_message` (the provider's own
+error text, if any), `.attempts`, and for a stream that broke, `.partial` (what had arrived).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import itertools
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import httpx
+
+from shared.core.errors import EonyxError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0)
+DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+DEFAULT_RETRIES = 3
+DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled for each further one
+DEFAULT_MAX_WAIT = 30.0  # no single wait between attempts is longer, Retry-After included
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+PROVIDER_MESSAGE_LIMIT = 500
+USER_AGENT = "eonyx"
+
+Messages = Sequence[Mapping[str, Any]]
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+class LLMError(EonyxError):
+    """A model call failed. The message names the offering and says why."""
+
+    code = "llm_error"
+
+    def __init__(
+        self,
+        offering_id: str,
+        reason: str,
+        *,
+        status: int | None = None,
+        provider_message: str | None = None,
+        attempts: int = 1,
+        retry_after: float | None = None,
+        partial: Completion | None = None,
+    ) -> None:
+        message = f"model offering {offering_id!r} {reason}"
+        if attempts > 1:
+            message += f" (gave up after {attempts} attempts)"
+        super().__init__(message)
+        self.offering_id = offering_id
+        self.reason = reason
+        self.status = status
+        self.provider_message = provider_message
+        self.attempts = attempts
+        self.retry_after = retry_after
+        self.partial = partial
+
+
+class LLMTimeout(LLMError):
+    code = "llm_timeout"
+
+
+class LLMUnavailable(LLMError):
+    code = "llm_unavailable"
+
+
+class LLMRateLimited(LLMError):
+    code = "llm_rate_limited"
+
+
+class LLMRejected(LLMError):
+    code = "llm_rejected"
+
+
+class LLMInvalidResponse(LLMError):
+    code = "llm_invalid_response"
+
+
+# -- values -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Offering:
+    """Where a model lives: an OpenAI-compatible `base_url` (ending in /v1 or the like)."""
+
+    id: str
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+
+    @property
+    def completions_url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it (it may be malformed)
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    raw: Any = field(default=None, repr=False)  # the response body; for a stream, its chunks
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation, in OpenAI's format."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_openai() for call in self.tool_calls]
+        return message
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One step of a streamed answer: a piece of text, or (last of all) the whole completion."""
+
+    text: str = ""
+    completion: Completion | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.completion is not None
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds the provider asks us to wait: `retry-after-ms`, or `Retry-After` as seconds or
+    as an HTTP date. None when absent or unreadable."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            millis = float(raw_ms)
+        except ValueError:
+            millis = math.nan
+        if math.isfinite(millis):
+            return max(0.0, millis / 1000)
+    raw = (headers.get("retry-after") or "").strip()
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def provider_message(response: httpx.Response) -> str | None:
+    """The provider's own explanation from an error body (OpenAI's `error.message` and the
+    usual variants), or the start of a plain-text body."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = " ".join(response.text.split())
+        return text[:PROVIDER_MESSAGE_LIMIT] or None
+    return _message_in(data)
+
+
+def _message_in(data: Any) -> str | None:
+    found: Any = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            found = error.get("message") or error.get("code")
+        elif error:
+            found = error
+        else:
+            found = data.get("message") or data.get("detail")
+    if found is None or found == "":
+        return None
+    text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+    return text[:PROVIDER_MESSAGE_LIMIT]
+
+
+def _text_of(content: Any) -> str | None:
+    """Message content as text: a string, or the text parts of a list of parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text") or ""
+            for part in content
+            if isinstance(part, dict) and part.get("type", "text") == "text"
+        )
+    return str(content)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)  # some servers send an object
+
+
+def _parse_completion(data: Any) -> Completion:
+    """A chat completion body into a Completion; ValueError when it is not one."""
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the body has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("the first choice has no message")
+    calls = []
+    for position, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        calls.append(
+            ToolCall(
+                id=call.get("id") or f"call_{position}",
+                name=function.get("name") or "",
+                arguments=_arguments_text(function.get("arguments")),
+            )
+        )
+    usage = data.get("usage")
+    return Completion(
+        content=_text_of(message.get("content")),
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage if isinstance(usage, dict) else None,
+        raw=data,
+    )
+
+
+def sse_data(chunks: Iterator[bytes]) -> Iterator[str]:
+    """The `data` of each server-sent event in a byte stream.
+
+    Lines end in LF or CRLF. Lines are split on bytes, never with str.splitlines, which would
+    also break on characters such as U+2028 that JSON may carry unescaped.
+    """
+    buffer = b""
+    data: list[str] = []
+
+    def field_of(line: bytes) -> None:
+        text = line.removesuffix(b"\r").decode("utf-8", errors="replace")
+        if text.startswith(":"):
+            return  # a comment (keep-alive)
+        name, _, value = text.partition(":")
+        if name == "data":
+            data.append(value.removeprefix(" "))
+
+    for chunk in chunks:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line in (b"", b"\r"):
+                if data:
+                    yield "\n".join(data)
+                    data.clear()
+            else:
+                field_of(line)
+    if buffer:
+        field_of(buffer)
+    if data:
+        yield "\n".join(data)  # the body ended without the closing blank line
+
+
+class _Assembler:
+    """Folds `chat.completion.chunk` objects into text deltas and, in the end, a Completion."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks: list[Any] = []
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Take one chunk; return the text it adds."""
+        self.chunks.append(chunk)
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices") or []
+        if not choices or not isinstance(choices[0], dict):
+            return ""
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta") or {}
+        for call in delta.get("tool_calls") or []:
+            self._tool_call(call)
+        text = _text_of(delta.get("content")) or ""
+        if text:
+            self.content.append(text)
+        return text
+
+    def _tool_call(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index")
+        if not isinstance(index, int):  # some servers send whole calls without an index
+            by_id = [i for i, c in self.calls.items() if delta.get("id") and c["id"] == delta["id"]]
+            if by_id:
+                index = by_id[0]
+            elif delta.get("id") or not self.calls:
+                index = len(self.calls)
+            else:
+                index = max(self.calls)
+        call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+        function = delta.get("function") or {}
+        if delta.get("id") and not call["id"]:
+            call["id"] = delta["id"]
+        if function.get("name") and not call["name"]:
+            call["name"] = function["name"]
+        call["arguments"].append(_arguments_text(function.get("arguments")))
+
+    @property
+    def started(self) -> bool:
+        return bool(self.content or self.calls)
+
+    def completion(self) -> Completion:
+        return Completion(
+            content="".join(self.content) if self.content or not self.calls else None,
+            tool_calls=[
+                ToolCall(
+                    id=call["id"] or f"call_{index}",
+                    name=call["name"],
+                    arguments="".join(call["arguments"]),
+                )
+                for index, call in sorted(self.calls.items())
+            ],
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            raw=self.chunks,
+        )
+
+
+class _Answer(NamedTuple):
+    response: httpx.Response
+    content: bytes  # the whole body, or the first piece of a stream
+    rest: Iterator[bytes]  # the rest of a stream (nothing when not streaming)
+
+
+class _Failure(NamedTuple):
+    kind: type[LLMError]
+    reason: str
+    status: int | None = None
+    provider_message: str | None = None
+    retry_after: float | None = None
+    retryable: bool = True
+
+
+_TIMEOUT_KINDS: dict[type[httpx.TimeoutException], tuple[str, str]] = {
+    httpx.ConnectTimeout: ("connect", "could not connect"),
+    httpx.ReadTimeout: ("read", "sent nothing"),
+    httpx.WriteTimeout: ("write", "could not take the request"),
+    httpx.PoolTimeout: ("pool", "got no free connection"),
+}
+
+
+def _timeout_kind(exc: httpx.TimeoutException) -> tuple[str, str]:
+    return next(
+        (kind for cls, kind in _TIMEOUT_KINDS.items() if isinstance(exc, cls)),
+        ("read", "sent nothing"),
+    )
+
+
+# -- the client ---------------------------------------------------------------------------
+
+
+class LLMClient:
+    """Chat completions against any OpenAI-compatible server, with timeouts and retries.
+
+    `retries` is how many times a failed attempt is tried again (so at most retries + 1
+    requests). Waits grow from `backoff` seconds, doubling, with jitter, and never exceed
+    `max_wait`. `transport`, `sleep` and `jitter` (a number in [0, 1)) are there for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        backoff: float = DEFAULT_BACKOFF,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        limits: httpx.Limits = DEFAULT_LIMITS,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        if retries < 0:
+            raise ValueError("retries must be zero or more")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._sleep = sleep
+        self._jitter = jitter
+        self._http = httpx.Client(
+            timeout=timeout,
+            limits=limits,
+            transport=transport,
+            headers={"User-Agent": USER_AGENT},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- public calls --
+
+    def complete(
+        self,
+        offering: Offering,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion:
+        """One whole answer. Raises an LLMError subclass on failure."""
+        body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
+        response, content, _ = self._send(offering, body, streaming=False)
+        try:
+            return _parse_completion(json.loads(content))
+        except ValueError as exc:
+            raise LLMInvalidResponse(
+                offering.id,
+                f"answered HTTP {response.status_code} with something that is not a chat "
+                f"completion: {exc}",
+                status=response.status_code,
+            ) from exc
+
+    def stream(
+        self,
+        offering: Offering,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        include_usage: bool = False,
+    ) -> Iterator[StreamEvent]:
+        """The answer as it is written: text events, then one last event with the Completion.
+
+        Tool calls are assembled from their deltas and arrive in that last event. The request
+        is made on the first `next()`. Close the iterator when leaving it early (a `for` loop
+        that runs to the end, or `contextlib.closing`), so the connection is released.
+        `include_usage` asks for token counts (`stream_options`), which not every server takes.
+        """
+        body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
+        body["stream"] = True
+        if include_usage:
+            body["stream_options"] = {"include_usage": True}
+        answer = self._send(offering, body, streaming=True)
+        try:
+            yield from self._events(offering, answer)
+        finally:
+            answer.response.close()
+
+    # -- internals --
+
+    @staticmethod
+    def _body(
+        offering: Offering,
+        messages: Messages,
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": offering.model,
+            "messages": [dict(message) for message in messages],
+        }
+        if tools:
+            body["tools"] = [dict(tool) for tool in tools]
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+        if temperature is not None:
+            body["temperature"] = temperature
+        limit = max_tokens if max_tokens is not None else offering.max_output_tokens
+        if limit is not None:
+            body["max_tokens"] = limit
+        return body
+
+    def _request(self, offering: Offering, body: dict[str, Any]) -> httpx.Request:
+        headers = {
+            "Accept": "text/event-stream" if body.get("stream") else "application/json",
+        }
+        if offering.api_key:
+            headers["Authorization"] = f"Bearer {offering.api_key}"
+        try:
+            return self._http.build_request(
+                "POST", offering.completions_url, json=body, headers=headers
+            )
+        except httpx.InvalidURL as exc:
+            raise LLMError(
+                offering.id, f"has an unusable base_url {offering.base_url!r}: {exc}"
+            ) from exc
+
+    def _send(self, offering: Offering, body: dict[str, Any], *, streaming: bool) -> _Answer:
+        """Make the request, retrying as long as nothing of the body has been consumed.
+
+        Not streaming, the answer holds the whole body and the response is closed. Streaming,
+        it holds the first piece of the body and an iterator over the rest; the response is
+        open and the caller closes it.
+        """
+        request = self._request(offering, body)
+        attempt = 0
+        while True:
+            attempt += 1
+            failure, cause, result = self._attempt(offering, request, streaming)
+            if result is not None:
+                return result
+            assert failure is not None
+            if not failure.retryable or attempt > self.retries:
+                raise failure.kind(
+                    offering.id,
+                    failure.reason,
+                    status=failure.status,
+                    provider_message=failure.provider_message,
+                    attempts=attempt,
+                    retry_after=failure.retry_after,
+                ) from cause
+            wait = self.wait_before_retry(attempt, failure.retry_after)
+            log.warning(
+                "model offering %r %s; retrying in %.2fs (attempt %d of %d)",
+                offering.id,
+                failure.reason,
+                wait,
+                attempt + 1,
+                self.retries + 1,
+            )
+            self._sleep(wait)
+
+    def _attempt(
+        self, offering: Offering, request: httpx.Request, streaming: bool
+    ) -> tuple[_Failure | None, BaseException | None, _Answer | None]:
+        response: httpx.Response | None = None
+        try:
+            response = self._http.send(request, stream=True)
+            if not response.is_success:
+                response.read()
+                response.close()
+                return self._status_failure(response), None, None
+            if not streaming:
+                content = response.read()
+                response.close()
+                return None, None, _Answer(response, content, iter(()))
+            rest = response.iter_bytes()
+            first = next((piece for piece in rest if piece), b"")
+            if not first:
+                response.close()
+                return (
+                    _Failure(LLMUnavailable, "ended the stream before sending anything"),
+                    None,
+                    None,
+                )
+            return None, None, _Answer(response, first, rest)
+        except httpx.TimeoutException as exc:
+            if response is not None:
+                response.close()
+            return self._timeout_failure(exc), exc, None
+        except httpx.TransportError as exc:
+            if response is not None:
+                response.close()
+            return self._transport_failure(offering, exc), exc, None
+        except BaseException:
+            if response is not None:
+                response.close()
+            raise
+
+    def _timeout_failure(self, exc: httpx.TimeoutException) -> _Failure:
+        kind, what = _timeout_kind(exc)
+        limit = getattr(self.timeout, kind)
+        within = f"the {limit:g}s" if limit is not None else "the"
+        return _Failure(LLMTimeout, f"timed out: {what} within {within} {kind} timeout")
+
+    @staticmethod
+    def _transport_failure(offering: Offering, exc: httpx.TransportError) -> _Failure:
+        if isinstance(exc, httpx.UnsupportedProtocol | httpx.LocalProtocolError):
+            return _Failure(
+                LLMError, f"cannot be reached at {offering.base_url!r}: {exc}", retryable=False
+            )
+        if isinstance(exc, httpx.ConnectError):
+            return _Failure(LLMUnavailable, f"could not be reached: {exc or 'connection failed'}")
+        return _Failure(LLMUnavailable, f"dropped the connection: {exc or type(exc).__name__}")
+
+    @staticmethod
+    def _status_failure(response: httpx.Response) -> _Failure:
+        status = response.status_code
+        said = provider_message(response)
+        label = f"HTTP {status}" if said else f"HTTP {status} {response.reason_phrase}".rstrip()
+        detail = f"({label}): {said}" if said else f"({label})"
+        retry_after = (
+            parse_retry_after(response.headers) if status in RETRY_AFTER_STATUSES else None
+        )
+        if status == 429:
+            return _Failure(LLMRateLimited, f"is rate limited {detail}", status, said, retry_after)
+        if status >= 500:
+            return _Failure(LLMUnavailable, f"failed {detail}", status, said, retry_after)
+        return _Failure(
+            LLMRejected,
+            f"rejected the request {detail}",
+            status,
+            said,
+            retryable=False,
+        )
+
+    def wait_before_retry(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt number `attempt` (1 for the first)."""
+        if retry_after is not None:
+            return min(retry_after, self.max_wait)
+        ceiling = min(self.backoff * 2 ** (attempt - 1), self.max_wait)
+        return ceiling / 2 + ceiling / 2 * self._jitter()  # "equal jitter"
+
+    def _events(self, offering: Offering, answer: _Answer) -> Iterator[StreamEvent]:
+        assembler = _Assembler()
+
+        def broken(kind: type[LLMError], reason: str, detail: str, **extra: Any) -> LLMError:
+            got = len(assembler.chunks)
+            return kind(
+                offering.id,
+                f"{reason} after {got} chunk{'s' if got != 1 else ''} ({detail})",
+                partial=assembler.completion(),
+                **extra,
+            )
+
+        try:
+            if answer.response.headers.get("content-type", "").startswith("application/json"):
+                yield from self._whole_answer(offering, answer)
+                return
+            for data in sse_data(itertools.chain([answer.content], answer.rest)):
+                if data.strip() == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(data)
+                except ValueError as exc:
+                    raise broken(
+                        LLMInvalidResponse, "sent a malformed stream event", f"not JSON: {exc}"
+                    ) from exc
+                if not isinstance(chunk, dict):
+                    raise broken(
+                        LLMInvalidResponse, "sent a malformed stream event", "not an object"
+                    )
+                if chunk.get("error"):
+                    said = _message_in(chunk)
+                    raise broken(
+                        LLMUnavailable,
+                        "reported an error in the stream",
+                        said or "no message",
+                        provider_message=said,
+                    )
+                text = assembler.feed(chunk)
+                if text:
+                    yield StreamEvent(text=text)
+            else:
+                # The body ended without [DONE]: fine if the answer had said it was finished.
+                if assembler.finish_reason is None:
+                    raise broken(LLMUnavailable, "broke off: stream ended early", "no [DONE]")
+        except httpx.TimeoutException as exc:
+            kind, _ = _timeout_kind(exc)
+            raise broken(LLMTimeout, "timed out: the stream stalled", f"{kind} timeout") from exc
+        except httpx.TransportError as exc:
+            detail = str(exc) or "connection lost"
+            raise broken(LLMUnavailable, "broke off: stream ended early", detail) from exc
+        yield StreamEvent(completion=assembler.completion())
+
+    @staticmethod
+    def _whole_answer(offering: Offering, answer: _Answer) -> Iterator[StreamEvent]:
+        """A server that ignored "stream": true and sent the whole answer at once."""
+        whole = answer.content + b"".join(answer.rest)
+        try:
+            completion = _parse_completion(json.loads(whole))
+        except ValueError as exc:
+            raise LLMInvalidResponse(
+                offering.id, f"sent something that is not a chat completion: {exc}"
+            ) from exc
+        if completion.content:
+            yield StreamEvent(text=completion.content)
+        yield StreamEvent(completion=completion)

@@ -1,0 +1,352 @@
+"""Remember this turn: a like on a message distills its turn into the agent memory (MEMORY.md).
+
+A like on either message of a turn (the user's message, or the assistant's final answer)
+stands for the pair, keyed by the user message's id. Liking records the like in the session
+file (a meta record `{"likes": {pair_id: {...}}}`, status `saving`), enqueues
+`eonyx.memory.curate(user_id, session_id, pair_id)` and pushes `like.updated`. Liking the
+other message of the pair, or liking again, starts nothing new while the pair is `saving` or
+`saved`; a `failed` like is retried by liking it again.
+
+The job asks the `agent_memory_curation` model once, with the pair and the current entries,
+for operations (add / modify / remove) and applies them all or nothing through
+`MemoryStore.update` (filter, cap, backup, atomic replace, lock). Adds of entries already
+saved are dropped rather than failing the batch. The like ends `saved` (possibly with no
+change, when nothing was worth keeping) or `failed` (model error, unparsable answer, refused
+by the filter or the cap), recorded in the session and pushed as `like.updated`; a write
+also pushes `memory.updated`. A retried job for a pair no longer `saving` does nothing.
+Curation never touches USER.md. Unliking removes the like, not what was remembered.
+
+Temporary chats and demo mode (and AGENT_MEMORY_ENABLED=false) refuse the like with a 4xx:
+nothing is recorded, nothing is enqueued, MEMORY.md stays as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from shared.accounts import Principal
+from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from shared.llm import catalog
+from shared.llm.client import LLMError
+from shared.memory.extraction import (
+    MESSAGE_CHARS,
+    TOTAL_CHARS,
+    Outcome,
+    Turn,
+    chat_turns,
+    parse_json_answer,
+    recent_sessions,
+    transcript,
+)
+from shared.memory.files import MemoryRefused, StaleVersion, render_entries
+from shared.memory.tools import apply_batch
+from shared.runtime import JobQueue, Runtime
+from shared.sessions import service as session_service
+from shared.storage import events
+from shared.storage.session_store import SessionState, isoformat, parse_time, utcnow
+
+log = logging.getLogger(__name__)
+CURATE_JOB = "eonyx.memory.curate"
+LIKES = "likes"
+SAVING, SAVED, FAILED = "saving", "saved", "failed"
+LIKE_LOCK_WAIT = 30
+JOB_LOCK_WAIT = 5 * 60
+JOB_LOCK_TTL = 15 * 60
+LOST_AFTER = timedelta(minutes=10)  # a like still `saving` this long had its job lost
+
+INSTRUCTIONS = """\
+You curate an assistant's notes about the user's work (MEMORY.md): durable, reusable facts \
+about their environment and projects, such as conventions ("this project uses pnpm"), \
+commands ("run tests with uv run pytest"), tool quirks and stable operating rules.
+
+The user marked one exchange as worth remembering. Decide what from it belongs in the notes \
+and answer with the changes as JSON only:
+{{"operations": [
+  {{"action": "add", "content": "<a new entry>"}},
+  {{"action": "modify", "old_text": "<a unique part of an existing entry>", \
+"content": "<that entry's new text>"}},
+  {{"action": "remove", "old_text": "<a unique part of an entry that no longer holds>"}}
+]}}
+
+Rules: one short, self-contained fact per entry; modify an entry that changed instead of \
+adding a second one; do not repeat what the notes already say; nothing about the user's \
+personal preferences (they are kept elsewhere), nothing one-off or only about this \
+conversation; never secrets, passwords, keys or personal data. Keep the notes under {limit} \
+characters. If nothing is worth keeping, answer {{"operations": []}}."""
+
+
+# -- likes in the session ----------------------------------------------------------------------
+
+
+def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
+    likes = state.extra.get(LIKES)
+    return dict(likes) if isinstance(likes, dict) else {}
+
+
+def pair_of(state: SessionState, message_id: str) -> Turn:
+    """The turn a message belongs to, for a like: its user message or its final answer."""
+    for message in state.messages:
+        if message.get("id") != message_id:
+            continue
+        role = message.get("role")
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            raise InvalidInput(
+                "only a user message or the assistant's final answer can be liked",
+                code="not_likeable",
+            )
+        for turn in chat_turns(state.messages):
+            if message_id in (turn.user.get("id"), (turn.answer or {}).get("id")):
+                if turn.answer is None:
+                    raise Conflict("this turn has no answer yet", code="turn_unanswered")
+                return turn
+        break
+    raise NotFound(f"no message {message_id!r} in this session")
+
+
+def _public(pair_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
+    like = like or {}
+    return {
+        "pair_id": pair_id,
+        "message_ids": like.get("message_ids", [pair_id]),
+        "status": like.get("status"),
+        "detail": like.get("detail"),
+        "changes": like.get("changes"),
+    }
+
+
+def _push(rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict | None) -> None:
+    event = {"type": "like.updated", "session_id": session_id, **_public(pair_id, like)}
+    events.publish(rt.redis, user_id, event)
+
+
+def _set_like(
+    rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict[str, Any] | None
+) -> None:
+    """Record one pair's like (None: remove it). The caller holds the session's like lock:
+    the meta record carries the whole map, so writers must not interleave."""
+    state, _ = rt.store.load(user_id, session_id, keep_messages=False)
+    likes = likes_of(state)
+    if like is None:
+        likes.pop(pair_id, None)
+    else:
+        likes[pair_id] = like
+    session_service.append_meta(rt, user_id, session_id, {LIKES: likes})
+
+
+def _like_lock(session_id: str) -> str:
+    return f"likes:{session_id}"
+
+
+def check_allowed(rt: Runtime, state: SessionState) -> None:
+    if rt.settings.demo_mode:
+        raise Forbidden("turns are not remembered in demo mode", code="demo_mode")
+    if not rt.settings.agent_memory_enabled:
+        raise Conflict("agent memory is switched off", code="agent_memory_disabled")
+    if state.temporary:
+        raise Conflict("a temporary chat is never remembered", code="temporary_chat")
+
+
+def like_message(
+    rt: Runtime, principal: Principal, session_id: str, message_id: str
+) -> tuple[dict[str, Any], bool]:
+    """Like a message's turn; returns (the like, whether a curation was started)."""
+    session_service.get_session(rt, principal, session_id)  # another user's: not found
+    user_id = principal.user_id
+    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+        state, _ = rt.store.load(user_id, session_id)
+        check_allowed(rt, state)
+        turn = pair_of(state, message_id)
+        pair_id = turn.user["id"]
+        current = likes_of(state).get(pair_id)
+        if current and current.get("status") in (SAVING, SAVED):
+            return _public(pair_id, current), False
+        if rt.jobs is None:
+            raise Unavailable("no worker queue is configured to remember turns", code="no_queue")
+        now = isoformat(utcnow())
+        like = {
+            "status": SAVING,
+            "message_ids": [pair_id, turn.answer["id"]],  # type: ignore[index]
+            "liked_at": now,
+            "updated_at": now,
+        }
+        _set_like(rt, user_id, session_id, pair_id, like)
+    # Recorded first: if this send is lost, the sweep finds the like still saving.
+    rt.hint(CURATE_JOB, user_id, session_id, pair_id)
+    _push(rt, user_id, session_id, pair_id, like)
+    return _public(pair_id, like), True
+
+
+def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_id: str) -> None:
+    """Remove the like of a message's turn; what was remembered stays in MEMORY.md."""
+    session_service.get_session(rt, principal, session_id)
+    user_id = principal.user_id
+    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+        state, _ = rt.store.load(user_id, session_id)
+        pair_id = pair_of(state, message_id).user["id"]
+        if pair_id not in likes_of(state):
+            return
+        _set_like(rt, user_id, session_id, pair_id, None)
+    _push(rt, user_id, session_id, pair_id, None)
+
+
+def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> list[dict[str, Any]]:
+    """The transcript, both messages of a liked pair carrying `like: {status, ...}`."""
+    session_service.get_session(rt, principal, session_id)
+    state, _ = rt.store.load(principal.user_id, session_id)
+    by_message: dict[str, dict[str, Any]] = {}
+    for pair_id, like in likes_of(state).items():
+        view = {"status": like.get("status"), "pair_id": pair_id}
+        if like.get("detail"):
+            view["detail"] = like["detail"]
+        for message_id in like.get("message_ids") or [pair_id]:
+            by_message[message_id] = view
+    return [
+        {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else m
+        for m in state.messages
+    ]
+
+
+# -- the job -----------------------------------------------------------------------------------
+
+
+def curation_request(entries: list[str], turn: Turn, limit: int) -> list[dict[str, Any]]:
+    notes = render_entries(entries).strip() or "(empty)"
+    exchange = transcript([turn], per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
+    return [
+        {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
+        {
+            "role": "user",
+            "content": f"Current notes (MEMORY.md):\n<notes>\n{notes}\n</notes>\n\n"
+            f"The exchange to remember:\n<exchange>\n{exchange}\n</exchange>",
+        },
+    ]
+
+
+def parse_operations(content: str | None) -> list[dict[str, Any]] | None:
+    data = parse_json_answer(content)
+    if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
+        return None
+    operations = data["operations"]
+    if not all(isinstance(op, dict) for op in operations):
+        return None
+    return operations
+
+
+def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> list[dict]:
+    """Drop adds of an entry already saved (or added earlier in the batch)."""
+    seen = {e.casefold() for e in entries}
+    kept = []
+    for op in operations:
+        content = op.get("content")
+        if op.get("action") == "add" and isinstance(content, str):
+            key = " ".join(content.split()).casefold()
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(op)
+    return kept
+
+
+def curate_turn(rt: Runtime, user_id: str, session_id: str, pair_id: str) -> Outcome:
+    """Distill a liked turn into MEMORY.md (see the module doc). Idempotent."""
+    with rt.locks.hold(f"curate:{session_id}:{pair_id}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL):
+        try:
+            state, _ = rt.store.load(user_id, session_id)
+        except NotFound:
+            return Outcome("skipped", "the session is gone")
+        like = likes_of(state).get(pair_id)
+        if like is None:
+            return Outcome("skipped", "the like was removed")
+        if like.get("status") != SAVING:
+            return Outcome("skipped", f"this turn is already {like.get('status')}")
+        try:
+            check_allowed(rt, state)
+            turn = pair_of(state, pair_id)
+        except (Conflict, Forbidden, InvalidInput, NotFound) as exc:
+            return _finish(rt, user_id, session_id, pair_id, FAILED, exc.message)
+        outcome = _curate(rt, user_id, turn)
+        status = FAILED if outcome.status == "failed" else SAVED
+        return _finish(rt, user_id, session_id, pair_id, status, outcome.detail, outcome)
+
+
+def _curate(rt: Runtime, user_id: str, turn: Turn) -> Outcome:
+    before = rt.memory.read("agent", user_id)
+    try:
+        with rt.db.session() as db:
+            offering = catalog.resolve(db, rt.settings, "agent_memory_curation")
+        completion = rt.llm.complete(offering, curation_request(before.entries, turn, before.limit))
+    except (LLMError, catalog.NoModel) as exc:
+        log.warning("curation failed for user %s: %s", user_id, exc.message)
+        return Outcome("failed", f"the model failed: {exc.message}")
+    operations = parse_operations(completion.content)
+    if operations is None:
+        return Outcome("failed", "the model's answer was not a JSON list of operations")
+    done: list[dict[str, Any]] = []
+
+    def change(entries: list[str]) -> list[str]:
+        wanted = _without_repeats(entries, operations)
+        if not wanted:
+            return entries
+        new, steps = apply_batch(entries, wanted)
+        done[:] = steps
+        return new
+
+    try:
+        rt.memory.update("agent", user_id, change)
+    except (MemoryRefused, InvalidInput, StaleVersion) as exc:
+        return Outcome("failed", f"not saved: {exc.message}")
+    for what in done:
+        events.publish(rt.redis, user_id, {"type": "memory.updated", "file": "MEMORY.md", **what})
+    if not done:
+        return Outcome("unchanged", "nothing in this turn was worth keeping")
+    return Outcome("saved", f"{len(done)} change(s) to MEMORY.md", changes=len(done))
+
+
+def _finish(
+    rt: Runtime,
+    user_id: str,
+    session_id: str,
+    pair_id: str,
+    status: str,
+    detail: str,
+    outcome: Outcome | None = None,
+) -> Outcome:
+    """Record the like's final status (unless it was removed meanwhile) and push it."""
+    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+        state, _ = rt.store.load(user_id, session_id, keep_messages=False)
+        like = likes_of(state).get(pair_id)
+        if like is not None:
+            like = {**like, "status": status, "updated_at": isoformat(utcnow())}
+            like["detail"] = detail if status == FAILED else None
+            like["changes"] = (outcome.changes or 0) if outcome and status == SAVED else 0
+            _set_like(rt, user_id, session_id, pair_id, like)
+    if like is not None:
+        _push(rt, user_id, session_id, pair_id, like)
+    return outcome or Outcome("failed", detail)
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+
+def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
+    """Re-send curation for likes still `saving` long after they were made (a lost job)."""
+    cutoff = utcnow() - LOST_AFTER
+    sent = 0
+    for user_id, session_id in recent_sessions(rt, min_messages=2):
+        try:
+            state, _ = rt.store.load(user_id, session_id, keep_messages=False)
+        except (NotFound, InvalidInput):
+            continue
+        for pair_id, like in likes_of(state).items():
+            if like.get("status") != SAVING:
+                continue
+            try:
+                stale = parse_time(like.get("updated_at") or "") < cutoff
+            except ValueError:
+                stale = True
+            if stale:
+                jobs.enqueue(CURATE_JOB, user_id, session_id, pair_id)
+                sent += 1
+    return sent

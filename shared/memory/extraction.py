@@ -1,0 +1,330 @@
+"""Background reconciliation of the user's preference profile (USER.md).
+
+With USER_MEMORY_EXTRACTION on (and the profile on, and not in demo mode), every
+USER_MEMORY_EXTRACTION_EVERY_N_TURNS user turns of a non-temporary session the turn enqueues
+`eonyx.memory.extract(user_id, session_id, upto_turn)` and returns; nothing waits for it.
+
+The job asks the `user_memory_extraction` model once, with bounded input (the current
+entries and the user/assistant messages of the turns since the last run), for the WHOLE
+reconciled profile as JSON, and writes it through `MemoryStore.update` (lock, filter, cap,
+backup, atomic replace). Progress is kept in the session file as a meta record
+`{"extracted_turns": K}`: a retried or duplicated job for turns already done does nothing.
+
+What a run leaves behind:
+- the model's profile differs: USER.md rewritten, marker advanced (`saved`);
+- the same entries (in any order), an empty list, unparsable output, or a profile the cap
+  refuses: the file is untouched (byte for byte) and the marker advances (`unchanged` /
+  `ignored`), so the same answer is not asked for again;
+- new entries the safety filter flags are left out (never stored); the rest is saved;
+- the model fails (error, timeout, no model configured) or USER.md changed while the model
+  was thinking: nothing is written and the marker stays (`failed`), so the sweep retries.
+
+The sweep (`sweep_extraction`, every 10 minutes) looks at the non-temporary sessions the
+index shows updated in the last day and enqueues the job for any whose answered user turns
+are at least N past the marker: a lost job costs a delay, never the extraction. Running
+sessions keep their frozen snapshot; what is learned applies from the next session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import false, select
+
+from shared.chat.compaction import content_text
+from shared.core.errors import InvalidInput, NotFound
+from shared.core.settings import Settings
+from shared.llm import catalog
+from shared.llm.client import LLMError
+from shared.memory.files import MemoryRefused, StaleVersion, render_entries
+from shared.memory.safety import check_text
+from shared.runtime import JobQueue, Runtime
+from shared.sessions import service as session_service
+from shared.storage import events
+from shared.storage.orm import SessionRow
+from shared.storage.session_store import SessionState, utcnow
+
+log = logging.getLogger(__name__)
+EXTRACT_JOB = "eonyx.memory.extract"
+MARKER = "extracted_turns"
+MESSAGE_CHARS = 4_000  # per message sent to the model
+TOTAL_CHARS = 16_000  # all messages of one request together
+SWEEP_WINDOW = timedelta(days=1)
+# A session quiet this long has its last turns (fewer than N) extracted too, so the end of a
+# conversation is never left out.
+IDLE_AFTER = timedelta(minutes=30)
+JOB_LOCK_WAIT = 5 * 60  # a duplicate waits for the running job, then finds the work done
+JOB_LOCK_TTL = 15 * 60
+
+INSTRUCTIONS = """\
+You maintain a user's preference profile: a short list of how this user likes to be helped \
+(preferences, communication style, expectations, workflow habits).
+
+You get the current profile and the latest turns of a conversation. Return the WHOLE \
+reconciled profile:
+- keep every entry that still holds;
+- merge duplicates into one entry;
+- when a newer explicit preference contradicts an older one, keep only the newer one;
+- drop preferences the user reversed or that are outdated;
+- add durable preferences the user stated or clearly showed.
+
+Only preferences about how to help this user belong here: not facts about their work or the \
+topics discussed, not one-off requests. Never include secrets, passwords, keys, contact \
+details, identifiers, or health, financial or other sensitive personal data.
+One short entry per preference, without bullets. Keep the whole profile under {limit} \
+characters. If nothing needs to change, return the current entries as they are.
+
+Answer with JSON only: {{"entries": ["...", "..."]}}"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a background memory job did: `saved`, `unchanged`, `ignored`, `skipped` or
+    `failed`, with a sentence saying why."""
+
+    status: str
+    detail: str = ""
+    marker: int | None = None  # extraction: the turns done after this run
+    changes: int | None = None  # curation: how many entries were added, modified or removed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A user message and the assistant's final answer to it (None while unanswered)."""
+
+    user: dict[str, Any]
+    answer: dict[str, Any] | None
+
+
+# -- reading a session -------------------------------------------------------------------------
+
+
+def chat_turns(messages: list[dict[str, Any]]) -> list[Turn]:
+    """The session's turns in order; tool calls and tool results are not part of them."""
+    turns: list[Turn] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            turns.append(Turn(message, None))
+        elif role == "assistant" and not message.get("tool_calls") and turns:
+            turns[-1] = Turn(turns[-1].user, message)
+    return turns
+
+
+def answered_turns(turns: list[Turn]) -> int:
+    """User turns that are over: all of them but a last one still waiting for its answer."""
+    return len(turns) - 1 if turns and turns[-1].answer is None else len(turns)
+
+
+def extracted_upto(state: SessionState) -> int:
+    value = state.extra.get(MARKER)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def transcript(turns: list[Turn], *, per_message: int, total: int) -> str:
+    """`User: ...` / `Assistant: ...` lines for `turns`, each message clipped to `per_message`
+    characters; over `total`, the oldest messages are left out (newer ones matter more)."""
+    lines: list[str] = []
+    for turn in turns:
+        lines.append("User: " + clip(content_text(turn.user.get("content")).strip(), per_message))
+        if turn.answer is not None:
+            text = clip(content_text(turn.answer.get("content")).strip(), per_message)
+            lines.append("Assistant: " + text)
+    kept: list[str] = []
+    room = total
+    for line in reversed(lines):
+        if len(line) > room:
+            if room > 200:
+                kept.append(clip(line, room))
+            break
+        kept.append(line)
+        room -= len(line)
+    return "\n\n".join(reversed(kept))
+
+
+def parse_json_answer(content: str | None) -> Any:
+    """The JSON object in a model's answer (tolerating a code fence or a sentence around
+    it); None when there is none."""
+    text = (content or "").strip()
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        return json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+
+
+# -- when to run -------------------------------------------------------------------------------
+
+
+def extraction_enabled(settings: Settings) -> bool:
+    return (
+        settings.user_memory_extraction and settings.user_profile_enabled and not settings.demo_mode
+    )
+
+
+def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
+    """Called at the end of a successful turn: enqueue the job when the session's user
+    messages reach a multiple of N. Only sends a job; a queue that fails is logged (the
+    sweep catches up), never an error for the turn, whose answer is already saved."""
+    if not extraction_enabled(rt.settings) or state.temporary or rt.jobs is None:
+        return False
+    count = sum(1 for m in state.messages if m.get("role") == "user")
+    every = rt.settings.user_memory_extraction_every_n_turns
+    if count == 0 or count % every:
+        return False
+    return rt.hint(EXTRACT_JOB, state.user_id, state.id, count)
+
+
+# -- the job -----------------------------------------------------------------------------------
+
+
+def extraction_request(entries: list[str], turns: list[Turn], limit: int) -> list[dict[str, Any]]:
+    profile = render_entries(entries).strip() or "(empty)"
+    conversation = transcript(turns, per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
+    return [
+        {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
+        {
+            "role": "user",
+            "content": f"Current profile (USER.md):\n<profile>\n{profile}\n</profile>\n\n"
+            f"Latest conversation turns, oldest first:\n<conversation>\n{conversation}\n"
+            "</conversation>",
+        },
+    ]
+
+
+def parse_profile(content: str | None) -> list[str] | None:
+    """The entries of `{"entries": [...]}`, each on one line; None if the answer is not that."""
+    data = parse_json_answer(content)
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        return None
+    entries: list[str] = []
+    for item in data["entries"]:
+        if not isinstance(item, str):
+            return None
+        text = " ".join(item.split())
+        if text[:2] in ("- ", "* "):
+            text = text[2:].strip()
+        if text and text.casefold() not in {e.casefold() for e in entries}:
+            entries.append(text)
+    return entries
+
+
+def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
+    """Reconcile USER.md with the session's turns up to `upto_turn` (see the module doc)."""
+    if not extraction_enabled(rt.settings):
+        return Outcome("skipped", "extraction is off")
+    with rt.locks.hold(f"extract:{session_id}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL):
+        try:
+            state, _ = rt.store.load(user_id, session_id)
+        except NotFound:
+            return Outcome("skipped", "the session is gone")
+        done = extracted_upto(state)
+        if state.temporary:
+            return Outcome("skipped", "temporary chats never shape the profile", done)
+        turns = chat_turns(state.messages)
+        target = min(upto_turn, answered_turns(turns))
+        if target <= done:
+            return Outcome("skipped", f"turns up to {done} are already done", done)
+        outcome = _reconcile(rt, user_id, turns[done:target])
+        if outcome.status == "failed":
+            return Outcome(outcome.status, outcome.detail, done)  # the sweep retries
+        session_service.append_meta(rt, user_id, session_id, {MARKER: target})
+        return Outcome(outcome.status, outcome.detail, target)
+
+
+def _reconcile(rt: Runtime, user_id: str, turns: list[Turn]) -> Outcome:
+    before = rt.memory.read("user", user_id)
+    try:
+        with rt.db.session() as db:
+            offering = catalog.resolve(db, rt.settings, "user_memory_extraction")
+        completion = rt.llm.complete(
+            offering, extraction_request(before.entries, turns, before.limit)
+        )
+    except (LLMError, catalog.NoModel) as exc:
+        log.warning("preference extraction failed for user %s: %s", user_id, exc.message)
+        return Outcome("failed", f"the model failed: {exc.message}")
+    proposed = parse_profile(completion.content)
+    if proposed is None:
+        return Outcome("ignored", "the model's answer was not a JSON list of entries")
+    flagged = [e for e in proposed if e not in before.entries and not check_text(e).allowed]
+    entries = [e for e in proposed if e not in flagged]
+    if not entries:
+        return Outcome("ignored", "the model returned no entries; the profile was kept")
+
+    def change(current: list[str]) -> list[str]:
+        if current != before.entries:  # written meanwhile: this answer is out of date
+            raise StaleVersion("USER.md changed while the model was reconciling it")
+        if sorted(e.casefold() for e in entries) == sorted(e.casefold() for e in current):
+            return current  # the same lines in another order: not worth a rewrite
+        return entries
+
+    try:
+        old, after = rt.memory.update("user", user_id, change)
+    except StaleVersion as exc:
+        return Outcome("failed", exc.message)
+    except (MemoryRefused, InvalidInput) as exc:  # over the cap, or the filter's last word
+        return Outcome("ignored", f"not saved: {exc.message}")
+    left_out = f"; left out {len(flagged)} the safety filter refused" if flagged else ""
+    if after.version == old.version:
+        return Outcome("unchanged", "the profile already says all of it" + left_out)
+    events.publish(
+        rt.redis,
+        user_id,
+        {
+            "type": "memory.updated",
+            "file": "USER.md",
+            "action": "reconciled",
+            "entries": len(entries),
+        },
+    )
+    return Outcome("saved", f"USER.md now has {len(entries)} entries{left_out}")
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+
+def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, str]]:
+    """(user id, session id) of non-temporary sessions the index shows updated lately."""
+    since = utcnow() - SWEEP_WINDOW
+    query = select(SessionRow.user_id, SessionRow.id).where(
+        SessionRow.temporary == false(),
+        SessionRow.updated_at >= since,
+        SessionRow.message_count >= min_messages,
+    )
+    with rt.db.session() as db:
+        return [(user_id, session_id) for user_id, session_id in db.execute(query)]
+
+
+def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
+    """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
+    quiet before reaching the next multiple of N; returns how many jobs were sent."""
+    if not extraction_enabled(rt.settings):
+        return 0
+    every = rt.settings.user_memory_extraction_every_n_turns
+    quiet_since = utcnow() - IDLE_AFTER
+    sent = 0
+    for user_id, session_id in recent_sessions(rt, min_messages=2):
+        try:
+            state, _ = rt.store.load(user_id, session_id)
+        except (NotFound, InvalidInput):
+            continue
+        answered = answered_turns(chat_turns(state.messages))
+        done = extracted_upto(state)
+        due = answered >= done + every or (answered > done and state.updated_at <= quiet_since)
+        if not state.temporary and due:
+            jobs.enqueue(EXTRACT_JOB, user_id, session_id, answered)
+            sent += 1
+    return sent

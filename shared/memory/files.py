@@ -1,0 +1,328 @@
+"""The memory files: the deployment's identity and, per user, a preference profile (USER.md)
+and an agent memory about the work (MEMORY.md).
+
+    DATA_DIR/.agent/IDENTITY.md                 the persona, first block of every prompt
+    users/<user-id>/.agent/USER.md              preferences, <= USER_CHAR_LIMIT
+    users/<user-id>/.agent/MEMORY.md            facts about the work, <= MEMORY_CHAR_LIMIT
+    users/<user-id>/.agent/backups/             a timestamped copy before every write
+
+Profile and agent memory are lists of independent entries, one per line (`- entry`). Every
+automated write (the chat's tools, extraction, curation) goes through `MemoryStore.update`:
+under a lock that holds across processes and hosts it reads the file, applies the change,
+runs the safety filter, checks the cap (refusing, never truncating), backs up the previous
+file and replaces it atomically. A version check (the hash of the content the change was
+computed from) stops a writer whose lock expired from overwriting a newer file. The operator's
+own edits (`save`) skip the filter: only the size limit applies to them.
+
+The memory panel goes through `read_for`, `edit`, `backups_for` and `restore`, which decide
+what a caller may touch (everyone reads the identity, only admins change it; USER.md and
+MEMORY.md are the caller's own) and push `memory.updated` to the user's clients.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import redis
+
+from shared.accounts import Principal
+from shared.chat.prompt import DEFAULT_IDENTITY
+from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
+from shared.core.settings import Settings
+from shared.memory.safety import ensure_safe
+from shared.storage import events
+from shared.storage.filestore import atomic_write, backup_file
+from shared.storage.locks import Locks
+
+log = logging.getLogger(__name__)
+Kind = Literal["identity", "user", "agent"]
+KINDS: tuple[Kind, ...] = ("identity", "user", "agent")
+FILE_NAMES = {"identity": "IDENTITY.md", "user": "USER.md", "agent": "MEMORY.md"}
+IDENTITY_LIMIT = 20_000
+BACKUPS_KEPT = 50
+
+
+class MemoryRefused(InvalidInput):
+    """A write the rules refuse (cap, duplicate, ambiguous or missing entry, filter)."""
+
+    code = "memory_refused"
+
+
+class StaleVersion(Conflict):
+    """The file changed since the writer read it."""
+
+    code = "stale_version"
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    kind: Kind
+    content: str
+    limit: int
+    version: str
+
+    @property
+    def chars(self) -> int:
+        return len(self.content)
+
+    @property
+    def entries(self) -> list[str]:
+        return parse_entries(self.content)
+
+    @property
+    def name(self) -> str:
+        return FILE_NAMES[self.kind]
+
+
+def version_of(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+def parse_entries(content: str) -> list[str]:
+    """One entry per non-empty line; a leading `- ` or `* ` bullet is not part of it."""
+    entries = []
+    for line in content.splitlines():
+        text = line.strip()
+        if text[:2] in ("- ", "* "):
+            text = text[2:].strip()
+        if text:
+            entries.append(text)
+    return entries
+
+
+def render_entries(entries: list[str]) -> str:
+    return "".join(f"- {entry}\n" for entry in entries)
+
+
+def usage_line(chars: int, limit: int) -> str:
+    """`67% — 1,474/2,200 chars`: how much room the model has left."""
+    return f"{chars * 100 // limit}% — {chars:,}/{limit:,} chars"
+
+
+class MemoryStore:
+    def __init__(self, settings: Settings, locks: Locks, *, lock_ttl: float = 30.0) -> None:
+        self.settings = settings
+        self.locks = locks
+        self.lock_ttl = lock_ttl  # a writer stalled longer loses the lock (version check)
+
+    # -- where and how big ------------------------------------------------------------------
+
+    def path(self, kind: Kind, user_id: str | None) -> Path:
+        if kind == "identity":
+            return self.settings.data_dir / ".agent" / FILE_NAMES[kind]
+        if user_id is None:
+            raise ValueError("a user's memory needs the user's id")
+        return self.settings.data_dir / "users" / user_id / ".agent" / FILE_NAMES[kind]
+
+    def limit(self, kind: Kind) -> int:
+        return {
+            "identity": IDENTITY_LIMIT,
+            "user": self.settings.user_char_limit,
+            "agent": self.settings.memory_char_limit,
+        }[kind]
+
+    def backups_dir(self, kind: Kind, user_id: str | None) -> Path:
+        return self.path(kind, user_id).parent / "backups"
+
+    def read(self, kind: Kind, user_id: str | None = None) -> MemoryFile:
+        try:
+            content = self.path(kind, user_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            content = DEFAULT_IDENTITY if kind == "identity" else ""
+        return MemoryFile(kind, content, self.limit(kind), version_of(content))
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def update(
+        self,
+        kind: Kind,
+        user_id: str,
+        change: Callable[[list[str]], list[str]],
+    ) -> tuple[MemoryFile, MemoryFile]:
+        """Apply `change` to the entries under the lock; returns (before, after).
+
+        `change` raises MemoryRefused to refuse. The new content is filtered and capped
+        before anything is written; an unchanged result writes nothing.
+        """
+        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+            before = self.read(kind, user_id)
+            entries = change(list(before.entries))
+            content = render_entries(entries)
+            if content == before.content or entries == before.entries:
+                return before, before
+            for entry in entries:
+                if entry not in before.entries:
+                    ensure_safe(entry)
+            self._check_limit(kind, content)
+            after = self._replace(kind, user_id, content, base_version=before.version)
+        return before, after
+
+    def save(
+        self, kind: Kind, user_id: str | None, content: str, *, base_version: str | None = None
+    ) -> MemoryFile:
+        """The operator's edit: saved exactly as written; only the size limit applies. With
+        `base_version`, a file changed since that version is refused with StaleVersion."""
+        self._check_limit(kind, content)
+        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+            if base_version is None:
+                base_version = self.read(kind, user_id).version
+            return self._replace(kind, user_id, content, base_version=base_version)
+
+    def write_if_unchanged(
+        self, kind: Kind, user_id: str, content: str, base_version: str
+    ) -> MemoryFile:
+        """Replace the file only if it is still at `base_version` (a writer's stale view of
+        a file someone else changed meanwhile is refused with StaleVersion)."""
+        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+            return self._replace(kind, user_id, content, base_version=base_version)
+
+    def _check_limit(self, kind: Kind, content: str) -> None:
+        limit = self.limit(kind)
+        if len(content) > limit:
+            raise MemoryRefused(
+                f"{FILE_NAMES[kind]} would be {len(content):,} characters, over its limit of "
+                f"{limit:,}; nothing was saved",
+                code="memory_full",
+            )
+
+    def _replace(
+        self, kind: Kind, user_id: str | None, content: str, *, base_version: str
+    ) -> MemoryFile:
+        path = self.path(kind, user_id)
+        current = self.read(kind, user_id)
+        if current.version != base_version:
+            raise StaleVersion(f"{FILE_NAMES[kind]} changed meanwhile; read it again")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        backup_file(path, self.backups_dir(kind, user_id))
+        atomic_write(path, content.encode("utf-8"))
+        self._prune_backups(kind, user_id)
+        return MemoryFile(kind, content, self.limit(kind), version_of(content))
+
+    # -- backups -----------------------------------------------------------------------------
+
+    def backups(self, kind: Kind, user_id: str | None) -> list[str]:
+        directory = self.backups_dir(kind, user_id)
+        prefix = FILE_NAMES[kind] + "."
+        try:
+            names = [p.name for p in directory.iterdir() if p.name.startswith(prefix)]
+        except FileNotFoundError:
+            return []
+        return sorted(names, reverse=True)
+
+    def restore(self, kind: Kind, user_id: str | None, name: str) -> MemoryFile:
+        """Put a backup back (the current file is itself backed up first)."""
+        if name not in self.backups(kind, user_id):
+            raise NotFound(f"no backup {name!r}")
+        content = (self.backups_dir(kind, user_id) / name).read_text(encoding="utf-8")
+        return self.save(kind, user_id, content)
+
+    def _prune_backups(self, kind: Kind, user_id: str | None) -> None:
+        for name in self.backups(kind, user_id)[BACKUPS_KEPT:]:
+            (self.backups_dir(kind, user_id) / name).unlink(missing_ok=True)
+
+    # -- what a session sees ------------------------------------------------------------------
+
+    def snapshot(self, user_id: str) -> dict[str, str | None]:
+        """The profile and agent memory as a new session's prompt shows them. A session keeps
+        this snapshot for its whole life, so its prompt is stable across processes and
+        reloads; what is learned meanwhile applies from the next session."""
+        return {
+            "user_profile": self._for_prompt("user", user_id)
+            if self.settings.user_profile_enabled
+            else None,
+            "agent_memory": self._for_prompt("agent", user_id)
+            if self.settings.agent_memory_enabled
+            else None,
+        }
+
+    def _for_prompt(self, kind: Kind, user_id: str) -> str | None:
+        file = self.read(kind, user_id)
+        if not file.entries:
+            return None  # an empty file adds nothing to the prompt
+        return f"{file.content.rstrip()}\n\n({file.name}: {usage_line(file.chars, file.limit)})"
+
+    # -- identity ----------------------------------------------------------------------------
+
+    def ensure_identity(self) -> str:
+        """The identity for this process: the file, regenerated from the default when it was
+        deleted; on a read-only store the built-in default, and the service still boots."""
+        path = self.path("identity", None)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("cannot read %s (%s); using the built-in identity", path, exc.strerror)
+            return DEFAULT_IDENTITY
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, DEFAULT_IDENTITY.encode("utf-8"))
+        except (OSError, StorageError) as exc:
+            log.warning("cannot write %s (%s); using the built-in identity", path, exc)
+        return DEFAULT_IDENTITY
+
+
+# -- the memory panel: who may touch which file ----------------------------------------------
+
+
+def _file_for(principal: Principal, kind: str, *, change: bool) -> tuple[Kind, str | None]:
+    """The file `kind` means for `principal`: the deployment's identity (anyone reads it, only
+    admins change it or see its backups), or the caller's own USER.md or MEMORY.md."""
+    if kind == "identity":
+        if change and not principal.is_admin:
+            raise Forbidden("the identity is edited by administrators")
+        return "identity", None
+    if kind == "user":
+        return "user", principal.user_id
+    if kind == "agent":
+        return "agent", principal.user_id
+    raise NotFound(f"no memory {kind!r}; choose identity, user or agent")
+
+
+def read_for(store: MemoryStore, principal: Principal, kind: str) -> MemoryFile:
+    return store.read(*_file_for(principal, kind, change=False))
+
+
+def edit(
+    store: MemoryStore,
+    client: redis.Redis | None,
+    principal: Principal,
+    kind: str,
+    content: str,
+    version: str | None = None,
+) -> MemoryFile:
+    """The operator's edit, saved as written (see `MemoryStore.save`). With `version` (what
+    the editor was showing), a file changed meanwhile is refused with StaleVersion and left
+    as it is."""
+    file_kind, user_id = _file_for(principal, kind, change=True)
+    saved = store.save(file_kind, user_id, content, base_version=version)
+    _announce(client, user_id, saved, "edited")
+    return saved
+
+
+def backups_for(store: MemoryStore, principal: Principal, kind: str) -> list[str]:
+    return store.backups(*_file_for(principal, kind, change=True))
+
+
+def restore(
+    store: MemoryStore, client: redis.Redis | None, principal: Principal, kind: str, name: str
+) -> MemoryFile:
+    """Put the backup `name` back (the current file is backed up first)."""
+    file_kind, user_id = _file_for(principal, kind, change=True)
+    restored = store.restore(file_kind, user_id, name)
+    _announce(client, user_id, restored, "restored")
+    return restored
+
+
+def _announce(
+    client: redis.Redis | None, user_id: str | None, file: MemoryFile, action: str
+) -> None:
+    if user_id is not None:  # the identity has no user to tell (it applies after a restart)
+        events.publish(
+            client, user_id, {"type": "memory.updated", "file": file.name, "action": action}
+        )

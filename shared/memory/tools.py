@@ -1,0 +1,239 @@
+"""The chat model's memory tools: `memory` (the user's profile, USER.md) and `manage_memory`
+(the agent memory about the work, MEMORY.md).
+
+Entries are found by a unique substring; an ambiguous or missing one is refused with a result
+that says so. `memory` reconciles instead of piling up: `replace` (or `add` with
+`supersedes`) swaps a conflicting older preference for the newer one, and `consolidate`
+rewrites the whole list. A `manage_memory` batch is all-or-nothing. Every write goes through
+`MemoryStore.update` (filter, cap, backup, atomic replace, lock, version check). Each result
+tells the model exactly what happened; after 3 refused writes in one turn the tools tell it
+to stop trying and answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.core.errors import Conflict, InvalidInput
+from shared.core.settings import Settings
+from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from shared.memory.files import FILE_NAMES, Kind, MemoryRefused, MemoryStore, usage_line
+
+MAX_REFUSALS = 3
+STOP = "Stop trying to save memory in this turn and answer the user."
+
+_TEXT = {"type": "string"}
+_PROFILE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["add", "replace", "remove", "consolidate"]},
+        "content": {**_TEXT, "description": "The entry to save (add, replace)."},
+        "old_text": {**_TEXT, "description": "A unique part of the entry to replace or remove."},
+        "supersedes": {
+            **_TEXT,
+            "description": "add: a unique part of an older entry the new one contradicts; "
+            "it is removed in the same write.",
+        },
+        "entries": {
+            "type": "array",
+            "items": _TEXT,
+            "description": "consolidate: the whole new list of entries (merged, de-duplicated).",
+        },
+    },
+    "required": ["action"],
+}
+_OPERATION: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["add", "remove", "modify"]},
+        "content": _TEXT,
+        "old_text": _TEXT,
+    },
+    "required": ["action"],
+}
+_AGENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_OPERATION["properties"],
+        "action": {"type": "string", "enum": ["add", "remove", "modify", "batch"]},
+        "operations": {
+            "type": "array",
+            "items": _OPERATION,
+            "description": "batch: applied in order, all or nothing.",
+        },
+    },
+    "required": ["action"],
+}
+
+
+def normalize(text: object, field: str) -> str:
+    if not isinstance(text, str) or not " ".join(text.split()):
+        raise MemoryRefused(f"{field} must be non-empty text")
+    return " ".join(text.split())
+
+
+def find_one(entries: list[str], needle: object) -> int:
+    """The index of the one entry containing `needle` (case-insensitive)."""
+    text = normalize(needle, "old_text").lower()
+    matches = [i for i, entry in enumerate(entries) if text in entry.lower()]
+    if not matches:
+        raise MemoryRefused(f"no entry contains {text!r}; nothing was changed")
+    if len(matches) > 1:
+        listed = "; ".join(repr(entries[i]) for i in matches[:5])
+        raise MemoryRefused(
+            f"{len(matches)} entries contain {text!r} ({listed}); give a longer part of the "
+            "one you mean; nothing was changed"
+        )
+    return matches[0]
+
+
+def _check_new(entries: list[str], entry: str, ignore: int | None = None) -> None:
+    for i, existing in enumerate(entries):
+        if i != ignore and existing.casefold() == entry.casefold():
+            raise MemoryRefused(f"{entry!r} is already saved; nothing was changed")
+
+
+def apply_operation(entries: list[str], op: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """One add/replace/modify/remove/consolidate on a copy; returns (entries, what happened)."""
+    entries = list(entries)
+    action = op.get("action")
+    if action == "add":
+        entry = normalize(op.get("content"), "content")
+        drop = find_one(entries, op["supersedes"]) if op.get("supersedes") else None
+        _check_new(entries, entry, ignore=drop)
+        if drop is None:
+            entries.append(entry)
+            return entries, {"action": "added", "entry": entry}
+        previous = entries[drop]
+        entries[drop] = entry
+        return entries, {"action": "replaced", "entry": entry, "previous": previous}
+    if action in ("replace", "modify"):
+        index = find_one(entries, op.get("old_text"))
+        entry = normalize(op.get("content"), "content")
+        _check_new(entries, entry, ignore=index)
+        previous, entries[index] = entries[index], entry
+        return entries, {"action": "replaced", "entry": entry, "previous": previous}
+    if action == "remove":
+        index = find_one(entries, op.get("old_text"))
+        return entries[:index] + entries[index + 1 :], {
+            "action": "removed",
+            "entry": entries[index],
+        }
+    if action == "consolidate":
+        raw = op.get("entries")
+        if not isinstance(raw, list) or not raw:
+            raise MemoryRefused("consolidate needs the whole new list of entries")
+        merged: list[str] = []
+        for item in raw:
+            entry = normalize(item, "entries[]")
+            if entry.casefold() not in {e.casefold() for e in merged}:
+                merged.append(entry)
+        return merged, {"action": "consolidated", "entries": len(merged)}
+    raise MemoryRefused(f"unknown action {action!r}")
+
+
+def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[str, Any]]]:
+    if not isinstance(ops, list) or not ops:
+        raise MemoryRefused("batch needs a non-empty list of operations")
+    done = []
+    for number, op in enumerate(ops, 1):
+        if not isinstance(op, dict) or op.get("action") not in ("add", "remove", "modify"):
+            raise MemoryRefused(f"operation {number} must be an add, remove or modify")
+        try:
+            entries, what = apply_operation(entries, op)
+        except MemoryRefused as exc:
+            message = f"operation {number}: {exc.message}; the batch was not saved"
+            raise MemoryRefused(message) from None
+        done.append(what)
+    return entries, done
+
+
+def _describe(file_name: str, what: dict[str, Any]) -> str:
+    action = what["action"]
+    if action == "consolidated":
+        return f"rewrote {file_name} as {what['entries']} entries"
+    if action == "replaced":
+        return f"replaced {what['previous']!r} with {what['entry']!r} in {file_name}"
+    preposition = "to" if action == "added" else "from"
+    return f"{action} {what['entry']!r} {preposition} {file_name}"
+
+
+def run_memory_write(
+    store: MemoryStore,
+    context: ToolContext,
+    kind: Kind,
+    compute: Callable[[list[str]], tuple[list[str], list[dict[str, Any]]]],
+) -> str:
+    """Do one write for the model and report it, counting refusals for the turn."""
+    if context.refusals >= MAX_REFUSALS:
+        raise ToolError(f"not attempted. {STOP}")
+    file_name = FILE_NAMES[kind]
+    done: list[dict[str, Any]] = []
+
+    def change(entries: list[str]) -> list[str]:
+        new, steps = compute(entries)
+        done.extend(steps)
+        return new
+
+    try:
+        _, after = store.update(kind, context.principal.user_id, change)
+    except (InvalidInput, Conflict) as exc:  # refused, filtered, busy or changed meanwhile
+        context.refusals += 1
+        stop = f" {STOP}" if context.refusals >= MAX_REFUSALS else ""
+        raise ToolError(f"not saved: {exc.message}.{stop}") from None
+    for what in done:
+        context.record({"type": "memory.updated", "file": file_name, **what})
+    summary = "; ".join(_describe(file_name, what) for what in done)
+    return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
+
+
+def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: Settings) -> None:
+    def profile_tool(context: ToolContext, args: dict[str, Any]) -> str:
+        def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+            new, what = apply_operation(entries, args)
+            return new, [what]
+
+        return run_memory_write(store, context, "user", compute)
+
+    def agent_tool(context: ToolContext, args: dict[str, Any]) -> str:
+        def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+            if args.get("action") == "batch":
+                return apply_batch(entries, args.get("operations"))
+            if args.get("action") not in ("add", "remove", "modify"):
+                raise MemoryRefused("action must be add, remove, modify or batch")
+            new, what = apply_operation(entries, args)
+            return new, [what]
+
+        return run_memory_write(store, context, "agent", compute)
+
+    def writable(context: ToolContext) -> bool:
+        return not context.temporary and not settings.demo_mode
+
+    if settings.user_profile_enabled:
+        registry.register(
+            Tool(
+                "memory",
+                "Keep the user's preference profile (USER.md): how they like to be helped, "
+                "their communication style, expectations and habits. One short entry per "
+                "preference. When a new explicit preference contradicts an older one, replace "
+                "it (action replace, or add with supersedes) so it stays one line. Never store "
+                "secrets or sensitive personal data.",
+                _PROFILE_SCHEMA,
+                profile_tool,
+                available=writable,
+            )
+        )
+    if settings.agent_memory_enabled:
+        registry.register(
+            Tool(
+                "manage_memory",
+                "Keep your own notes about the user's work (MEMORY.md): durable, reusable facts "
+                "about their environment and projects (conventions, commands, tool quirks, "
+                "stable rules). One fact per entry; modify an entry that changed rather than "
+                "adding a second one. A batch is applied all or nothing.",
+                _AGENT_SCHEMA,
+                agent_tool,
+                available=writable,
+            )
+        )

@@ -1,0 +1,192 @@
+"""Session operations as the API, the CLI and the workers see them.
+
+Each function takes the runtime and the calling principal, checks ownership (another user's
+session is simply not found), writes the file first and then keeps the index in step.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from shared.accounts import Principal
+from shared.core.errors import InvalidInput, NotFound
+from shared.runtime import Runtime
+from shared.storage import index
+from shared.storage.orm import SessionRow
+from shared.storage.session_store import FileInfo, check_session_id, isoformat, utcnow
+
+log = logging.getLogger(__name__)
+TITLE_MAX = 200
+
+
+def _clean_title(title: str | None) -> str | None:
+    if title is None:
+        return None
+    title = " ".join(title.split())
+    if len(title) > TITLE_MAX:
+        raise InvalidInput(f"title is longer than {TITLE_MAX} characters")
+    return title or None
+
+
+def create_session(
+    rt: Runtime,
+    principal: Principal,
+    *,
+    title: str | None = None,
+    folder_id: str | None = None,
+    temporary: bool = False,
+) -> SessionRow:
+    snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
+    state, info = rt.store.create(
+        principal.user_id,
+        source=principal.source,
+        title=_clean_title(title),
+        folder_id=folder_id,
+        temporary=temporary,
+        extra={"snapshot": snapshot},
+    )
+    with rt.db.session() as db:
+        index.record(db, state, info)
+        return index.get_row(db, principal.user_id, state.id)
+
+
+def _ensure_index(db: Session, rt: Runtime, user_id: str) -> None:
+    if not index.is_built(db, user_id):
+        index.reconcile_user(db, rt.store, user_id)
+
+
+def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
+    """The caller's session row; a file the index has not seen yet is indexed on the way."""
+    check_session_id(session_id)
+    _ensure_index(db, rt, user_id)
+    row = db.get(SessionRow, session_id)
+    if row is not None and row.user_id == user_id:
+        return row
+    # Not indexed (written behind the index's back), or not the caller's: the file decides,
+    # and another user's session is not under the caller's directory.
+    state, info = rt.store.load(user_id, session_id, keep_messages=False)
+    index.record(db, state, info)
+    return index.get_row(db, user_id, session_id)
+
+
+def list_sessions(
+    rt: Runtime,
+    principal: Principal,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    query: str | None = None,
+    folder_id: str | None = None,
+    archived: bool = False,
+) -> tuple[list[SessionRow], str | None]:
+    with rt.db.session() as db:
+        _ensure_index(db, rt, principal.user_id)
+        return index.list_page(
+            db,
+            principal.user_id,
+            limit=limit,
+            cursor=cursor,
+            query=query,
+            folder_id=folder_id,
+            archived=archived,
+        )
+
+
+def get_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+    with rt.db.session() as db:
+        return _row(db, rt, principal.user_id, session_id)
+
+
+def append_records(
+    rt: Runtime, principal: Principal, session_id: str, records: list[dict[str, Any]]
+) -> SessionRow:
+    """Durably append records to the caller's session and index them; the file is written
+    first, so a failed write changes no row."""
+    get_session(rt, principal, session_id)  # another user's: not found
+    append_and_index(rt, principal.user_id, session_id, records)
+    return get_session(rt, principal, session_id)
+
+
+def append_and_index(
+    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
+) -> FileInfo:
+    """Durably append records, then bring the index row up to date: the one write path of
+    every writer (API, turns, workers)."""
+    appended = rt.store.append(user_id, session_id, records)
+    index_appended(rt, user_id, session_id, records, appended.size_before, appended.info)
+    return appended.info
+
+
+def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
+    """Record metadata (a title, like status, extraction progress...) in the session."""
+    append_and_index(rt, user_id, session_id, [{"type": "meta", "at": _now(), "set": changes}])
+
+
+def index_appended(
+    rt: Runtime,
+    user_id: str,
+    session_id: str,
+    records: list[dict[str, Any]],
+    size_before: int,
+    info: FileInfo,
+) -> None:
+    """Bring the index row up to date with records already on disk. The index is a cache:
+    if this fails the file still holds everything, and the next reconcile repairs the row,
+    so a failure is logged, never raised past a write that succeeded."""
+    try:
+        with rt.db.session() as db:
+            if not index.note_appended(db, user_id, session_id, records, size_before, info):
+                state, info = rt.store.load(user_id, session_id, keep_messages=False)
+                index.record(db, state, info)
+    except (SQLAlchemyError, NotFound) as exc:
+        log.warning(
+            "index of session %s not updated (%s); the next reconcile will", session_id, exc
+        )
+
+
+def update_session(
+    rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
+) -> SessionRow:
+    """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record."""
+    if "title" in changes:
+        changes["title"] = _clean_title(changes["title"])
+        changes["title_pending"] = False
+    if not changes:
+        return get_session(rt, principal, session_id)
+    return append_records(
+        rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
+    )
+
+
+def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:
+    get_session(rt, principal, session_id)
+    rt.store.delete(principal.user_id, session_id)
+    with rt.db.session() as db:
+        index.forget(db, session_id)
+
+
+def sweep_empty_sessions(rt: Runtime) -> int:
+    """Remove sessions that never got a message and are older than the grace period.
+
+    Candidates come from the index (cheap); each one is confirmed against its file under the
+    session lock, so a session that just received its first message is never removed.
+    """
+    cutoff = utcnow() - timedelta(seconds=rt.settings.empty_session_grace_seconds)
+    with rt.db.session() as db:
+        candidates = index.empty_before(db, cutoff)
+    removed = 0
+    for user_id, session_id in candidates:
+        if rt.store.delete_if_empty(user_id, session_id, cutoff):
+            removed += 1
+            with rt.db.session() as db:
+                index.forget(db, session_id)
+    return removed
+
+
+def _now() -> str:
+    return isoformat(utcnow())

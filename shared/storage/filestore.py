@@ -1,0 +1,211 @@
+"""Durable file primitives: the only place that writes bytes under DATA_DIR.
+
+- `locked`: an exclusive `flock` on a file, held by whoever appends, rewrites or deletes it.
+- `durable_append`: append + fsync under that lock; repairs a torn last line first; on
+  failure the file is cut back to its previous length, so it stays valid.
+- `atomic_write`: temp file, fsync, rename, fsync of the directory.
+- `backup_file`: a timestamped copy taken before a whole-file rewrite.
+- `read_jsonl`: records of a JSONL file, ignoring a torn last line.
+- `safe_path`: joins parts under a root and refuses anything that would escape it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from shared.core.errors import InvalidInput, StorageError
+
+log = logging.getLogger(__name__)
+_TAIL_CHUNK = 64 * 1024
+
+
+def safe_path(root: Path, *parts: str) -> Path:
+    """`root/parts...`, refusing empty parts, separators, dot-dirs and anything escaping root."""
+    for part in parts:
+        if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part:
+            raise InvalidInput(f"invalid path component {part!r}", code="invalid_id")
+    path = root.joinpath(*parts)
+    resolved_root = root.resolve()
+    if not path.resolve().is_relative_to(resolved_root):
+        raise InvalidInput("path escapes the data directory", code="invalid_id")
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def encode_records(records: Iterable[dict[str, Any]]) -> bytes:
+    lines = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records)
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _end_of_last_complete_line(fd: int, size: int) -> int:
+    """Offset just after the last b"\\n" in the file (0 when there is none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+@contextmanager
+def locked(path: Path, *, create: bool = False) -> Iterator[int]:
+    """An fd of `path` open for reading and appending, under an exclusive `flock`.
+
+    The lock lives on the file itself, so it excludes every process that opens the same file
+    (other containers on the same volume included) at the cost of one system call. A file
+    unlinked while we waited for its lock raises FileNotFoundError, as if it were never there.
+    """
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        raise  # the caller knows what a missing file means (usually: no such session)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot open {path.name} for writing: {os.strerror(exc.errno or 0)}"
+        ) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink == 0:
+            raise FileNotFoundError(errno.ENOENT, "deleted while waiting for its lock", str(path))
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_result:
+    """Append `data` (whole lines) to `path` under its lock and fsync before returning.
+
+    A torn last line left by a crash is cut off first. If the write or the fsync fails the
+    file is truncated back to where it was and `StorageError` is raised.
+    """
+    with locked(path, create=create) as fd:
+        stat = _append_locked(fd, path, data)
+    if create:
+        fsync_dir(path.parent)
+    return stat
+
+
+def _append_locked(fd: int, path: Path, data: bytes) -> os.stat_result:
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        good = _end_of_last_complete_line(fd, size)
+        log.warning("repairing torn last line of %s (%d bytes dropped)", path, size - good)
+        os.ftruncate(fd, good)
+        size = good
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as exc:
+        _restore_length(fd, size)
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise StorageError(f"could not save to {path.name}: {reason}") from exc
+    return os.fstat(fd)
+
+
+def _restore_length(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        log.exception("could not cut a failed append back to %d bytes", size)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old file or the new one, never a mix."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise StorageError(f"could not save {path.name}: {reason}") from exc
+
+
+def timestamp() -> str:
+    """UTC time as `YYYYMMDDTHHMMSS-ffffffZ`: sortable and safe in a file name."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S-%fZ")
+
+
+def backup_file(path: Path, backups_dir: Path) -> Path | None:
+    """Copy `path` to `backups_dir/<name>.<timestamp>` (durably); None when there is no file."""
+    if not path.exists():
+        return None
+    backups_dir.mkdir(parents=True, exist_ok=True)
+    target = backups_dir / f"{path.name}.{timestamp()}"
+    try:
+        atomic_write(target, path.read_bytes())
+    except OSError as exc:
+        raise StorageError(f"could not back up {path.name}: {exc.strerror}") from exc
+    return target
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file. A torn last line is ignored; a bad middle line is logged."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last newline: b"" unless the last line is torn
+    if torn:
+        log.info("ignoring torn last line of %s", path)
+    try:  # one parse for the whole file; line by line only when some line is bad
+        parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
+        return [record for record in parsed if isinstance(record, dict)]
+    except ValueError:
+        pass
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            log.warning("skipping unreadable line %d of %s", number, path)
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def remove_tree(path: Path) -> None:
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise StorageError(f"could not remove {path.name}: {exc.strerror}") from exc
