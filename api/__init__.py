@@ -1,21 +1,28 @@
-"""The Flask app factory. It only wires: settings in, blueprints and handlers registered."""
+"""The Flask app factory. It only wires: settings in, blueprints and handlers registered.
+
+Whoever builds the app passes in the job queue (api/wsgi.py and cli/server.py pass the Celery
+one; tests pass their own), so api/ never imports workers/.
+"""
 
 from __future__ import annotations
+
+import weakref
 
 from flask import Flask
 
 from api import health, jobs
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
+from api.context import EXTENSION
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
 from api.memory import views as memory_views
-from api.sessions import likes as _likes  # noqa: F401  (adds its routes to the blueprint)
-from api.sessions import turns as _turns  # noqa: F401  (adds its routes to the blueprint)
+from api.sessions import likes, turns
 from api.sessions import views as sessions_views
+from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
-from shared.runtime import JobQueue, Runtime
+from shared.runtime import Runtime
 
 API_PREFIX = "/api/v1"
 
@@ -31,24 +38,15 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
         OPENAPI_JSON_PATH="openapi.json",
         JSON_SORT_KEYS=False,
     )
-    runtime = Runtime.build(settings, jobs=jobs_queue or _default_jobs(settings))
-    app.extensions["eonyx"] = runtime
+    runtime = Runtime.build(settings, jobs=jobs_queue)
+    app.extensions[EXTENSION] = runtime
+    # Closed when the app is collected or, at the latest, when the process exits.
+    weakref.finalize(app, runtime.close)
     register_api(app)
     register_error_handlers(app)
     app.register_blueprint(health.blp)
     register_events(app)
     return app
-
-
-def _default_jobs(settings: Settings) -> JobQueue | None:
-    from workers.app import broker_url, create_celery
-    from workers.queue import CeleryJobs
-
-    try:
-        broker_url(settings)
-    except RuntimeError:
-        return None
-    return CeleryJobs(create_celery(settings))
 
 
 def register_api(app: Flask) -> None:
@@ -62,6 +60,8 @@ def register_api(app: Flask) -> None:
     for blueprint in (
         accounts_views.blp,
         sessions_views.blp,
+        turns.blp,
+        likes.blp,
         memory_views.blp,
         catalog_views.blp,
         jobs.blp,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import current_app, g, request
+from flask import Flask, current_app, g, request
 
 from shared import accounts
 from shared.accounts import Principal
@@ -14,10 +14,17 @@ from shared.core.errors import Forbidden, Unauthorized
 from shared.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
+EXTENSION = "eonyx"  # the key of the app's Runtime in `app.extensions`
+
+
+def runtime_of(app: Flask) -> Runtime:
+    """The runtime an app was built with (tests and benches reach it from the app)."""
+    return app.extensions[EXTENSION]
 
 
 def runtime() -> Runtime:
-    return current_app.extensions["eonyx"]
+    """The runtime of the app handling the current request."""
+    return runtime_of(current_app)  # type: ignore[arg-type]
 
 
 def principal() -> Principal:

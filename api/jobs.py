@@ -9,8 +9,9 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from api.context import admin_required, runtime
+from shared.core import jobs
 from shared.core.errors import NotFound, Unavailable
-from shared.runtime import JobQueue
+from shared.core.jobs import JobQueue
 
 blp = Blueprint("jobs", __name__, description="Background jobs")
 JOB_ID = ma.validate.Regexp(r"^[0-9a-f-]{36}$")
@@ -37,7 +38,7 @@ class IndexRebuild(MethodView):
     @admin_required
     @blp.response(202, JobSchema)
     def post(self) -> dict[str, Any]:
-        job_id = _jobs().enqueue("eonyx.index.rebuild")
+        job_id = _jobs().enqueue(jobs.INDEX_REBUILD)
         return {"id": job_id, "state": "PENDING"}
 
 

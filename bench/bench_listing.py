@@ -29,10 +29,12 @@ from _common import (
 )
 
 from api import create_app
+from api.context import runtime_of
 from shared.core.settings import load_settings
 from shared.sessions import service as session_service
 from shared.storage import index
 from shared.storage.session_store import SessionState, SessionStore
+from workers.queue import celery_jobs
 
 PAGE = 50
 TARGET_P50_MS = 10.0
@@ -62,8 +64,8 @@ def main() -> int:
         settings = load_settings(
             {"DATA_DIR": str(ws.data_dir), "DATABASE_URL": ws.database_url, "HOME": str(ws.root)}
         )
-        app = create_app(settings)
-        rt = app.extensions["eonyx"]
+        app = create_app(settings, jobs_queue=celery_jobs(settings))
+        rt = runtime_of(app)
         try:
             principal, token = bench_account(rt)
             user_id = principal.user_id

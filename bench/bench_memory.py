@@ -52,16 +52,14 @@ from typing import Any
 from _common import ROOT, base_parser, bench_account, print_table, verdict, workspace
 
 from api import create_app
+from api.context import runtime_of
 from shared.chat.compaction import estimate_tokens
 from shared.chat.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
+from shared.core import jobs
 from shared.core.settings import load_settings
 from shared.memory import extraction
-from shared.memory.extraction import (
-    EXTRACT_JOB,
-    INSTRUCTIONS,
-    extract_preferences,
-    sweep_extraction,
-)
+from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction
+from workers.queue import celery_jobs
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text  # noqa: E402
@@ -208,7 +206,7 @@ class Run:
 
     @property
     def rt(self) -> Any:
-        return self.app.extensions["eonyx"]
+        return runtime_of(self.app)
 
 
 def start_run(ws: Any, every: int) -> Run:
@@ -225,8 +223,9 @@ def start_run(ws: Any, every: int) -> Run:
         "USER_MEMORY_EXTRACTION": "true",
         "USER_MEMORY_EXTRACTION_EVERY_N_TURNS": str(every),
     }
-    app = create_app(load_settings(env))
-    rt = app.extensions["eonyx"]
+    settings = load_settings(env)
+    app = create_app(settings, jobs_queue=celery_jobs(settings))
+    rt = runtime_of(app)
     jobs = RecordingJobs()
     rt.jobs = jobs
     principal, token = bench_account(rt)
@@ -277,7 +276,7 @@ def session_went_quiet(run: Run) -> None:
 
 def run_jobs(run: Run) -> None:
     for job, *args in run.jobs.drain():  # what the worker would run next, in order
-        if job != EXTRACT_JOB:
+        if job != jobs.EXTRACT_MEMORY:
             run.other_jobs[job] += 1
             continue
         outcome = extract_preferences(run.rt, *args)

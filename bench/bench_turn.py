@@ -69,9 +69,10 @@ from _common import (
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from api import create_app
-from api.context import login_required
+from api.context import login_required, runtime_of
 from shared.core.settings import load_settings
 from shared.sessions import service as session_service
+from workers.queue import celery_jobs
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.fake_llm import FakeLLM  # noqa: E402
@@ -295,8 +296,9 @@ def main() -> int:
             }
             if args.redis_url:
                 env["REDIS_URL"] = args.redis_url
-            app = create_app(load_settings(env))
-            rt = app.extensions["eonyx"]
+            settings = load_settings(env)
+            app = create_app(settings, jobs_queue=celery_jobs(settings))
+            rt = runtime_of(app)
             rec = Recorder()
             app.add_url_rule("/bench/bare", "bench_bare", view_func=lambda: {"ok": True})
             app.add_url_rule(

@@ -172,7 +172,8 @@ def _transport_error(client: Client, exc: httpx.HTTPError, session_id: str) -> T
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
     """(event, parsed data) for each server-sent event in `lines`."""
-    name, data = "message", []
+    name = "message"
+    data: list[str] = []
     for line in lines:
         if not line:
             if data:

@@ -98,10 +98,10 @@ class RequestLogHandler(WSGIRequestHandler):
 
 def _serve_http(settings: Settings, host: str, port: int) -> None:
     from api import create_app
+    from workers.queue import celery_jobs
 
-    server = make_server(
-        host, port, create_app(settings), threaded=True, request_handler=RequestLogHandler
-    )
+    app = create_app(settings, jobs_queue=celery_jobs(settings))
+    server = make_server(host, port, app, threaded=True, request_handler=RequestLogHandler)
     stop = threading.Event()
 
     def _shutdown(signum: int, _frame: object) -> None:

@@ -8,34 +8,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol
 
 import httpx
 import redis
 
+from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
-from shared.llm.client import LLMClient
+from shared.llm.client import LLMClient, ModelClient
 from shared.llm.tools import ToolRegistry
 from shared.memory.files import MemoryStore
 from shared.memory.tools import register_memory_tools
 from shared.storage.db import Database
-from shared.storage.embedded_redis import find_embedded_redis
+from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.locks import FileLocks, Locks, RedisLocks
 from shared.storage.session_store import SessionStore
 
 log = logging.getLogger(__name__)
-
-
-class JobQueue(Protocol):
-    """Where background work is sent: the Celery app (workers/queue.py) in every deployment."""
-
-    def enqueue(self, job: str, *args: object) -> str:
-        """Send a job by name; returns its id."""
-        ...
-
-    def status(self, job_id: str) -> dict[str, object]:
-        """{id, state, result, error} of a job sent earlier."""
-        ...
 
 
 @dataclass
@@ -45,16 +33,21 @@ class Runtime:
     store: SessionStore
     locks: Locks
     redis: redis.Redis | None
-    llm: LLMClient
+    llm: ModelClient
     tools: ToolRegistry
     memory: MemoryStore
     identity: str
     jobs: JobQueue | None = None
+    closed: bool = False
 
     @classmethod
-    def build(cls, settings: Settings, jobs: JobQueue | None = None) -> Runtime:
+    def build(
+        cls, settings: Settings, jobs: JobQueue | None = None, *, redis_url: str | None = None
+    ) -> Runtime:
+        """`redis_url`: pass it when the caller resolved it already (the worker did, for its
+        broker); otherwise it is resolved here."""
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        redis_url = settings.redis_url or find_embedded_redis(settings.data_dir)
+        redis_url = redis_url or resolve_redis_url(settings)
         client = redis.Redis.from_url(redis_url) if redis_url else None
         locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")
         memory = MemoryStore(settings, locks)
@@ -98,6 +91,11 @@ class Runtime:
         self.close()
 
     def close(self) -> None:
+        """Release the connections (database pool, model client, Redis). Safe to call twice:
+        an app closes its runtime when it is collected and again at process exit."""
+        if self.closed:
+            return
+        self.closed = True
         self.db.dispose()
         self.llm.close()
         if self.redis is not None:

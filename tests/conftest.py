@@ -25,12 +25,14 @@ from flask.testing import FlaskClient
 from sqlalchemy import text
 
 from api import create_app
+from api.context import runtime_of
 from shared import accounts
 from shared.core.settings import Settings, load_settings
 from shared.runtime import Runtime
 from shared.storage.db import Database
 from shared.storage.embedded_redis import EmbeddedRedis
 from tests.fake_llm import fake_llm
+from workers.queue import celery_jobs
 
 __all__ = ["fake_llm"]  # a fixture for every test module
 
@@ -133,14 +135,14 @@ def settings(tmp_path: Path, backend: Backend) -> Settings:
 
 @pytest.fixture
 def app(settings: Settings) -> Iterator[Flask]:
-    application = create_app(settings)
+    application = create_app(settings, jobs_queue=celery_jobs(settings))
     runtime(application).db.migrate()
     yield application
     runtime(application).close()
 
 
 def runtime(app: Flask) -> Runtime:
-    return app.extensions["eonyx"]
+    return runtime_of(app)
 
 
 @pytest.fixture

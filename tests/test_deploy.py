@@ -212,12 +212,9 @@ def check_eonyx_command(args: list[str]) -> None:
 
 
 def settings_env_names() -> set[str]:
-    source = SETTINGS_PY.read_text()
-    names = set(re.findall(r"env\.get\(\s*\"([A-Z][A-Z0-9_]*)\"", source))
-    names |= set(re.findall(r"env\[\s*\"([A-Z][A-Z0-9_]*)\"\s*\]", source))
-    names |= set(re.findall(r"\(\s*env\s*,\s*\"([A-Z][A-Z0-9_]*)\"", source))
-    assert len(names) >= 15 and "DATABASE_URL" in names, f"settings.py parsed badly: {names}"
-    return names
+    from shared.core.settings import VARIABLES
+
+    return set(VARIABLES) | {"DATA_DIR", "DATABASE_URL", "REDIS_URL", "XDG_DATA_HOME", "HOME"}
 
 
 # --- the compose file ------------------------------------------------------------------
@@ -529,3 +526,27 @@ def test_readme_configuration_table_lists_every_setting() -> None:
     documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", readme, re.MULTILINE))
     missing = settings_env_names() - documented - {"HOME"}
     assert not missing, f"README.md's configuration table lacks {sorted(missing)}"
+
+
+def test_readme_configuration_table_gives_the_real_defaults() -> None:
+    """Each default is written once, on the Settings dataclass; the README must agree."""
+    from dataclasses import MISSING, fields
+
+    from shared.core.settings import VARIABLES, Settings
+
+    readme = (ROOT / "README.md").read_text()
+    cells = dict(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \| ([^|]+) \|", readme, re.MULTILINE))
+    defaults = {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
+    for name, (field_name, _) in VARIABLES.items():
+        default, cell = defaults[field_name], cells[name].strip()
+        if default is None:
+            assert cell.startswith("unset"), f"{name}: README says {cell!r}, the default is unset"
+            continue
+        shown = re.match(r"`([^`]+)`", cell)
+        assert shown, f"{name}: README gives no default in backticks ({cell!r})"
+        if isinstance(default, bool):
+            assert shown.group(1) == str(default).lower(), f"{name}: {cell!r} vs {default}"
+        elif isinstance(default, (int, float)):
+            assert float(shown.group(1)) == default, f"{name}: {cell!r} vs {default}"
+        else:
+            assert shown.group(1) == default, f"{name}: {cell!r} vs {default!r}"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from celery import Celery
+from celery import Celery, current_app
+from celery.signals import worker_process_init, worker_process_shutdown, worker_shutdown
 
+from shared.core import jobs
 from shared.core.settings import Settings
 from shared.runtime import Runtime
-from shared.storage.embedded_redis import find_embedded_redis
+from shared.storage.embedded_redis import resolve_redis_url
 
 LONGEST_JOB_SECONDS = 15 * 60
 QUEUE = "eonyx"
@@ -29,18 +31,62 @@ def celery_url(redis_url: str) -> str:
     return redis_url
 
 
-def broker_url(settings: Settings) -> str:
-    url = settings.redis_url or find_embedded_redis(settings.data_dir)
-    if not url:
+class EonyxCelery(Celery):
+    """The Celery app, owning the worker's runtime: built on first use by whichever pool
+    thread runs a task first, forgotten in a forked child (the parent's connections are not
+    the child's), and closed when the worker or its child process shuts down."""
+
+    def __init__(self, settings: Settings, redis_url: str) -> None:
+        url = celery_url(redis_url)
+        super().__init__("eonyx", broker=url, backend=url, include=["workers.tasks"])
+        self.settings = settings
+        self.redis_url = redis_url
+        self._runtime: Runtime | None = None
+        self._runtime_lock = threading.Lock()
+
+    @property
+    def runtime(self) -> Runtime:
+        with self._runtime_lock:
+            if self._runtime is None:
+                self._runtime = Runtime.build(self.settings, redis_url=self.redis_url)
+            return self._runtime
+
+    def close_runtime(self) -> None:
+        with self._runtime_lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close()
+
+
+@worker_shutdown.connect
+def _close_worker_runtime(sender: object = None, **_: object) -> None:
+    app = getattr(sender, "app", None)  # the sender is the WorkController
+    if isinstance(app, EonyxCelery):
+        app.close_runtime()
+
+
+@worker_process_init.connect
+def _forget_inherited_runtime(**_: object) -> None:
+    """A forked pool child must not use its parent's connections: it builds its own."""
+    app = current_app
+    if isinstance(app, EonyxCelery):
+        app._runtime = None
+
+
+@worker_process_shutdown.connect
+def _close_child_runtime(**_: object) -> None:
+    app = current_app
+    if isinstance(app, EonyxCelery):
+        app.close_runtime()
+
+
+def create_celery(settings: Settings) -> EonyxCelery:
+    redis_url = resolve_redis_url(settings)
+    if not redis_url:
         raise RuntimeError(
             "no Redis: set REDIS_URL, or start `eonyx serve`, which runs an embedded one"
         )
-    return celery_url(url)
-
-
-def create_celery(settings: Settings) -> Celery:
-    url = broker_url(settings)
-    app = Celery("eonyx", broker=url, backend=url, include=["workers.tasks"])
+    app = EonyxCelery(settings, redis_url)
     transport = {"visibility_timeout": LONGEST_JOB_SECONDS * 2}
     app.conf.update(
         task_default_queue=QUEUE,
@@ -57,25 +103,10 @@ def create_celery(settings: Settings) -> Celery:
         worker_hijack_root_logger=False,
         beat_schedule_filename=str(settings.data_dir / "run" / "celerybeat-schedule"),
         beat_schedule={
-            "reconcile-index": {"task": "eonyx.index.rebuild", "schedule": 30 * 60},
-            "sweep-empty-sessions": {"task": "eonyx.sessions.sweep_empty", "schedule": 15 * 60},
-            "sweep-memory-jobs": {"task": "eonyx.memory.sweep", "schedule": 10 * 60},
+            "reconcile-index": {"task": jobs.INDEX_REBUILD, "schedule": 30 * 60},
+            "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
+            "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": 10 * 60},
         },
         timezone="UTC",
     )
-    app.eonyx_settings = settings  # type: ignore[attr-defined]
     return app
-
-
-_runtimes: dict[int, Runtime] = {}
-_runtimes_lock = threading.Lock()
-
-
-def runtime_for(app: Celery) -> Runtime:
-    """The worker's runtime, built once on first use (by whichever pool thread or forked
-    process runs a task first)."""
-    key = id(app)
-    with _runtimes_lock:
-        if key not in _runtimes:
-            _runtimes[key] = Runtime.build(app.eonyx_settings)  # type: ignore[attr-defined]
-        return _runtimes[key]

@@ -5,6 +5,9 @@ from __future__ import annotations
 from celery import Celery
 from celery.result import AsyncResult
 
+from shared.core.settings import Settings
+from workers.app import create_celery
+
 
 class CeleryJobs:
     def __init__(self, app: Celery) -> None:
@@ -22,3 +25,12 @@ class CeleryJobs:
             "result": result.result if state == "SUCCESS" else None,
             "error": str(result.result) if state == "FAILURE" else None,
         }
+
+
+def celery_jobs(settings: Settings) -> CeleryJobs | None:
+    """The queue an API process sends jobs to, or None when there is no Redis to reach (the
+    API still answers; the calls that need a worker say so with a 503)."""
+    try:
+        return CeleryJobs(create_celery(settings))
+    except RuntimeError:
+        return None

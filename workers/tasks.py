@@ -5,58 +5,66 @@ from __future__ import annotations
 import os
 import socket
 
-from celery import shared_task
+from celery import Task, shared_task
 
+from shared.core import jobs
+from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
 from shared.storage import index
-from workers.app import runtime_for
+from workers.app import EonyxCelery
+
+
+def _runtime(task: Task) -> Runtime:
+    app = task.app
+    assert isinstance(app, EonyxCelery), "tasks run on the app built by workers.app.create_celery"
+    return app.runtime
 
 
 def _where() -> dict[str, object]:
     return {"worker": socket.gethostname(), "pid": os.getpid()}
 
 
-@shared_task(name="eonyx.index.rebuild", bind=True, ignore_result=False)
+@shared_task(name=jobs.INDEX_REBUILD, bind=True, ignore_result=False)
 def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Bring the index in line with the session files (re-reads only changed files)."""
-    rt = runtime_for(self.app)
+    rt = _runtime(self)
     report = index.rebuild(rt.db.session, rt.store)
     return {**vars(report), **_where()}
 
 
-@shared_task(name="eonyx.sessions.sweep_empty", bind=True)
+@shared_task(name=jobs.SWEEP_EMPTY_SESSIONS, bind=True)
 def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Remove sessions that never got beyond the system prompt."""
-    return {"removed": sweep_empty_sessions(runtime_for(self.app)), **_where()}
+    return {"removed": sweep_empty_sessions(_runtime(self)), **_where()}
 
 
-@shared_task(name="eonyx.sessions.precompute_summary", bind=True)
+@shared_task(name=jobs.PRECOMPUTE_SUMMARY, bind=True)
 def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Compact a session that ended a turn above 80% so its next turn need not wait."""
     from shared.chat.turns import precompute_summary as compute
 
-    return {"summarized": compute(runtime_for(self.app), user_id, session_id), **_where()}
+    return {"summarized": compute(_runtime(self), user_id, session_id), **_where()}
 
 
-@shared_task(name="eonyx.memory.extract", bind=True)
+@shared_task(name=jobs.EXTRACT_MEMORY, bind=True)
 def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Reconcile the user's preference profile with a session's latest turns."""
     from shared.memory.extraction import extract_preferences
 
-    outcome = extract_preferences(runtime_for(self.app), user_id, session_id, upto_turn)
+    outcome = extract_preferences(_runtime(self), user_id, session_id, upto_turn)
     return {**outcome.to_dict(), **_where()}
 
 
-@shared_task(name="eonyx.memory.curate", bind=True)
+@shared_task(name=jobs.CURATE_MEMORY, bind=True)
 def curate_memory(self, user_id: str, session_id: str, pair_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Distill a liked turn into the agent memory."""
     from shared.memory.curation import curate_turn
 
-    outcome = curate_turn(runtime_for(self.app), user_id, session_id, pair_id)
+    outcome = curate_turn(_runtime(self), user_id, session_id, pair_id)
     return {**outcome.to_dict(), **_where()}
 
 
-@shared_task(name="eonyx.memory.sweep", bind=True)
+@shared_task(name=jobs.SWEEP_MEMORY, bind=True)
 def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Re-send extraction and curation jobs that were lost (turn counts past the marker,
     likes still saving long after)."""
@@ -64,5 +72,5 @@ def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     from shared.memory.extraction import sweep_extraction
     from workers.queue import CeleryJobs
 
-    rt, jobs = runtime_for(self.app), CeleryJobs(self.app)
+    rt, jobs = _runtime(self), CeleryJobs(self.app)
     return {"extract": sweep_extraction(rt, jobs), "curate": sweep_likes(rt, jobs), **_where()}

@@ -94,7 +94,7 @@ class Users(MethodView):
 class Me(MethodView):
     @login_required
     @blp.response(200, UserSchema)
-    def get(self) -> dict[str, Any]:
+    def get(self) -> User | None:
         me = principal()
         with runtime().db.session() as db:
             return db.get(User, me.user_id)

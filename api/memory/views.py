@@ -5,7 +5,7 @@ An edit here is the operator's: saved exactly as written, refused only over the 
 timestamped backup of the previous file first. A PUT that sends back the `version` it read is
 refused (409 `stale_version`) when the file changed meanwhile. An edit applies from the next
 session (the identity from the next restart); running sessions keep their snapshot. Who may
-touch which file is decided in shared/memory.py.
+touch which file is decided in shared/memory/files.py.
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ from typing import Any
 
 import marshmallow as ma
 from flask.views import MethodView
+from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
-from api.sessions.views import blp
 from shared.memory import curation
+
+blp = Blueprint("likes", __name__, description="Remember this turn")
 
 
 class LikeSchema(ma.Schema):

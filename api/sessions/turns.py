@@ -9,16 +9,17 @@ from typing import Any
 
 from flask import Response, stream_with_context
 from flask.views import MethodView
+from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
 from api.extensions import error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
-from api.sessions.views import blp
 from shared.chat import turns
 from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
+blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 
 
 @blp.route("/sessions/<session_id>/turns")

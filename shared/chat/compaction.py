@@ -54,6 +54,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.storage.session_store import content_text
+
 CHARS_PER_TOKEN = 4
 THRESHOLD = 0.8
 _THRESHOLD_PCT = round(THRESHOLD * 100)
@@ -348,25 +350,6 @@ def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} more characters omitted]"
-
-
-def content_text(content: Any) -> str:
-    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, Mapping) and part.get("type"):
-                texts.append(f"[{part['type']}]")
-            elif isinstance(part, str):
-                texts.append(part)
-        return "\n".join(texts)
-    return str(content)
 
 
 def render_transcript(records: Iterable[Record]) -> str:

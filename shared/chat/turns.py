@@ -12,9 +12,9 @@ are serialised by a lock; turns on different sessions run side by side.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
 from shared.chat.compaction import (
@@ -28,26 +28,25 @@ from shared.chat.compaction import (
     summary_request,
     to_model_messages,
 )
-from shared.chat.project_context import (
-    ContextFile,
-    load_server_context,
-    validate_project_context,
-)
+from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import build_system_prompt, choose_override
+from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.core.jobs import PRECOMPUTE_SUMMARY
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
 from shared.llm.tools import ToolContext
 from shared.memory import extraction
-from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from shared.storage import events
-from shared.storage.session_store import FileInfo, SessionState, isoformat, new_message_id, utcnow
+from shared.storage.session_store import FileInfo, SessionState, new_message_id
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 TURN_LOCK_WAIT = 5 * 60
 TITLE_CHARS = 60
-PRECOMPUTE_JOB = "eonyx.sessions.precompute_summary"
 
 
 @dataclass(frozen=True)
@@ -189,8 +188,7 @@ def assemble_context(
 
 def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
     """Ask the summarization role for the running summary and keep it beside the session."""
-    with rt.db.session() as db:
-        offering = catalog.resolve(db, rt.settings, "summarization")
+    offering = catalog.offering_for(rt, "summarization")
     completion = rt.llm.complete(offering, summary_request(plan))
     text = (completion.content or "").strip()
     if not text:
@@ -203,8 +201,7 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
 def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
     Idempotent: with nothing to compact (or already done) it does nothing."""
-    with rt.db.session() as db:
-        offering = catalog.resolve(db, rt.settings, "chat")
+    offering = catalog.offering_for(rt, "chat")
     # The turn lock: a turn that arrives meanwhile waits for this summary instead of redoing it.
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, _ = rt.store.load(user_id, session_id)
@@ -265,60 +262,70 @@ def iter_turn(
     if not request.retry and not (request.content or "").strip():
         raise InvalidInput("content must not be empty", code="empty_message")
     project = resolve_project(rt, request)  # every 4xx before anything is written
-    with rt.db.session() as db:
-        offering = catalog.resolve(db, rt.settings, "chat")
-
+    offering = catalog.offering_for(rt, "chat")
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        written: list[dict[str, Any]] = []
-        last_info: list[FileInfo] = []
-
-        def save(records: list[dict[str, Any]]) -> None:
-            last_info[:] = [rt.store.append(principal.user_id, session_id, records).info]
-            written.extend(records)
-            for record in records:
-                state.apply(record)
-
+        turn = Turn(rt, principal, state, request, project, offering, stream)
         try:
-            result = yield from _converse(
-                rt, principal, state, request, project, offering, save, stream
-            )
+            result = yield from _converse(turn)
         finally:
-            if written:  # also after a failed model call: the user's message is indexed
-                session_service.index_appended(
-                    rt, principal.user_id, session_id, written, loaded.size, last_info[0]
+            if turn.last_info is not None:  # also after a failed model call: the user's
+                session_service.index_appended(  # message is indexed
+                    rt, principal.user_id, session_id, turn.written, loaded.size, turn.last_info
                 )
 
     if result.context.over_threshold:
-        rt.hint(PRECOMPUTE_JOB, principal.user_id, session_id)
+        rt.hint(PRECOMPUTE_SUMMARY, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
     yield result
 
 
-def _converse(
-    rt: Runtime,
-    principal: Principal,
-    state: SessionState,
-    request: TurnRequest,
-    project: ProjectInput,
-    offering: Offering,
-    save: Callable[[list[dict[str, Any]]], None],
-    stream: bool,
-) -> Generator[TextDelta, None, TurnResult]:
+@dataclass
+class Turn:
+    """A turn in progress under its session's lock: who asks what, of which model, and the
+    records saved so far (they go to the file as they happen and into the state's fold)."""
+
+    rt: Runtime
+    principal: Principal
+    state: SessionState
+    request: TurnRequest
+    project: ProjectInput
+    offering: Offering
+    stream: bool
+    written: list[dict[str, Any]] = field(default_factory=list)
+    last_info: FileInfo | None = None
+
+    def save(self, records: list[dict[str, Any]]) -> None:
+        """Append and fsync before going on: nothing continues past the disk."""
+        appended = self.rt.store.append(self.principal.user_id, self.state.id, records)
+        self.last_info = appended.info
+        self.written.extend(records)
+        for record in records:
+            self.state.apply(record)
+
+
+def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     """The turn under its lock: save the user's message, then model rounds until an answer."""
+    rt, principal, state, request, offering = (
+        turn.rt,
+        turn.principal,
+        turn.state,
+        turn.request,
+        turn.offering,
+    )
     if request.retry:
         user_message = _pending_user_message(state)
         records: list[dict[str, Any]] = []
     else:
         user_message = message_record("user", request.content)
         records = [user_message]
-    meta = _meta_changes(rt, state, project, request.content)
+    meta = _meta_changes(rt, state, turn.project, request.content)
     if meta:
         records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
     if records:
-        save(records)  # on disk before the model is called
+        turn.save(records)  # on disk before the model is called
 
-    context = assemble_context(rt, state, project, offering, summarize=True)
+    context = assemble_context(rt, state, turn.project, offering, summarize=True)
     tool_context = ToolContext(
         principal,
         state.id,
@@ -331,7 +338,7 @@ def _converse(
         last_round = round_number == rt.settings.max_tool_rounds
         tools = None if last_round else rt.tools.specs(tool_context)
         completion: Completion | None = None
-        for item in _call_model(rt, offering, messages, tools, stream):
+        for item in _call_model(rt, offering, messages, tools, turn.stream):
             if isinstance(item, Completion):
                 completion = item
             else:
@@ -349,12 +356,12 @@ def _converse(
             for call in completion.tool_calls:
                 result = rt.tools.run(tool_context, call.name, call.arguments)
                 new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
-            save(new)
+            turn.save(new)
             steps.extend(new)
             messages.extend(to_model_messages(new))
             continue
         answer = message_record("assistant", completion.content or "", offering=offering.id)
-        save([answer])
+        turn.save([answer])
         usage = context_usage(context.system_prompt, [*messages[1:], answer], context.usage.window)
         return TurnResult(user_message, answer, steps, usage, tool_context.events)
     raise AssertionError("the last round offers no tools, so it always answers")
@@ -396,8 +403,7 @@ def describe_context(rt: Runtime, principal: Principal, session_id: str) -> Asse
     state, _ = rt.store.load(principal.user_id, session_id)
     project = ProjectInput.from_record(state.extra.get("project_context"))
     try:
-        with rt.db.session() as db:
-            offering: Offering | None = catalog.resolve(db, rt.settings, "chat")
+        offering: Offering | None = catalog.offering_for(rt, "chat")
     except catalog.NoModel:
         offering = None
     return assemble_context(rt, state, project, offering, summarize=False)

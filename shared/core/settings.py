@@ -8,9 +8,10 @@ An invalid value raises `SettingsError` naming the variable, which stops start-u
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 MIB = 1024 * 1024
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -121,6 +122,53 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
     return root / "eonyx"
 
 
+def _text(env: Mapping[str, str], name: str, default: str | None) -> str | None:
+    return (env.get(name) or "").strip() or default
+
+
+def _optional_int(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    return _int(env, name, default or 0, minimum=0) or None
+
+
+def _defaults() -> dict[str, object]:
+    return {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
+
+
+Parser = Callable[[Mapping[str, str], str, Any], Any]
+
+# Environment variable -> (Settings field, parser). Every default lives on the dataclass
+# above and is read from there, so it is written once (and the README is checked against it).
+VARIABLES: dict[str, tuple[str, Parser]] = {
+    "PROJECTS_DIR": ("projects_dir", lambda env, name, _default: _path(env, name)),
+    "USER_PROFILE_ENABLED": ("user_profile_enabled", _bool),
+    "USER_CHAR_LIMIT": ("user_char_limit", _int),
+    "AGENT_MEMORY_ENABLED": ("agent_memory_enabled", _bool),
+    "MEMORY_CHAR_LIMIT": ("memory_char_limit", _int),
+    "USER_MEMORY_EXTRACTION": ("user_memory_extraction", _bool),
+    "USER_MEMORY_EXTRACTION_EVERY_N_TURNS": ("user_memory_extraction_every_n_turns", _int),
+    "SESSION_TITLE_MODE": (
+        "session_title_mode",
+        lambda env, name, default: _choice(env, name, default, TITLE_MODES),
+    ),
+    "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
+    "DEMO_MODE": ("demo_mode", _bool),
+    "MAX_REQUEST_BYTES": ("max_request_bytes", _int),
+    "LOGIN_TOKEN_TTL_HOURS": ("login_token_ttl_hours", _int),
+    "EMPTY_SESSION_GRACE_SECONDS": (
+        "empty_session_grace_seconds",
+        lambda env, name, default: _int(env, name, default, minimum=0),
+    ),
+    "EONYX_LLM_BASE_URL": ("llm_base_url", lambda env, name, _default: _url(env, name)),
+    "EONYX_LLM_MODEL": ("llm_model", _text),
+    "EONYX_LLM_CONTEXT_WINDOW": ("llm_context_window", _optional_int),
+    "EONYX_LLM_API_KEY": ("llm_api_key", _text),
+    "LLM_CONNECT_TIMEOUT_SECONDS": ("llm_connect_timeout", _seconds),
+    "LLM_READ_TIMEOUT_SECONDS": ("llm_read_timeout", _seconds),
+    "LLM_MAX_RETRIES": ("llm_max_retries", lambda env, name, d: _int(env, name, d, minimum=0)),
+    "MAX_TOOL_ROUNDS": ("max_tool_rounds", _int),
+}
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings from `environ` (the process environment by default)."""
     env = os.environ if environ is None else environ
@@ -135,29 +183,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(
             f"REDIS_URL must start with redis://, rediss:// or unix://, got {redis_url!r}"
         )
-    return Settings(
-        data_dir=data_dir,
-        database_url=database_url,
-        redis_url=redis_url,
-        projects_dir=_path(env, "PROJECTS_DIR"),
-        user_profile_enabled=_bool(env, "USER_PROFILE_ENABLED", True),
-        user_char_limit=_int(env, "USER_CHAR_LIMIT", 1375),
-        agent_memory_enabled=_bool(env, "AGENT_MEMORY_ENABLED", True),
-        memory_char_limit=_int(env, "MEMORY_CHAR_LIMIT", 2200),
-        user_memory_extraction=_bool(env, "USER_MEMORY_EXTRACTION", False),
-        user_memory_extraction_every_n_turns=_int(env, "USER_MEMORY_EXTRACTION_EVERY_N_TURNS", 4),
-        session_title_mode=_choice(env, "SESSION_TITLE_MODE", "truncate", TITLE_MODES),
-        session_import_max_bytes=_int(env, "SESSION_IMPORT_MAX_BYTES", 25 * MIB),
-        demo_mode=_bool(env, "DEMO_MODE", False),
-        max_request_bytes=_int(env, "MAX_REQUEST_BYTES", 1 * MIB),
-        login_token_ttl_hours=_int(env, "LOGIN_TOKEN_TTL_HOURS", 24 * 30),
-        empty_session_grace_seconds=_int(env, "EMPTY_SESSION_GRACE_SECONDS", 3600, minimum=0),
-        llm_base_url=_url(env, "EONYX_LLM_BASE_URL"),
-        llm_model=(env.get("EONYX_LLM_MODEL") or "").strip() or None,
-        llm_context_window=_int(env, "EONYX_LLM_CONTEXT_WINDOW", 0, minimum=0) or None,
-        llm_api_key=(env.get("EONYX_LLM_API_KEY") or "").strip() or None,
-        llm_connect_timeout=_seconds(env, "LLM_CONNECT_TIMEOUT_SECONDS", 10.0),
-        llm_read_timeout=_seconds(env, "LLM_READ_TIMEOUT_SECONDS", 120.0),
-        llm_max_retries=_int(env, "LLM_MAX_RETRIES", 3, minimum=0),
-        max_tool_rounds=_int(env, "MAX_TOOL_ROUNDS", 8),
-    )
+    defaults = _defaults()
+    values = {
+        field_name: parse(env, name, defaults.get(field_name))
+        for name, (field_name, parse) in VARIABLES.items()
+    }
+    return Settings(data_dir=data_dir, database_url=database_url, redis_url=redis_url, **values)

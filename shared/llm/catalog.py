@@ -13,16 +13,19 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
 from shared.llm.client import Offering
-from shared.storage.orm import Offering as OfferingRow
-from shared.storage.orm import RoleBinding
-from shared.storage.session_store import utcnow
+from shared.storage.orm import OfferingRow, RoleBinding
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
 
 ROLES = (
     "chat",
@@ -200,3 +203,10 @@ def resolve(db: Session, settings: Settings, role: str) -> Offering:
         context_window=row.context_window,
         max_output_tokens=row.max_output_tokens,
     )
+
+
+def offering_for(rt: Runtime, role: str) -> Offering:
+    """The offering that serves `role`, looked up in a database session of its own that is
+    closed before the caller talks to the model (never hold one across a model call)."""
+    with rt.db.session() as db:
+        return resolve(db, rt.settings, role)

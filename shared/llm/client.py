@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import httpx
 
@@ -415,6 +415,35 @@ def _timeout_kind(exc: httpx.TimeoutException) -> tuple[str, str]:
 
 
 # -- the client ---------------------------------------------------------------------------
+
+
+class ModelClient(Protocol):
+    """What the domain asks of a model client. `LLMClient` is the one every deployment uses;
+    a test of the turn loop may pass an in-process fake instead of a server on loopback."""
+
+    max_wait: float  # the longest single wait between attempts (bounds a turn's lock)
+
+    def complete(
+        self,
+        offering: Offering,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Completion:
+        """One whole answer; an LLMError on failure."""
+        ...
+
+    def stream(
+        self,
+        offering: Offering,
+        messages: Messages,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Text events, then one last event carrying the whole `Completion`."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class LLMClient:

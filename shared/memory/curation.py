@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
+from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from shared.core.jobs import CURATE_MEMORY, JobQueue
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.extraction import (
@@ -42,13 +44,14 @@ from shared.memory.extraction import (
 )
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
-from shared.runtime import JobQueue, Runtime
 from shared.sessions import service as session_service
 from shared.storage import events
-from shared.storage.session_store import SessionState, isoformat, parse_time, utcnow
+from shared.storage.session_store import SessionState
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
-CURATE_JOB = "eonyx.memory.curate"
 LIKES = "likes"
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
 LIKE_LOCK_WAIT = 30
@@ -173,7 +176,7 @@ def like_message(
         }
         _set_like(rt, user_id, session_id, pair_id, like)
     # Recorded first: if this send is lost, the sweep finds the like still saving.
-    rt.hint(CURATE_JOB, user_id, session_id, pair_id)
+    rt.hint(CURATE_MEMORY, user_id, session_id, pair_id)
     _push(rt, user_id, session_id, pair_id, like)
     return _public(pair_id, like), True
 
@@ -274,8 +277,7 @@ def curate_turn(rt: Runtime, user_id: str, session_id: str, pair_id: str) -> Out
 def _curate(rt: Runtime, user_id: str, turn: Turn) -> Outcome:
     before = rt.memory.read("agent", user_id)
     try:
-        with rt.db.session() as db:
-            offering = catalog.resolve(db, rt.settings, "agent_memory_curation")
+        offering = catalog.offering_for(rt, "agent_memory_curation")
         completion = rt.llm.complete(offering, curation_request(before.entries, turn, before.limit))
     except (LLMError, catalog.NoModel) as exc:
         log.warning("curation failed for user %s: %s", user_id, exc.message)
@@ -347,6 +349,6 @@ def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
             except ValueError:
                 stale = True
             if stale:
-                jobs.enqueue(CURATE_JOB, user_id, session_id, pair_id)
+                jobs.enqueue(CURATE_MEMORY, user_id, session_id, pair_id)
                 sent += 1
     return sent

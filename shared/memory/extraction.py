@@ -31,25 +31,27 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import false, select
 
-from shared.chat.compaction import content_text
+from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.settings import Settings
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.safety import check_text
-from shared.runtime import JobQueue, Runtime
 from shared.sessions import service as session_service
 from shared.storage import events
 from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState, utcnow
+from shared.storage.session_store import SessionState, content_text
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
-EXTRACT_JOB = "eonyx.memory.extract"
 MARKER = "extracted_turns"
 MESSAGE_CHARS = 4_000  # per message sent to the model
 TOTAL_CHARS = 16_000  # all messages of one request together
@@ -185,7 +187,7 @@ def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
     every = rt.settings.user_memory_extraction_every_n_turns
     if count == 0 or count % every:
         return False
-    return rt.hint(EXTRACT_JOB, state.user_id, state.id, count)
+    return rt.hint(EXTRACT_MEMORY, state.user_id, state.id, count)
 
 
 # -- the job -----------------------------------------------------------------------------------
@@ -248,8 +250,7 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
 def _reconcile(rt: Runtime, user_id: str, turns: list[Turn]) -> Outcome:
     before = rt.memory.read("user", user_id)
     try:
-        with rt.db.session() as db:
-            offering = catalog.resolve(db, rt.settings, "user_memory_extraction")
+        offering = catalog.offering_for(rt, "user_memory_extraction")
         completion = rt.llm.complete(
             offering, extraction_request(before.entries, turns, before.limit)
         )
@@ -325,6 +326,6 @@ def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
         done = extracted_upto(state)
         due = answered >= done + every or (answered > done and state.updated_at <= quiet_since)
         if not state.temporary and due:
-            jobs.enqueue(EXTRACT_JOB, user_id, session_id, answered)
+            jobs.enqueue(EXTRACT_MEMORY, user_id, session_id, answered)
             sent += 1
     return sent

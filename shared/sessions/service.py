@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from shared.accounts import Principal
+from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound
-from shared.runtime import Runtime
 from shared.storage import index
 from shared.storage.orm import SessionRow
-from shared.storage.session_store import FileInfo, check_session_id, isoformat, utcnow
+from shared.storage.session_store import FileInfo, check_session_id
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 TITLE_MAX = 200

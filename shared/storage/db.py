@@ -1,7 +1,7 @@
 """Database engine, sessions and migrations (SQLAlchemy 2 + Alembic).
 
 SQLite by default (a file in DATA_DIR), PostgreSQL in production. The schema is owned by the
-Alembic migrations in shared/migrations; `migrate()` brings a database to the newest one.
+Alembic migrations in shared/storage/migrations; `migrate()` brings a database to the newest one.
 """
 
 from __future__ import annotations

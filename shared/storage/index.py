@@ -20,18 +20,11 @@ from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select,
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
 from shared.storage.db import UTCDateTime
 from shared.storage.orm import IndexState, SessionRow
-from shared.storage.session_store import (
-    META_FIELDS,
-    FileInfo,
-    SessionState,
-    SessionStore,
-    isoformat,
-    parse_time,
-    utcnow,
-)
+from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 
 log = logging.getLogger(__name__)
 MAX_PAGE = 200

@@ -68,7 +68,7 @@ class IndexState(Base):
     built_at: Mapped[datetime] = mapped_column()
 
 
-class Offering(Base):
+class OfferingRow(Base):
     """A model a task can use: where it is served and how big its window is.
 
     The API key itself is never stored: `api_key_env` names the environment variable that

@@ -14,12 +14,13 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
 from shared.storage.filestore import (
     atomic_write,
@@ -37,18 +38,6 @@ META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
 CHAT_ROLES = ("user", "assistant")
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def isoformat(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def new_session_id(moment: datetime | None = None) -> str:
     """`YYYYMMDDTHHMMSS-xxxxxxxx`: UTC start time plus 8 random hex, so ids sort by age."""
     return (moment or utcnow()).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
@@ -64,6 +53,25 @@ def check_session_id(session_id: str) -> str:
             "session ids look like 20260705T091500-1a2b3c4d", code="invalid_session_id"
         )
     return session_id
+
+
+def content_text(content: Any) -> str:
+    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, Mapping) and part.get("type"):
+                texts.append(f"[{part['type']}]")
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return str(content)
 
 
 @dataclass

@@ -12,9 +12,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.context import runtime_of
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings
 from tests.fake_llm import FakeLLM
+from workers.queue import celery_jobs
 
 API = "/api/v1"
 
@@ -25,7 +27,7 @@ class Chat:
     def __init__(self, app: Flask, user: Account, llm: FakeLLM) -> None:
         self.app, self.user, self.llm = app, user, llm
         self.client: FlaskClient = app.test_client()
-        self.rt: Runtime = app.extensions["eonyx"]
+        self.rt: Runtime = runtime_of(app)
 
     def new_session(self) -> str:
         response = self.client.post(f"{API}/sessions", json={}, headers=self.user.headers)
@@ -54,16 +56,17 @@ def make_chat(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[C
             "LLM_MAX_RETRIES": "1",
             "LLM_READ_TIMEOUT_SECONDS": "5",
         } | env
-        app = create_app(make_settings(tmp_path / f"data{len(apps)}", backend, **values))
+        settings = make_settings(tmp_path / f"data{len(apps)}", backend, **values)
+        app = create_app(settings, jobs_queue=celery_jobs(settings))
         apps.append(app)
-        rt: Runtime = app.extensions["eonyx"]
+        rt: Runtime = runtime_of(app)
         rt.db.migrate()
         rt.llm.backoff = 0.01
         return Chat(app, create_account(rt, f"user{len(apps)}"), fake_llm)
 
     yield build
     for app in apps:
-        app.extensions["eonyx"].close()
+        runtime_of(app).close()
 
 
 @pytest.fixture

@@ -11,9 +11,11 @@ from datetime import timedelta
 import pytest
 
 from api import create_app
+from api.context import runtime_of
+from shared.core import jobs as job_names
 from shared.llm.tools import Tool
 from shared.memory import curation
-from shared.memory.curation import CURATE_JOB, curate_turn, sweep_likes
+from shared.memory.curation import curate_turn, sweep_likes
 from shared.storage import index
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import create_account
@@ -103,7 +105,7 @@ def test_liking_both_messages_of_a_turn_curates_it_once(chat: Chat) -> None:
     again = like(chat, session_id, answer_id)  # and the same one again
     assert second.status_code == again.status_code == 200
     assert second.get_json()["status"] == again.get_json()["status"] == "saving"
-    assert jobs(chat).of(CURATE_JOB) == [(chat.user.user_id, session_id, user_id)]
+    assert jobs(chat).of(job_names.CURATE_MEMORY) == [(chat.user.user_id, session_id, user_id)]
 
     with live_events(chat) as seen:
         outcome = run_job(chat, session_id, user_id)
@@ -126,7 +128,7 @@ def test_liking_both_messages_of_a_turn_curates_it_once(chat: Chat) -> None:
 
     # Liking a saved turn again starts nothing.
     assert like(chat, session_id, user_id).get_json()["status"] == "saved"
-    assert len(jobs(chat).of(CURATE_JOB)) == 1
+    assert len(jobs(chat).of(job_names.CURATE_MEMORY)) == 1
 
 
 def test_the_like_is_published_when_made(chat: Chat) -> None:
@@ -162,7 +164,7 @@ def test_the_like_status_is_listed_with_the_messages_after_a_reload(chat: Chat) 
             .get_json()["items"]
         )
     finally:
-        other.extensions["eonyx"].close()
+        runtime_of(other).close()
     listed = {m["id"]: m.get("like") for m in items}
     assert listed[user_id] == listed[answer_id] == {"status": "saved", "pair_id": user_id}
     assert listed[first_user] is None and listed[first_answer] is None
@@ -205,7 +207,7 @@ def test_a_failing_curation_shows_failed_and_changes_nothing(
     # Liking a failed turn again tries again.
     retry = like(chat, session_id, answer_id)
     assert retry.status_code == 202 and retry.get_json()["status"] == "saving"
-    assert len(jobs(chat).of(CURATE_JOB)) == 2
+    assert len(jobs(chat).of(job_names.CURATE_MEMORY)) == 2
 
 
 def test_nothing_worth_keeping_is_saved_without_a_change(chat: Chat) -> None:
@@ -285,7 +287,7 @@ def test_the_sweep_resends_a_lost_curation(chat: Chat, monkeypatch: pytest.Monke
     assert sweep_likes(chat.rt, sweeper) == 0  # just liked: its job is on its way
     monkeypatch.setattr(curation, "LOST_AFTER", timedelta(0))
     assert sweep_likes(chat.rt, sweeper) == 1
-    assert sweeper.of(CURATE_JOB) == [(chat.user.user_id, session_id, user_id)]
+    assert sweeper.of(job_names.CURATE_MEMORY) == [(chat.user.user_id, session_id, user_id)]
     run_job(chat, session_id, user_id)
     sweeper.sent.clear()
     assert sweep_likes(chat.rt, sweeper) == 0

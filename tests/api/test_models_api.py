@@ -7,10 +7,12 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 
 from api import create_app
+from api.context import runtime_of
 from cli import main
 from shared.llm import catalog
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings
+from workers.queue import celery_jobs
 
 API = "/api/v1"
 OFFERING = {
@@ -102,8 +104,8 @@ def test_env_variables_give_a_default_offering_for_every_role(
         EONYX_LLM_API_KEY="sk-env",
         EONYX_LLM_CONTEXT_WINDOW="8000",
     )
-    app = create_app(settings)
-    rt: Runtime = app.extensions["eonyx"]
+    app = create_app(settings, jobs_queue=celery_jobs(settings))
+    rt: Runtime = runtime_of(app)
     rt.db.migrate()
     user = create_account(rt, "u")
     body = app.test_client().get(f"{API}/models/offerings", headers=user.headers).get_json()

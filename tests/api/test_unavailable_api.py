@@ -7,16 +7,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from api import create_app
+from api.context import runtime_of
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
 from tests.conftest import create_account, make_settings
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, error, text
+from workers.queue import celery_jobs
 
 
 def test_no_job_queue_is_503(tmp_path: Path) -> None:
     app = create_app(make_settings(tmp_path / "data"))  # no REDIS_URL, no embedded Redis
-    rt: Runtime = app.extensions["eonyx"]
+    rt: Runtime = runtime_of(app)
     rt.db.migrate()
     admin = create_account(rt, "root", admin=True)
     response = app.test_client().post(f"{API}/index/rebuild", headers=admin.headers)
@@ -32,8 +34,8 @@ def test_unreachable_redis_is_503_and_nothing_is_lost(tmp_path: Path, fake_llm: 
         EONYX_LLM_BASE_URL=fake_llm.base_url,
         EONYX_LLM_MODEL="m",
     )
-    app = create_app(settings)
-    rt: Runtime = app.extensions["eonyx"]
+    app = create_app(settings, jobs_queue=celery_jobs(settings))
+    rt: Runtime = runtime_of(app)
     rt.db.migrate()
     user = create_account(rt, "ada")
     client = app.test_client()

@@ -19,10 +19,12 @@ from werkzeug.serving import make_server
 
 import cli.run as run_module
 from api import create_app
+from api.context import runtime_of
 from cli import main
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings
 from tests.fake_llm import FakeLLM, broken_stream, error, fake_llm, text
+from workers.queue import celery_jobs
 
 __all__ = ["fake_llm"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -87,8 +89,9 @@ def make_live(
         if model:
             values |= {"EONYX_LLM_BASE_URL": fake_llm.base_url, "EONYX_LLM_MODEL": "fake-model"}
         data = tmp_path / f"data{len(stops)}"
-        app = create_app(make_settings(data, backend, **(values | env)))
-        rt: Runtime = app.extensions["eonyx"]
+        settings = make_settings(data, backend, **(values | env))
+        app = create_app(settings, jobs_queue=celery_jobs(settings))
+        rt: Runtime = runtime_of(app)
         rt.db.migrate()
         user = create_account(rt, f"user{len(stops)}")
         server = make_server("127.0.0.1", 0, app, threaded=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from shared.core import jobs as job_names
 from shared.memory import extraction
 from shared.memory.extraction import (
-    EXTRACT_JOB,
     INSTRUCTIONS,
     MARKER,
     MESSAGE_CHARS,
@@ -94,7 +94,7 @@ def test_the_job_is_sent_after_turns_4_8_and_12_and_no_turn_waits_for_it(chat: C
     for n in range(1, 13):
         talk(chat, session_id, f"message {n}")
         expected = [(chat.user.user_id, session_id, k) for k in (4, 8, 12) if k <= n]
-        assert jobs(chat).of(EXTRACT_JOB) == expected, f"after turn {n}"
+        assert jobs(chat).of(job_names.EXTRACT_MEMORY) == expected, f"after turn {n}"
     # Twelve turns, twelve chat calls: no extraction ran inside a request.
     assert len(chat.llm.completions) == 12 and model.extractions == []
 
@@ -213,7 +213,7 @@ def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(chat: 
     assert marker(chat, session_id) is None and user_md(chat).exists() == before
     sweeper = RecordingJobs()
     assert sweep_extraction(chat.rt, sweeper) == 1
-    assert sweeper.of(EXTRACT_JOB) == [(chat.user.user_id, session_id, 4)]
+    assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 4)]
     assert extract(chat, session_id, 4).status == "saved"
     assert len(model.extractions) == 3  # two tries (one retry) failed, then one succeeded
 
@@ -224,12 +224,12 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(chat: Cha
     other = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d", "e")
     talk(chat, other, "a", "b", "c")  # not due yet
-    assert len(jobs(chat).of(EXTRACT_JOB)) == 1
+    assert len(jobs(chat).of(job_names.EXTRACT_MEMORY)) == 1
     jobs(chat).sent.clear()  # the job was lost with a Redis restart
 
     sweeper = RecordingJobs()
     assert sweep_extraction(chat.rt, sweeper) == 1
-    assert sweeper.of(EXTRACT_JOB) == [(chat.user.user_id, session_id, 5)]
+    assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 5)]
     assert extract(chat, session_id, 5).marker == 5
 
     sweeper.sent.clear()
@@ -248,7 +248,7 @@ def test_the_last_turns_of_a_quiet_session_are_extracted_too(
 
     monkeypatch.setattr(extraction, "IDLE_AFTER", timedelta(0))  # the session went quiet
     assert sweep_extraction(chat.rt, sweeper) == 1
-    assert sweeper.of(EXTRACT_JOB) == [(chat.user.user_id, session_id, 6)]
+    assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 6)]
     assert extract(chat, session_id, 6).marker == 6
     assert sweep_extraction(chat.rt, RecordingJobs()) == 0
 
@@ -327,7 +327,7 @@ def test_a_celery_worker_runs_the_job_the_turn_sent(
     from celery.contrib.testing.worker import start_worker
 
     import workers.tasks  # noqa: F401  (registers the tasks)
-    from workers.app import _runtimes, create_celery
+    from workers.app import create_celery
     from workers.queue import CeleryJobs
 
     chat = make_chat(**EXTRACTING)
@@ -343,8 +343,6 @@ def test_a_celery_worker_runs_the_job_the_turn_sent(
                 assert time.monotonic() < deadline, "the worker did not run the job"
                 time.sleep(0.05)
     finally:
-        worker_rt = _runtimes.pop(id(celery), None)
-        if worker_rt is not None:
-            worker_rt.close()
+        celery.close_runtime()
     assert user_md(chat).read_text() == "- Answer in German\n"
     assert len(model.extractions) == 1

@@ -6,10 +6,10 @@ import os
 import time
 
 from shared.accounts import Principal
+from shared.core.clock import isoformat, utcnow
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from shared.storage import index
-from shared.storage.session_store import isoformat, utcnow
 from tests.conftest import Account
 
 

@@ -25,11 +25,11 @@ from shared.llm.client import (
     ToolCall,
     parse_retry_after,
 )
-from tests.fake_llm import (
+from tests.fake_llm import (  # noqa: F401  (fake_llm is the fixture)
     FakeLLM,
     broken_stream,
     error,
-    fake_llm,  # noqa: F401  (the fixture)
+    fake_llm,
     text,
     tool_call,
     tool_calls,

@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared.chat.prompt import DEFAULT_IDENTITY
 from shared.core.errors import StorageError
 from shared.core.settings import Settings
 from shared.memory import files as memory_module
-from shared.memory.files import MemoryRefused, MemoryStore, StaleVersion, usage_line
+from shared.memory.files import (
+    DEFAULT_IDENTITY,
+    MemoryRefused,
+    MemoryStore,
+    StaleVersion,
+    usage_line,
+)
 from shared.runtime import Runtime
 from shared.storage.locks import FileLocks, RedisLocks
 from tests.conftest import Backend, make_settings

@@ -6,12 +6,8 @@ import time
 from pathlib import Path
 
 from shared.chat.project_context import ContextFile, discover_agents_files, load_server_context
-from shared.chat.prompt import (
-    DEFAULT_IDENTITY,
-    SUMMARY_HEADING,
-    build_system_prompt,
-    choose_override,
-)
+from shared.chat.prompt import SUMMARY_HEADING, build_system_prompt, choose_override
+from shared.memory.files import DEFAULT_IDENTITY
 
 FILES = [
     ContextFile("AGENTS.md", "ROOT RULES"),

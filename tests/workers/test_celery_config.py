@@ -9,7 +9,7 @@ from celery import Celery
 
 from shared.core.settings import load_settings
 from shared.storage.embedded_redis import EmbeddedRedis
-from workers.app import QUEUE, broker_url, celery_url, create_celery
+from workers.app import QUEUE, celery_url, create_celery
 
 
 @pytest.fixture
@@ -91,10 +91,28 @@ def test_embedded_redis_socket_becomes_a_celery_url(tmp_path: Path) -> None:
     assert celery_url("redis://h:6379/0") == "redis://h:6379/0"
     settings = load_settings({"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)})
     with pytest.raises(RuntimeError, match="no Redis"):
-        broker_url(settings)
+        create_celery(settings)
     server = EmbeddedRedis(tmp_path / "data")
     server.start()
     try:
-        assert broker_url(settings) == "redis+socket://" + str(server.socket)
+        app = create_celery(settings)
+        assert app.conf.broker_url == "redis+socket://" + str(server.socket)
+        assert app.redis_url == server.url  # what the worker's runtime connects to
     finally:
         server.stop()
+
+
+def test_the_worker_runtime_is_built_once_and_closed_at_worker_shutdown(
+    celery_app: Celery,
+) -> None:
+    from celery.signals import worker_shutdown
+
+    class WorkController:  # what Celery sends the signal from
+        app = celery_app
+
+    runtime = celery_app.runtime
+    assert celery_app.runtime is runtime  # one per worker, shared by its pool threads
+    worker_shutdown.send(sender=WorkController())
+    assert runtime.closed
+    assert celery_app.runtime is not runtime  # a later use builds a fresh one
+    celery_app.close_runtime()
