@@ -74,9 +74,9 @@ class ChatCompletions(MethodView):
     def post(self, body: dict[str, Any]) -> Any:
         rt, who = runtime(), facade.caller(principal())
         conversation = facade.read_messages(body["messages"])
-        model = facade.check_model(rt, body["model"])
+        model = body["model"]
         session_id, _ = facade.choose_session(
-            rt, who, conversation, request.headers.get(SESSION_HEADER)
+            rt, who, conversation, request.headers.get(SESSION_HEADER), model
         )
         turn = turns.TurnRequest(content=conversation.content, offering=model)
         headers = {SESSION_HEADER: session_id}

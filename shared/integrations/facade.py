@@ -97,22 +97,19 @@ def caller(principal: Principal) -> Principal:
     return dataclasses.replace(principal, source=SOURCE)
 
 
-def check_model(rt: Runtime, model: str) -> str:
-    """The offering id `model` names (NotFound `model_not_found` otherwise)."""
-    return catalog.offering_named(rt, model).id
-
-
 def choose_session(
-    rt: Runtime, principal: Principal, conversation: Conversation, header: str | None
+    rt: Runtime, principal: Principal, conversation: Conversation, header: str | None, model: str
 ) -> tuple[str, bool]:
-    """(session id, whether it was created): the header's session (the caller's, or 404),
-    else the session the history continues, else a new one."""
+    """(session id, whether it was created): the header's session, else the session the
+    history continues, else a new one, made only once `model` is known to name an offering.
+
+    The header's session is not looked up here: the turn finds it under the caller's own
+    sessions or answers 404 before writing anything, as it checks the model."""
     if header:
-        session_id = check_session_id(header.strip())
-        session_service.get_session(rt, principal, session_id)
-        return session_id, False
+        return check_session_id(header.strip()), False
 
     def create() -> str:
+        catalog.offering_named(rt, model)  # NotFound (model_not_found) leaves nothing behind
         return session_service.create_session(rt, principal).id
 
     if not conversation.continues:

@@ -206,6 +206,13 @@ def test_errors_come_in_openai_shape(facade: Facade) -> None:
     assert schema.status_code == 400
     assert schema.json()["error"]["message"] == "invalid request: messages"
     assert facade.sessions() == []  # nothing was made by a refused request
+    _, session_id = facade.create([user("hi")])
+    with pytest.raises(openai.NotFoundError) as no_model_here:
+        client.chat.completions.create(
+            model="gpt-imaginary", messages=[user("again")], extra_headers={SESSION: session_id}
+        )
+    assert _error_of(no_model_here.value)["code"] == "model_not_found"
+    assert len(facade.transcript(session_id)) == 2  # nothing written to the session
 
 
 def test_another_users_session_is_not_found(facade: Facade) -> None:
