@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ METADATA_TTL = 24 * 3600  # Microsoft rotates keys slowly and announces them a d
 JWKS_TTL = 24 * 3600
 JWKS_COOLDOWN = 30.0  # at most one forced refetch per this many seconds (unknown key ids)
 ALGORITHMS = ["RS256"]
+VERIFIED_CACHE = 1024  # tokens: the channel sends many activities with one token
 SERVICE_URL_CLAIMS = ("serviceurl", "serviceUrl")
 
 
@@ -47,6 +49,7 @@ class TokenVerifier:
         self._metadata: dict[str, Any] | None = None
         self._metadata_at = 0.0
         self._jwks: PyJWKClient | None = None
+        self._verified: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def _load_metadata(self) -> tuple[str, PyJWKClient]:
         """(issuer, JWKS client), from the metadata document fetched at most once a day."""
@@ -77,13 +80,29 @@ class TokenVerifier:
             return self._metadata["issuer"], self._jwks
 
     def claims(self, authorization: str | None) -> dict[str, Any]:
-        """The verified claims of `Authorization: Bearer <jwt>`, or Unauthorized."""
+        """The verified claims of `Authorization: Bearer <jwt>`, or Unauthorized.
+
+        The channel sends many activities with one token: a token verified before is taken
+        from a small cache (the very same bytes, so the same signature) while it is unexpired.
+        """
         scheme, _, token = (authorization or "").partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized(
                 "the Bot Framework sends 'Authorization: Bearer <jwt>'", code="missing_token"
             )
+        with self._lock:
+            cached = self._verified.get(token)
+        if cached is not None and cached["exp"] + CLOCK_SKEW > time.time():
+            return cached
+        claims = self._verify(token)
+        with self._lock:
+            self._verified[token] = claims
+            while len(self._verified) > VERIFIED_CACHE:
+                self._verified.popitem(last=False)
+        return claims
+
+    def _verify(self, token: str) -> dict[str, Any]:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.DecodeError:
