@@ -73,20 +73,22 @@ class Connector:
         self._token: str | None = None
         self._token_until = 0.0
 
-    def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, *, attempts: int = MAX_ATTEMPTS, **kwargs: Any
+    ) -> httpx.Response:
         """One request with the retries described above (no token handling)."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        for attempt in range(1, attempts + 1):
             pause = self.backoff * 2 ** (attempt - 1)
             try:
                 response = self.http.request(method, url, **kwargs)
             except httpx.TransportError as exc:
-                if attempt == MAX_ATTEMPTS:
+                if attempt == attempts:
                     raise ConnectorError(f"{url} cannot be reached ({exc})") from exc
             else:
                 if response.status_code < 400:
                     return response
                 retryable = response.status_code == 429 or response.status_code >= 500
-                if not retryable or attempt == MAX_ATTEMPTS:
+                if not retryable or attempt == attempts:
                     return response
                 if response.status_code == 429:
                     pause = retry_after(response) or pause
@@ -118,11 +120,13 @@ class Connector:
             assert self._token is not None
             return self._token
 
-    def post(self, url: str, activity: dict[str, Any]) -> dict[str, Any]:
+    def post(
+        self, url: str, activity: dict[str, Any], *, attempts: int = MAX_ATTEMPTS
+    ) -> dict[str, Any]:
         """POST an activity with the bot token (renewed once if the connector refuses it)."""
         for renew in (False, True):
             headers = {"Authorization": f"Bearer {self.token(renew=renew)}"}
-            response = self._send("POST", url, json=activity, headers=headers)
+            response = self._send("POST", url, attempts=attempts, json=activity, headers=headers)
             if response.status_code != 401:
                 break
         if response.status_code >= 400:
@@ -145,7 +149,8 @@ class Connector:
         return self.post(url, reply_activity(inbound, text))
 
     def typing(self, inbound: Inbound) -> None:
-        self.post(self._conversation_url(inbound), typing_activity(inbound))
+        """One attempt: a lost indicator is harmless, a retried one would hold up the answer."""
+        self.post(self._conversation_url(inbound), typing_activity(inbound), attempts=1)
 
     @contextmanager
     def typing_while(self, inbound: Inbound, every: float = TYPING_EVERY) -> Iterator[None]:
@@ -173,4 +178,4 @@ class Connector:
         finally:
             done.set()
             if thread.is_alive():
-                thread.join(timeout=30)
+                thread.join(timeout=5)  # a post in flight; past that, the answer goes first
