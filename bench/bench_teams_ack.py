@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -46,6 +47,29 @@ from tests.fake_botframework import FakeBotFramework  # noqa: E402
 TARGET_P99_MS = 100.0
 QUEUE = "eonyx"  # workers/app.py QUEUE: Celery's Redis list of pending jobs
 CONVERSATIONS = 50
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children (gunicorn's workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    pids = [pid] + [
+        int(entry.name) for entry in Path("/proc").glob("[0-9]*") if _parent(entry) == pid
+    ]
+    total = 0.0
+    for each in pids:
+        try:
+            fields = (Path("/proc") / str(each) / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def _parent(entry: Path) -> int | None:
+    try:
+        return int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def start_gunicorn(env: dict[str, str], port: int, log: Any) -> subprocess.Popen[bytes]:
@@ -159,9 +183,11 @@ def main() -> int:
                 drive(port, bf, args.clients, 10)  # warm-up: every process fetches the keys
                 drive(port, bf, 1, 20)
                 queue.delete(QUEUE)
-                began = time.perf_counter()
+                load = os.getloadavg()[0]
+                began, cpu_before = time.perf_counter(), cpu_seconds(server.pid)
                 loaded = drive(port, bf, args.clients, args.per_client)
                 seconds = time.perf_counter() - began
+                server_cpu = cpu_seconds(server.pid) - cpu_before
                 queued = queue.llen(QUEUE)
                 alone = drive(port, bf, 1, 100)
                 queue.delete(QUEUE)
@@ -187,7 +213,11 @@ def main() -> int:
             ]
         )
     print_table(["acknowledgement", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"], rows)
-    print(f"   {len(loaded) / seconds:.0f} activities/s under load; {queued} jobs queued")
+    print(
+        f"   {len(loaded) / seconds:.0f} activities/s under load; {queued} jobs queued; "
+        f"server CPU {server_cpu / len(loaded) * 1000:.2f} ms per activity; "
+        f"machine load average {load:.1f} before the run"
+    )
     p99 = percentile(loaded, 99)
     return verdict(
         [
