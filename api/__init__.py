@@ -10,13 +10,14 @@ import weakref
 
 from flask import Flask
 
-from api import health, jobs
+from api import health, jobs, teams
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
 from api.context import EXTENSION
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
+from api.facade import views as facade_views
 from api.memory import views as memory_views
 from api.sessions import likes, turns
 from api.sessions import views as sessions_views
@@ -45,6 +46,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_api(app)
     register_error_handlers(app)
     app.register_blueprint(health.blp)
+    app.register_blueprint(teams.blp)
     register_events(app)
     return app
 
@@ -67,3 +69,5 @@ def register_api(app: Flask) -> None:
         jobs.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.
+    api.register_blueprint(facade_views.blp)

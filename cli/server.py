@@ -168,6 +168,20 @@ def users_list() -> None:
                 click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
 
 
+@users.command("link")
+@click.argument("username")
+@click.option("--teams-aad-id", required=True, help="The Teams user's Azure AD object id.")
+def users_link(username: str, teams_aad_id: str) -> None:
+    """Let a Teams user chat as USERNAME (their messages run as this account)."""
+    from shared.integrations.teams import links
+
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            user, moved_from = links.link(db, username, teams_aad_id)
+        note = f" (was linked to {moved_from})" if moved_from else ""
+        click.echo(f"Teams user {teams_aad_id} now chats as {user.username}{note}")
+
+
 @click.group("index")
 def index_group() -> None:
     """The session index (a cache of the session files)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx
 import redis
@@ -22,6 +23,9 @@ from shared.storage.db import Database
 from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.locks import FileLocks, Locks, RedisLocks
 from shared.storage.session_store import SessionStore
+
+if TYPE_CHECKING:
+    from shared.integrations.teams.channel import TeamsChannel
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,7 @@ class Runtime:
     memory: MemoryStore
     identity: str
     jobs: JobQueue | None = None
+    teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
     closed: bool = False
 
     @classmethod
@@ -69,6 +74,7 @@ class Runtime:
             memory=memory,
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
             jobs=jobs,
+            teams=_teams_channel(settings),
         )
 
     def hint(self, job: str, *args: object) -> bool:
@@ -98,5 +104,16 @@ class Runtime:
         self.closed = True
         self.db.dispose()
         self.llm.close()
+        if self.teams is not None:
+            self.teams.close()
         if self.redis is not None:
             self.redis.close()
+
+
+def _teams_channel(settings: Settings) -> TeamsChannel | None:
+    """Imported only where Teams is on: the Activity schema costs a quarter second to load."""
+    if not settings.teams_app_id:
+        return None
+    from shared.integrations.teams.channel import TeamsChannel
+
+    return TeamsChannel(settings)

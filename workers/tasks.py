@@ -74,3 +74,11 @@ def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
 
     rt, jobs = _runtime(self), CeleryJobs(self.app)
     return {"extract": sweep_extraction(rt, jobs), "curate": sweep_likes(rt, jobs), **_where()}
+
+
+@shared_task(name=jobs.TEAMS_TURN, bind=True)
+def teams_turn(self, inbound: dict[str, object]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Answer a Teams message: run its turn and post the reply (the endpoint only queued it)."""
+    from shared.integrations.teams.bot import answer
+
+    return {**answer(_runtime(self), inbound), **_where()}

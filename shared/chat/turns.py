@@ -56,6 +56,7 @@ class TurnRequest:
     cwd: str | None = None
     system_prompt: str | None = None
     retry: bool = False
+    offering: str | None = None  # an offering id; None: the one bound to the chat role
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,11 @@ def iter_turn(
     if not request.retry and not (request.content or "").strip():
         raise InvalidInput("content must not be empty", code="empty_message")
     project = resolve_project(rt, request)  # every 4xx before anything is written
-    offering = catalog.offering_for(rt, "chat")
+    offering = (
+        catalog.offering_named(rt, request.offering)
+        if request.offering
+        else catalog.offering_for(rt, "chat")
+    )
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
         turn = Turn(rt, principal, state, request, project, offering, stream)

@@ -15,6 +15,7 @@ PRECOMPUTE_SUMMARY = "eonyx.sessions.precompute_summary"
 EXTRACT_MEMORY = "eonyx.memory.extract"
 CURATE_MEMORY = "eonyx.memory.curate"
 SWEEP_MEMORY = "eonyx.memory.sweep"
+TEAMS_TURN = "eonyx.teams.turn"
 
 
 class JobQueue(Protocol):

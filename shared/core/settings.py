@@ -17,6 +17,10 @@ MIB = 1024 * 1024
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 TITLE_MODES = ("truncate", "llm")
+BOTFRAMEWORK_OPENID_METADATA_URL = (
+    "https://login.botframework.com/v1/.well-known/openidconfiguration"
+)
+BOTFRAMEWORK_TOKEN_URL = "https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token"
 
 
 class SettingsError(ValueError):
@@ -49,6 +53,12 @@ class Settings:
     llm_read_timeout: float = 120.0
     llm_max_retries: int = 3
     max_tool_rounds: int = 8
+    teams_app_id: str | None = None
+    teams_app_password: str | None = field(default=None, repr=False)
+    teams_tenant_id: str | None = None
+    teams_openid_metadata_url: str = BOTFRAMEWORK_OPENID_METADATA_URL
+    teams_token_url: str = BOTFRAMEWORK_TOKEN_URL
+    teams_auto_provision: bool = False
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -116,6 +126,10 @@ def _url(env: Mapping[str, str], name: str) -> str | None:
     return raw.rstrip("/") or None
 
 
+def _url_or_default(env: Mapping[str, str], name: str, default: str) -> str:
+    return _url(env, name) or default
+
+
 def default_data_dir(env: Mapping[str, str]) -> Path:
     base = (env.get("XDG_DATA_HOME") or "").strip()
     root = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".local" / "share"
@@ -166,6 +180,12 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "LLM_READ_TIMEOUT_SECONDS": ("llm_read_timeout", _seconds),
     "LLM_MAX_RETRIES": ("llm_max_retries", lambda env, name, d: _int(env, name, d, minimum=0)),
     "MAX_TOOL_ROUNDS": ("max_tool_rounds", _int),
+    "TEAMS_APP_ID": ("teams_app_id", _text),
+    "TEAMS_APP_PASSWORD": ("teams_app_password", _text),
+    "TEAMS_TENANT_ID": ("teams_tenant_id", _text),
+    "TEAMS_OPENID_METADATA_URL": ("teams_openid_metadata_url", _url_or_default),
+    "TEAMS_TOKEN_URL": ("teams_token_url", _url_or_default),
+    "TEAMS_AUTO_PROVISION": ("teams_auto_provision", _bool),
 }
 
 
@@ -188,4 +208,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         field_name: parse(env, name, defaults.get(field_name))
         for name, (field_name, parse) in VARIABLES.items()
     }
+    if values["teams_app_id"] and not values["teams_app_password"]:
+        raise SettingsError(
+            "TEAMS_APP_PASSWORD must be set when TEAMS_APP_ID is (the bot's secret)"
+        )
     return Settings(data_dir=data_dir, database_url=database_url, redis_url=redis_url, **values)

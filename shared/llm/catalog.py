@@ -182,9 +182,11 @@ def resolve(db: Session, settings: Settings, role: str) -> Offering:
             "no model is configured: set EONYX_LLM_BASE_URL and EONYX_LLM_MODEL, "
             "or add an offering and bind the chat role to it"
         )
-    if offering_id == DEFAULT_ID:
-        builtin = _env_offering(settings)
-        assert builtin is not None
+    return _offering(db, settings, offering_id, role)
+
+
+def _offering(db: Session, settings: Settings, offering_id: str, role: str | None) -> Offering:
+    if offering_id == DEFAULT_ID and (builtin := _env_offering(settings)) is not None:
         return Offering(
             id=DEFAULT_ID,
             base_url=builtin.base_url,
@@ -194,6 +196,8 @@ def resolve(db: Session, settings: Settings, role: str) -> Offering:
         )
     row = db.get(OfferingRow, offering_id)
     if row is None:
+        if role is None:
+            raise NotFound(f"no offering {offering_id!r}", code="model_not_found")
         raise NoModel(f"role {role} names offering {offering_id!r}, which no longer exists")
     return Offering(
         id=row.id,
@@ -210,3 +214,9 @@ def offering_for(rt: Runtime, role: str) -> Offering:
     closed before the caller talks to the model (never hold one across a model call)."""
     with rt.db.session() as db:
         return resolve(db, rt.settings, role)
+
+
+def offering_named(rt: Runtime, offering_id: str) -> Offering:
+    """The offering with this id (NotFound otherwise), in a database session of its own."""
+    with rt.db.session() as db:
+        return _offering(db, rt.settings, offering_id, None)

@@ -93,3 +93,28 @@ class RoleBinding(Base):
 
     role: Mapped[str] = mapped_column(String(40), primary_key=True)
     offering_id: Mapped[str] = mapped_column(ForeignKey("model_offerings.id", ondelete="CASCADE"))
+
+
+class TeamsUserLink(Base):
+    """Which account a Teams user (by Azure AD object id) chats as."""
+
+    __tablename__ = "teams_user_links"
+
+    aad_object_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column()
+
+
+class SessionBinding(Base):
+    """The session an outside conversation continues: a Teams conversation, or the history
+    an OpenAI-style client resends. `key` is a SHA-256 (hex) of the outside identity."""
+
+    __tablename__ = "session_bindings"
+
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    channel: Mapped[str] = mapped_column(String(16), primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(40))
+    updated_at: Mapped[datetime] = mapped_column()

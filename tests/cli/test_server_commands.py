@@ -50,3 +50,23 @@ def test_an_invalid_setting_stops_with_the_variable_named(rt: Runtime, backend: 
     result = CliRunner(env=env).invoke(main, ["users", "list"])
     assert result.exit_code == 1
     assert "configuration error: USER_CHAR_LIMIT must be a whole number" in result.output
+
+
+def test_users_link_binds_a_teams_user(rt: Runtime, backend: Backend, alice: Account) -> None:
+    from shared.integrations.teams import links
+
+    runner = CliRunner(env=server_env(rt, backend))
+    aad = "9F3B2C1D-0000-4A5B-8C7D-112233445566"
+    linked = runner.invoke(main, ["users", "link", "alice", "--teams-aad-id", aad])
+    assert linked.exit_code == 0, linked.output
+    assert f"Teams user {aad} now chats as alice" in linked.output
+    with rt.db.session() as db:
+        user = links.linked_user(db, aad.lower())
+        assert user is not None and user.username == "alice"
+    runner.invoke(main, ["users", "create", "bob", "--password", "long password"])
+    moved = runner.invoke(main, ["users", "link", "bob", "--teams-aad-id", aad])
+    assert moved.exit_code == 0 and "(was linked to alice)" in moved.output
+    bad = runner.invoke(main, ["users", "link", "bob", "--teams-aad-id", "not-a-guid"])
+    assert bad.exit_code == 1 and "not an Azure AD object id" in bad.output
+    nobody = runner.invoke(main, ["users", "link", "nobody", "--teams-aad-id", aad])
+    assert nobody.exit_code == 1 and "no user 'nobody'" in nobody.output

@@ -63,3 +63,15 @@ def test_values_are_read() -> None:
 def test_an_invalid_value_names_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         load_settings({"HOME": "/home/u", name: value})
+
+
+def test_the_teams_endpoint_needs_its_secret_with_its_app_id() -> None:
+    off = load_settings({"HOME": "/nonexistent"})
+    assert off.teams_app_id is None and off.teams_auto_provision is False
+    assert off.teams_openid_metadata_url.startswith("https://login.botframework.com/")
+    with pytest.raises(SettingsError, match="TEAMS_APP_PASSWORD must be set"):
+        load_settings({"HOME": "/nonexistent", "TEAMS_APP_ID": "6a1c3f0e"})
+    with pytest.raises(SettingsError, match="TEAMS_TOKEN_URL must be an http"):
+        load_settings({"HOME": "/nonexistent", "TEAMS_TOKEN_URL": "login.example/token"})
+    env = {"HOME": "/x", "TEAMS_APP_ID": "6a1c3f0e", "TEAMS_APP_PASSWORD": "bot-secret-value"}
+    assert "bot-secret-value" not in repr(load_settings(env))  # settings get logged

@@ -116,3 +116,13 @@ def test_the_worker_runtime_is_built_once_and_closed_at_worker_shutdown(
     assert runtime.closed
     assert celery_app.runtime is not runtime  # a later use builds a fresh one
     celery_app.close_runtime()
+
+
+def test_every_job_name_has_a_task(celery_app: Celery) -> None:
+    """A job sent by name to no task would sit in the queue forever."""
+    import workers.tasks  # noqa: F401
+    from shared.core import jobs
+
+    names = {value for key, value in vars(jobs).items() if key.isupper() and isinstance(value, str)}
+    assert jobs.TEAMS_TURN in names
+    assert names <= set(celery_app.tasks)

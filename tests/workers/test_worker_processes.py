@@ -31,6 +31,10 @@ from shared.storage.db import Database
 from shared.storage.orm import IndexState, SessionRow
 from shared.storage.session_store import SessionStore
 from tests.conftest import TABLES, eonyx_executable, free_port, wait_for
+from tests.fake_botframework import USER_AAD_ID, FakeBotFramework, Post, fake_botframework
+from tests.fake_llm import FakeLLM
+
+__all__ = ["fake_botframework"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
@@ -322,3 +326,36 @@ def test_compose_commands_and_healthchecks_work_on_live_processes(stack: Stack) 
     assert " -t 10" in worker_test[1]
     worker_test = [worker_test[0], worker_test[1].replace(" -t 10", " -t 1")]
     assert healthcheck(stack, worker_test, data_dir, port) != 0
+
+
+def test_a_teams_message_is_answered_by_the_worker(
+    stack: Stack, fake_llm: FakeLLM, fake_botframework: FakeBotFramework
+) -> None:
+    """gunicorn acknowledges the activity; the separate worker runs the turn and replies."""
+    stack.env |= fake_botframework.settings_env | {
+        "EONYX_LLM_BASE_URL": fake_llm.base_url,
+        "EONYX_LLM_MODEL": "fake-model",
+    }
+    stack.run("db", "upgrade")
+    stack.run("users", "create", "ada", "--password", PASSWORD)
+    assert "now chats as ada" in stack.run("users", "link", "ada", "--teams-aad-id", USER_AAD_ID)
+    worker = stack.start("worker", [eonyx_executable(), "worker", "--concurrency", "2"])
+    api, url = start_api(stack)
+    activity = fake_botframework.activity("Hello from Teams")
+    response = httpx.post(
+        f"{url}/integrations/teams/messages",
+        json=activity,
+        headers={"Authorization": f"Bearer {fake_botframework.sign()}"},
+        timeout=10,
+    )
+    assert response.status_code == 202, response.text
+
+    def replied() -> list[Post]:
+        worker.check_running()
+        return fake_botframework.replies()
+
+    [reply] = wait_for(replied, JOB_TIMEOUT, f"the worker's reply:\n{worker.output()}")
+    assert reply.text == "Hello from Teams"
+    assert reply.reply_to == activity["id"]
+    assert worker.stop() == 0, worker.output()
+    assert api.stop() == 0, api.output()

@@ -1,0 +1,79 @@
+"""Session bindings: which session an outside conversation continues.
+
+A Teams conversation, or the history an OpenAI-style client resends, is known to Eonyx only by
+an outside identity. A binding maps (user, channel, SHA-256 of that identity) to a session.
+The session file stays the truth: a binding whose session is gone is simply replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete
+
+from shared.accounts import Principal
+from shared.core.clock import utcnow
+from shared.storage.orm import SessionBinding
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+BIND_LOCK_WAIT = 30.0
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
+    """The bound session, if it still exists (a deleted session unbinds itself)."""
+    with rt.db.session() as db:
+        row = db.get(SessionBinding, (user_id, channel, key))
+        session_id = row.session_id if row else None
+    if session_id and rt.store.path(user_id, session_id).is_file():
+        return session_id
+    return None
+
+
+def bind(rt: Runtime, user_id: str, channel: str, key: str, session_id: str) -> None:
+    with rt.db.session() as db:
+        db.merge(
+            SessionBinding(
+                user_id=user_id,
+                channel=channel,
+                key=key,
+                session_id=session_id,
+                updated_at=utcnow(),
+            )
+        )
+
+
+def unbind(rt: Runtime, user_id: str, channel: str, key: str) -> None:
+    with rt.db.session() as db:
+        db.execute(
+            delete(SessionBinding).where(
+                SessionBinding.user_id == user_id,
+                SessionBinding.channel == channel,
+                SessionBinding.key == key,
+            )
+        )
+
+
+def bound_session(
+    rt: Runtime, principal: Principal, channel: str, key: str, create: Callable[[], str]
+) -> tuple[str, bool]:
+    """The session bound to `key`, or a new one from `create()` bound to it: (id, created).
+
+    Under a lock, so two messages arriving together in a new conversation share one session."""
+    found = lookup(rt, principal.user_id, channel, key)
+    if found:
+        return found, False
+    with rt.locks.hold(f"bind:{principal.user_id}:{channel}:{key}", wait=BIND_LOCK_WAIT):
+        found = lookup(rt, principal.user_id, channel, key)
+        if found:
+            return found, False
+        session_id = create()
+        bind(rt, principal.user_id, channel, key, session_id)
+        return session_id, True

@@ -1,0 +1,137 @@
+"""A Teams message, from the endpoint's checks to the answer posted back.
+
+`receive` is the endpoint's whole work and stays fast: verify the token, parse the activity,
+check it against the token, and hand the message to a worker (job TEAMS_TURN). Nothing is
+saved before every check has passed. `answer` is the worker's: it finds the Eonyx user linked
+to the sender, the session bound to the conversation (one per conversation and user, source
+`teams`; the message `new` starts another), runs the turn while Teams shows "typing...", and
+posts the answer in parts that fit Teams' size limit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from shared.accounts import Principal
+from shared.chat import turns
+from shared.core.errors import EonyxError, InvalidInput, NotFound, Unavailable
+from shared.core.jobs import TEAMS_TURN
+from shared.integrations import bindings
+from shared.integrations.teams import activities, auth, links
+from shared.integrations.teams.activities import Inbound
+from shared.integrations.teams.channel import TeamsChannel
+from shared.sessions import service as session_service
+from shared.storage.session_store import content_text
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+log = logging.getLogger(__name__)
+SOURCE = CHANNEL = "teams"
+NEW_COMMANDS = ("new", "/new")
+SEEN_TTL = 24 * 3600  # an activity delivered twice within a day is answered once
+NEW_SESSION_REPLY = "Starting afresh: your next message begins a new session."
+TEXT_ONLY_REPLY = "I can only read text messages."
+
+
+def channel_of(rt: Runtime) -> TeamsChannel:
+    if rt.teams is None:
+        raise NotFound("the Teams endpoint is off (set TEAMS_APP_ID to turn it on)")
+    return rt.teams
+
+
+def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
+    """Check an incoming activity and queue its turn: the job id, or None when the activity
+    needs no answer. Unauthorized (401) or InvalidInput (400) leave no trace."""
+    channel = channel_of(rt)
+    claims = channel.verifier.claims(authorization)
+    activity = activities.parse(body)
+    auth.check_activity(claims, activity.service_url, activities.tenant_of(activity), rt.settings)
+    inbound = activities.inbound_message(activity)
+    if inbound is None:
+        return None
+    if rt.jobs is None:
+        raise Unavailable("no job queue is configured: Teams messages cannot be answered")
+    try:
+        return rt.jobs.enqueue(TEAMS_TURN, inbound.to_dict())
+    except Exception as exc:  # noqa: BLE001 - whatever the broker raises: the channel retries
+        raise Unavailable(f"the message could not be queued ({exc})") from exc
+
+
+def _first_delivery(rt: Runtime, inbound: Inbound) -> bool:
+    """False for an activity this deployment already took (the channel or the queue may
+    deliver twice)."""
+    if rt.redis is None:
+        return True
+    key = "eonyx:teams:seen:" + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
+    return bool(rt.redis.set(key, 1, nx=True, ex=SEEN_TTL))
+
+
+def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
+    """The Eonyx user the sender is linked to (provisioned first with TEAMS_AUTO_PROVISION)."""
+    if not inbound.aad_object_id:
+        return None
+    try:
+        aad = links.check_aad_id(inbound.aad_object_id)
+    except InvalidInput:
+        return None
+    with rt.db.session() as db:
+        user = links.linked_user(db, aad)
+    if user is None and rt.settings.teams_auto_provision:
+        with rt.locks.hold(f"teams:provision:{aad}"):
+            with rt.db.session() as db:
+                user = links.linked_user(db, aad) or links.provision(db, aad, inbound.user_name)
+    if user is None:
+        return None
+    return Principal(user.id, user.username, user.is_admin, SOURCE, "")
+
+
+def link_help(inbound: Inbound) -> str:
+    if not inbound.aad_object_id:
+        return "I can only talk with people signed in to Teams with a work or school account."
+    return (
+        "I don't know you yet. Ask your Eonyx administrator to link your Teams account:\n\n"
+        f"`eonyx users link YOUR-USERNAME --teams-aad-id {inbound.aad_object_id}`"
+    )
+
+
+def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
+    """The worker's half: run the message's turn and post the answer. Idempotent: a message
+    delivered again is skipped."""
+    inbound = Inbound.from_dict(dict(data))
+    connector = channel_of(rt).connector
+    if not _first_delivery(rt, inbound):
+        return {"outcome": "duplicate"}
+    principal = principal_for(rt, inbound)
+    if principal is None:
+        connector.reply(inbound, link_help(inbound))
+        return {"outcome": "not_linked"}
+    key = bindings.digest(inbound.conversation_id)
+    if inbound.text.lower() in NEW_COMMANDS:
+        bindings.unbind(rt, principal.user_id, CHANNEL, key)
+        connector.reply(inbound, NEW_SESSION_REPLY)
+        return {"outcome": "new_session"}
+    if not inbound.text:
+        connector.reply(inbound, TEXT_ONLY_REPLY)
+        return {"outcome": "not_text"}
+    with connector.typing_while(inbound):
+        session_id, _ = bindings.bound_session(
+            rt,
+            principal,
+            CHANNEL,
+            key,
+            lambda: session_service.create_session(rt, principal).id,
+        )
+        try:
+            result = turns.run_turn(
+                rt, principal, session_id, turns.TurnRequest(content=inbound.text)
+            )
+            text, outcome = content_text(result.assistant_message.get("content")), "answered"
+        except EonyxError as exc:  # the user's message is saved; say what went wrong
+            log.warning("Teams turn in %s failed: %s", session_id, exc.message)
+            text, outcome = f"Sorry, I could not answer that: {exc.message}", "failed"
+    parts = activities.split_text(text or "(no answer)")
+    for part in parts:
+        connector.reply(inbound, part)
+    return {"outcome": outcome, "session_id": session_id, "parts": len(parts)}
