@@ -32,6 +32,8 @@ from stdnum.pl import pesel as pl_pesel
 from stdnum.se import personnummer as se_pnr
 from stdnum.us import ssn as us_ssn
 
+from tests.shared.safety_provider_samples import SAMPLES as PROVIDER_SAMPLES
+
 
 @dataclass(frozen=True)
 class Case:
@@ -452,6 +454,34 @@ block(
 )
 block("admin password was Tr0ub4dor&3 until March", "password_assignment", "Tr0ub4dor&3")
 
+# passwords in prose: told, bare, reversed, paired
+for _text, _secret in (
+    ("log in to prod with password Zx9!kq2LmP", "Zx9!kq2LmP"),
+    ("pw: Hq7#vR2mLx", "Hq7#vR2mLx"),
+    ("passwd Tm4$wK9pQz", "Tm4$wK9pQz"),
+    ("Password for prod db = Bn8@rT3kWs", "Bn8@rT3kWs"),
+    ("sudo password Kd5&pL8qRt", "Kd5&pL8qRt"),
+    ("the password to the staging box is Yw2!nF7gHj", "Yw2!nF7gHj"),
+    ("password for sam@build-01: Vc6*mX1bNq", "Vc6*mX1bNq"),
+    ("root pw Gk2!mR7tZq", "Gk2!mR7tZq"),
+    ("I changed the password to Ue4!wQ9rTy yesterday", "Ue4!wQ9rTy"),
+    ("the VPN password -> Ty6!bN2qWs", "Ty6!bN2qWs"),
+    ("PW=Rk3!vX8mQa", "Rk3!vX8mQa"),
+    ("Zq7!kq2LmR is the root password", "Zq7!kq2LmR"),
+    ("use Jt3%hG8wLp as the admin password", "Jt3%hG8wLp"),
+    ("creds: admin / Rf5^kM2xPz", "Rf5^kM2xPz"),
+    ("log in as deploy:Gh4!sT9vXc", "Gh4!sT9vXc"),
+    ("mot de passe : Fs3!jK8wQm", "Fs3!jK8wQm"),
+    ("contraseña: Pd9!xL4kVb", "Pd9!xL4kVb"),
+    ("Passwort für den Router lautet Wr6!pK3nTz", "Wr6!pK3nTz"),
+    ("the password for the office wifi is still 'Lime-Kite-42'", "Lime-Kite-42"),
+):
+    block(_text, "password_assignment", _secret)
+
+# every provider of gitleaks' default rules, and its configuration and command-line shapes
+for _text, _rule, _secret in PROVIDER_SAMPLES:
+    block(_text, _rule, _secret)
+
 # payment cards (Luhn-valid, plausible issuer, generated)
 _k = group(card("4", 16), (4, 4, 4, 4))
 block(f"my card is {_k}", "payment_card", _k)
@@ -741,4 +771,103 @@ PASS: list[str] = [
     "Stripe charges 2.9% + 30 cents",
     "the patient portal uses OAuth",
     "Email me at sam@example.com",
+    # sentences about passwords
+    "reset your password in settings",
+    "Reset your password in Settings > Security",
+    "The password field is required",
+    "I forgot my password",
+    "I forgot my password again, can you remind me how the reset flow works?",
+    "use a password manager",
+    "Use a password manager like Bitwarden or 1Password",
+    "The password must be at least 12 characters long",
+    "Passwords are hashed with bcrypt (cost 12)",
+    "Password reset emails expire after 24 hours",
+    "Never share your password with anyone",
+    "Change the default password after the first login",
+    "The password for the staging DB is in the team vault",
+    "The password is stored in 1Password under 'Prod DB'",
+    "Enter your password to continue",
+    "Password: use the one from Bitwarden",
+    "password protected zip files are not supported",
+    "Add a show/hide toggle to the password input",
+    "The login form posts username and password over HTTPS",
+    "sudo asks for my password every 15 minutes",
+    "run passwd to change your password",
+    "sudo passwd root",
+    "The passwd file lists users, not passwords",
+    "pwd prints the working directory",
+    "The password hash uses argon2id with 64 MiB of memory",
+    "Password strength: at least one digit, one uppercase letter and one symbol",
+    "Passwords like P@ssw0rd or Summer2024! are the first ones attackers try",
+    "Password rotation every 90 days is required by the auditors",
+    "If you forget your password, click 'Forgot password?'",
+    "The Wi-Fi password is on the fridge",
+    "The password for the VPN is the same as last year",
+    "My password was leaked in a breach, so I changed it",
+    "Two-factor auth replaces SMS codes, not passwords",
+    "password_reset_token expires in 1 hour",
+    "Use PBKDF2 or scrypt for password storage",
+    "The password policy requires 14 characters",
+    "Don't put passwords in commit messages",
+    "Store the DB password in the DB_PASSWORD environment variable",
+    "Passkeys are replacing passwords on most sites",
+    "Login with password is disabled; use SSH keys",
+    "Ask for the password twice on the signup form",
+    "Check the password against the Have I Been Pwned API",
+    "A password of 8 characters can be brute-forced quickly",
+    "Set PASSWORD_MIN_LENGTH to 12",
+    "The pw field is masked",
+    "pw and pwd are common abbreviations for password",
+    "sudo password prompts time out after 5 minutes",
+    "log in to prod with your SSO account, not a password",
+    "The admin password is rotated weekly by Vault",
+    "Password for prod db: ask Alice",
+    "Password for prod db = see 1Password",
+    "mot de passe oublié",
+    "Passwort vergessen? Klicken Sie hier",
+    "password: ${DB_PASSWORD}",
+    "Password = os.environ['DB_PASSWORD']",
+    'The password input has autocomplete="current-password"',
+    "passwordless login via magic links",
+    "Rotate the root password and the API keys after the incident",
+    "The password hint says 'first pet + year'",
+    "Users can change their password from the profile page",
+    "P@ssw0rd is a weak password",
+    "hunter2 is a famous example password",
+    "pass -Xmx2G to the JVM",
+    "creds: see the team vault",
+    "log in as admin to see the settings page",
+    "The secret for success is consistency",
+    "secret = load_secret()",
+    # provider names, labels and prefixes without a secret
+    "We send metrics to Datadog and errors to Sentry",
+    "Datadog API key: stored in Vault",
+    "DATADOG_API_KEY=${DATADOG_API_KEY}",
+    "heroku app id: 123e4567-e89b-12d3-a456-426614174000",
+    "Cloudflare zone id: 023e105f4ecef8ad9ca31a8372d0c353",
+    "sourcegraph commit: 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "Sentry release: 3f2a9c1",
+    "LTAI is the prefix of Alibaba access key ids",
+    "dapi tokens are created in the Databricks user settings",
+    "Linear issue ENG-1234 tracks the flaky test",
+    "The Jira ticket is PROJ-4521",
+    "Octopus API keys look like API-XXXXXXXXXXXXXXXXXXXXXXXXXX",
+    "API-GATEWAYCONFIGURATIONSERVICE",
+    "oc whoami -t prints a sha256~ token",
+    "v1.0-rc1 was released on Monday",
+    "dp.pt. tokens are personal Doppler tokens",
+    "The Slack, Jira and Confluence integrations are enabled",
+    "secret_key_base is set per environment",
+    "The vault is sealed after a restart",
+    "private ai models run on-prem",
+    "Twitter handle: @eonyx_app",
+    "Algolia index name: products_en",
+    "GitLab session cookies expire after a week",
+    "Grafana API keys start with eyJrIjoi",
+    "kind: Secret\ndata: {}",
+    "curl -u $USER:$TOKEN https://api.example.com",
+    "curl -u user:password https://example.com",
+    '<add key="Password" value="" />',
+    '<add key="PageSize" value="50" />',
+    "A Kubernetes Secret stores values in base64 under data:",
 ]

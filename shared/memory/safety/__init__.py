@@ -23,12 +23,26 @@ Credentials
     anthropic_api_key, openrouter_api_key, openai_api_key (any sk- key of 32+ characters),
     huggingface_token, groq_api_key, xai_api_key, perplexity_api_key,
     replicate_api_token, cohere_api_key (no prefix: only next to "cohere"/"CO_API_KEY")
+    every other provider of gitleaks' default rules, one id each (alibaba_access_key,
+    databricks_token, datadog_api_key, digitalocean_token, sentry_token, ...: see RULES):
+        by prefix or marker   a table of provider -> shape in `providers` ("dop_v1_" and 64
+                              hex digits, ".atlasv1." inside); the prefix must start the token
+        by label              a table in `labelled`: the provider named in the key before a
+                              value of its shape (DATADOG_API_KEY=<32 hex>, "the heroku api
+                              key is <uuid>"); keys naming an id, URL, region ... pass
+    kubernetes_secret              base64 values under data: in a kind: Secret manifest
     jwt                            three base64url parts whose header is JSON with "alg"
+                                   (also when wrapped in base64 again: "ZXlK...")
     connection_string_credentials  scheme://user:password@host
     authorization_header           Authorization: Bearer/Basic/Token <credential>
     password_assignment            a password, secret, token or API key given a literal value:
                                    KEY=value, "key": "value", KEY: value, export KEY=...,
-                                   "my password is ...", "my PIN is 1234", mysql -p<password>
+                                   <add key="DbPassword" value="..."/>, mysql -p<password>,
+                                   curl -u user:<password>; and in a sentence (`prose`):
+                                   "my password is ...", "Password for prod db = ...",
+                                   "log in with password ...", "sudo password ...",
+                                   "passwd ...", "pw: ...", "... is the root password",
+                                   "creds: admin / ...", "my PIN is 1234"
 Sensitive personal data
     payment_card     13-19 digits (spaces or dashes allowed) passing Luhn (stdnum.luhn) with
                      the issuer prefix and length of a real card brand
@@ -61,22 +75,32 @@ or an expression (`password=os.environ["PW"]`, `api_key=api_key`). Test card num
 Known limits: a secret with no known prefix and no telling key (a bare random string) passes,
 as it cannot be told from a hash; an unquoted password in prose or code needs a digit, a
 symbol or mixed case ("my password is sunshine" passes) unless its key is UPPER_CASE
-(env-style: DB_PASSWORD=changeme is blocked); a password glued to a CLI flag is caught for
-mysql only; lower-case IBANs pass; the health and financial rules are English keyword lists
-(paraphrases and other languages pass); national ids other than SSNs need their context
-word; passport and driving-licence numbers (no checksum) are not detected.
+(env-style: DB_PASSWORD=changeme is blocked), and one with no "is"/"="/":" before it
+("with password ...") needs letters, a digit and a symbol or mixed case, so sentences about
+passwords ("reset your password in settings", "use a password manager") pass, but so does
+"with password hunter22"; an example password called "the ... password" is blocked; a
+provider label must be a word of its own (`datadogApiKey=...` is caught by the generic
+assignment rule instead); a password glued to a CLI flag is caught for mysql only; lower-case
+IBANs pass; the health and financial rules are English keyword lists (paraphrases and other
+languages pass); national ids other than SSNs need their context word; passport and
+driving-licence numbers (no checksum) are not detected.
 
 The token formats are written here for today's formats; detect-secrets is not used (no
-release since 2024). Speed: each rule is gated cheaply (a literal prefix the regex engine
-skips to, a substring, the set of words, the digit count), ASCII-only patterns run on an
-ASCII copy of the text, numbers and IBANs are found by their shape ("0000", "AA00" in a copy
-with digits as 0 and letters as A/a), and the fact rules run in windows around their anchor
-words, case-sensitively on the lower-case text. bench/bench_filter.py measures about 0.1 ms
-per 1.2 KB chat text on a 2-core machine.
+release since 2024), and gitleaks' configuration is read as a list of providers and shapes,
+not copied. Speed: each rule is gated cheaply (a literal prefix the regex engine skips to, a
+substring, the set of words, the digit count), the two provider tables are one check each
+(one set intersection with the text's words, and a look at the few places where a long run
+of token characters starts), ASCII-only patterns run on an ASCII copy of the text, numbers
+and IBANs are found by their shape ("0000", "AA00" in a copy with digits as 0 and letters as
+A/a), and the fact and prose rules run in windows around their anchor words, on the
+lower-case text. bench/bench_filter.py measures about 0.2 ms per 1.2 KB chat text on a
+2-core machine.
 
 The package: `engine` (the scanned text, the rule table, the token-rule builder), then one
-module per area, in check order: `credentials` (token formats), `assignments` (JWT, connection
-strings, authorization headers, password/secret values), `personal` (cards, IBANs, SSNs,
+module per area, in check order: `credentials` (token formats), `providers` (the provider
+-> prefix table), `labelled` (the provider -> label table), `configs` (curl -u, XML settings,
+Kubernetes Secrets), `assignments` (JWT, connection strings, authorization headers,
+password/secret values), `prose` (passwords in sentences), `personal` (cards, IBANs, SSNs,
 national ids) and `facts` (health and financial facts).
 """
 
@@ -85,20 +109,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.core.errors import InvalidInput
-from shared.memory.safety import assignments, credentials, facts, personal
-from shared.memory.safety.engine import Rule, Scan, normalize
+from shared.memory.safety import (
+    assignments,
+    configs,
+    credentials,
+    facts,
+    labelled,
+    personal,
+    prose,
+    providers,
+)
+from shared.memory.safety.engine import Check, Rule, Scan, normalize
 
 __all__ = ["RULES", "SafetyError", "Verdict", "check_text", "ensure_safe"]
 
-_TABLE: tuple[Rule, ...] = (
-    *credentials.TABLE.rules,
-    *assignments.TABLE.rules,
-    *personal.TABLE.rules,
-    *facts.TABLE.rules,
-)
+_AREAS = (credentials, providers, labelled, configs, assignments, prose, personal, facts)
+_CHECKS: tuple[Check, ...] = tuple(check for area in _AREAS for check in area.TABLE.checks)
 RULES: dict[str, str] = {}  # rule id -> what it finds, in check order
-for _rule in _TABLE:
-    RULES.setdefault(_rule.id, _rule.reason)
+for _area in _AREAS:
+    for _rule in _area.TABLE.rules:
+        RULES.setdefault(_rule.id, _rule.reason)
 
 
 @dataclass(frozen=True)
@@ -134,9 +164,12 @@ def check_text(text: str) -> Verdict:
     if not text:
         return ALLOWED
     scan = Scan(normalize(text))
-    for rule in _TABLE:
-        if rule.detect(scan):
-            return Verdict(False, rule.id, rule.reason)
+    for rule, check in _CHECKS:
+        found = check(scan)
+        if found:
+            hit = rule if rule is not None else found
+            assert isinstance(hit, Rule)
+            return Verdict(False, hit.id, hit.reason)
     return ALLOWED
 
 

@@ -1,6 +1,7 @@
 """Generic credential forms: a JSON Web Token, a connection string with a password, an HTTP
 authorization credential, and a password, secret, token or API key given a literal value
-(KEY=value, "key": "value", export KEY=..., "my password is ...", mysql -p<password>).
+(KEY=value, "key": "value", export KEY=..., mysql -p<password>). The value checks here
+(`strong_secret`, `password_like` ...) are shared with `prose` and `configs`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 import re
 import string
 
-from shared.memory.safety.engine import RuleTable, Scan, b64_decode, letters_and_digits, word_set
+from shared.memory.safety.engine import RuleTable, Scan, b64_decode, letters_and_digits
 
 TABLE = RuleTable()
 
@@ -31,6 +32,25 @@ TABLE.token(
     r"ey[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*",
     boundary=True,
     valid=_jwt_valid,
+)
+
+
+def _wrapped_jwt_valid(token: str) -> bool:
+    raw = b64_decode(token)
+    try:
+        inner = raw.decode("ascii") if raw else ""
+    except UnicodeDecodeError:
+        return False
+    return inner.count(".") == 2 and _jwt_valid(inner)
+
+
+TABLE.token(  # a JWT in base64 again (a header value, a Kubernetes secret)
+    "jwt",
+    "a JSON Web Token",
+    r"ZXlK[A-Za-z0-9+/]{40,}={0,2}",
+    needles=("ZXlK",),
+    boundary=True,
+    valid=_wrapped_jwt_valid,
 )
 
 # A value that is syntax, not a secret.
@@ -110,8 +130,8 @@ TABLE.token(
 # "AWS_SECRET_ACCESS_KEY", "x-api-key", "PGPASSWORD"); "password_hash" or
 # "SECRET_KEY_SETTING_NAME" end in another word and pass.
 _SECRET_LAST = frozenset(
-    "password passwd pwd passphrase passcode passwort pass secret secrets credential "
-    "credentials apikey pat".split()
+    "password passwd pwd pw passphrase passcode passwort pass secret secrets credential "
+    "credentials creds apikey pat".split()
 )
 _SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "passphrase")
 _NOT_SECRET_TOKEN = frozenset(
@@ -133,7 +153,7 @@ _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _KEY_SPLIT_RE = re.compile(r"[_.\-]+")
 
 
-def _is_secret_key(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
     words = [w for w in _KEY_SPLIT_RE.split(_CAMEL_RE.sub("_", key).lower()) if w]
     if not words:
         return False
@@ -165,7 +185,7 @@ _SYMBOL_RE = re.compile(r"[!@#$%^&*+=?~|\\/<>]")
 _WORDS_RE = re.compile(r"[A-Za-z']+")
 
 
-def _strong_secret(value: str) -> bool:
+def strong_secret(value: str) -> bool:
     """An unquoted value in code or prose that looks like a password, not a word or a name."""
     v = value.rstrip(".,;:!?=")
     if len(v) < 6 or _is_placeholder(v) or _PATHISH_RE.search(v) or _CODE_RE.match(v):
@@ -180,7 +200,19 @@ def _strong_secret(value: str) -> bool:
     return any(c.islower() for c in v) and any(c.isupper() for c in v[1:])
 
 
-def _weak_secret(value: str) -> bool:
+def password_like(value: str) -> bool:
+    """A value with nothing telling around it (after "password" with no "is", before "is the
+    root password"): letters, a digit, and a symbol or mixed case ("Zx9!kq2LmP", not
+    "argon2id", "SHA256" or a flag like "-Xmx2G")."""
+    v = value.rstrip(".,;:!?")
+    if v.startswith("-") or not strong_secret(v):
+        return False
+    if not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        return False
+    return bool(_SYMBOL_RE.search(v)) or any(c.islower() for c in v) and any(c.isupper() for c in v)
+
+
+def weak_secret(value: str) -> bool:
     """A value in an env-style line (KEY=value): anything literal of four or more chars."""
     v = value.strip().rstrip(".,;")
     if len(v) < 4 or _is_placeholder(v) or _PATHISH_RE.search(v) or _CODE_RE.match(v):
@@ -188,7 +220,7 @@ def _weak_secret(value: str) -> bool:
     return not v.startswith(("$", "%"))
 
 
-def _quoted_secret(value: str) -> bool:
+def quoted_secret(value: str) -> bool:
     v = value.strip()
     if len(v) < 4 or _is_placeholder(v) or _PATHISH_RE.search(v):
         return False
@@ -197,13 +229,18 @@ def _quoted_secret(value: str) -> bool:
     return True
 
 
+def command_line_password(value: str) -> bool:
+    """A literal password after a flag: `-pchangeme` counts, `-u user:password` does not."""
+    return strong_secret(value) or weak_secret(value) and not _IDENT_RE.match(value)
+
+
 _UNQUOTED_RE = re.compile(r"[^\s\"'`,;&()\[\]{}<>]+")
 _ANNOTATION_RE = re.compile(r"[A-Za-z_][\w.\[\], |]*?\s*=(?!=)\s*")
 _KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 _OPERATORS = ("=", ":")
 
 
-def _value_at(text: str, pos: int) -> tuple[str, bool, int] | None:
+def value_at(text: str, pos: int) -> tuple[str, bool, int] | None:
     """The value starting at `pos`: (value, quoted, end), or None."""
     if pos >= len(text):
         return None
@@ -250,32 +287,32 @@ def _assignment_at(text: str, op_pos: int) -> bool:
     elif text.startswith(("::", ":/"), op_pos) or (op_pos and text[op_pos - 1] == ":"):
         return False
     found_key = _key_before(text, op_pos)
-    if found_key is None or not _is_secret_key(found_key[0]):
+    if found_key is None or not is_secret_key(found_key[0]):
         return False
     key, start = found_key
     pos = op_pos + (2 if text.startswith((":=", "=>"), op_pos) else 1)
     while pos < len(text) and text[pos] in " \t":
         pos += 1
-    found = _value_at(text, pos)
+    found = value_at(text, pos)
     if found is None:
         return False
     value, quoted, end = found
     if op == ":" and not quoted:
         annotation = _ANNOTATION_RE.match(text, pos)  # password: str = "..."
         if annotation:
-            found = _value_at(text, annotation.end())
+            found = value_at(text, annotation.end())
             if found is None:
                 return False
             value, quoted, end = found
     if quoted:
-        return _quoted_secret(value)
+        return quoted_secret(value)
     if end < len(text) and text[end] in "([":
         return False  # a call or a subscript: get_password(), os.environ["PW"]
     env_style = key.upper() == key or text[max(0, start - 7) : start] == "export "
-    return _weak_secret(value) if env_style else _strong_secret(value)
+    return weak_secret(value) if env_style else strong_secret(value)
 
 
-_ASSIGN_NEEDLES = ("pass", "pwd", "secret", "token", "key", "credential", "pat")
+_ASSIGN_NEEDLES = ("pass", "pw", "secret", "token", "key", "cred", "pat")
 
 
 def _assignment(scan: Scan) -> bool:
@@ -291,40 +328,6 @@ def _assignment(scan: Scan) -> bool:
     return False
 
 
-_PROSE_SECRET_RE = re.compile(  # on lower-case text
-    r"(?P<what>password|passcode|passphrase|pin(?:\s+code|\s+number)?|api\s+key"
-    r"|secret\s+key|access\s+token|auth\s+token|token|secret)"
-    r"(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
-    r"\s+(?:is|was|is\s+now|is\s+still|has\s+been\s+changed\s+to|changed\s+to|became|will\s+be)"
-    r"\s+"
-)
-_PROSE_ANCHORS = word_set("password passcode passphrase pin key token secret")
-_PIN_RE = re.compile(r"\d{4,8}")
-
-
-def _prose_secret(scan: Scan) -> bool:
-    hits = _PROSE_ANCHORS & scan.words
-    if not hits:
-        return False
-    low, text = scan.low, scan.text
-    for start, end in scan.windows(hits, 20, 120):
-        pos = start
-        while (match := _PROSE_SECRET_RE.search(low, pos, end)) is not None:
-            pos = match.start() + 1
-            if match.start() and low[match.start() - 1].isalnum():
-                continue
-            found = _value_at(text, match.end())
-            if found is None:
-                continue
-            value, quoted, _ = found
-            if match.group("what").startswith("pin"):
-                if _PIN_RE.fullmatch(value.rstrip(".,;!")):
-                    return True
-            elif _quoted_secret(value) if quoted else _strong_secret(value):
-                return True
-    return False
-
-
 TABLE.add("password_assignment", "a password, secret, token or API key value", _assignment)
 TABLE.token(
     "password_assignment",
@@ -333,6 +336,5 @@ TABLE.token(
     needles=("mysql",),
     boundary=True,
     group=1,
-    valid=lambda v: _strong_secret(v) or _weak_secret(v) and not _IDENT_RE.match(v),
+    valid=command_line_password,
 )
-TABLE.add("password_assignment", "a password, secret, token or API key value", _prose_secret)

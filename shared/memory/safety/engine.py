@@ -1,10 +1,11 @@
 """What every rule shares: the scanned text, the rule table and the token-rule builder.
 
 `normalize` folds look-alike characters; `Scan` holds the text with what several rules need
-computed once (its ASCII copy, lower-case form, shape, words, digit count, anchor windows);
-`RuleTable` collects one area's rules in check order, and `RuleTable.token` builds the usual
-rule for a token with a recognisable shape. Small helpers used by more than one area
-(placeholder tokens, base64url, letters-and-digits) live here too.
+computed once (its ASCII copy, lower-case form, shape, words, digit count, long runs, anchor
+windows); `RuleTable` collects one area's rules in check order, `RuleTable.token` builds the
+usual rule for a token with a recognisable shape, and `RuleTable.family` adds many rules that
+are tried together behind one cheap gate (the provider tables). Small helpers used by more than
+one area (placeholder tokens, the token search, base64url, letters-and-digits) live here too.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ _TO_SPACE = bytes.maketrans(
 )
 
 
+# Letters, digits, _ and - as "x", everything else as a space: a long run of x is where a token
+# with no punctuation in its prefix ("LTAI...", "dapi...") can start.
+_RUN_CHARS = (string.ascii_letters + string.digits + "_-").encode()
+_RUNS = bytes((120 if b in _RUN_CHARS else 32) for b in range(256))
+_RUN_LENGTH = 16
+_RUN = b"x" * _RUN_LENGTH
+
 _SHAPE = bytes.maketrans(
     (string.digits + string.ascii_uppercase + string.ascii_lowercase).encode(),
     b"0" * 10 + b"A" * 26 + b"a" * 26,
@@ -62,9 +70,10 @@ def word_set(words: str) -> frozenset[bytes]:
 
 
 class Scan:
-    """The text and, computed on first use, its lower-case form, words and digit count."""
+    """The text and, computed on first use, its lower-case form, words, digit count, shape and
+    long runs."""
 
-    __slots__ = ("text", "ascii", "_low", "_low_ascii", "_shape", "_words", "_digits")
+    __slots__ = ("text", "ascii", "_low", "_low_ascii", "_shape", "_words", "_digits", "_runs")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -77,6 +86,7 @@ class Scan:
         self._shape: bytes | None = None
         self._words: frozenset[bytes] | None = None
         self._digits = -1
+        self._runs: list[int] | None = None
 
     @property
     def low(self) -> str:
@@ -120,6 +130,22 @@ class Scan:
         return self._words
 
     @property
+    def runs(self) -> list[int]:
+        """Where the runs of 16 or more letters, digits, _ and - start: the few places in a chat
+        text where a token can begin (one byte translation, then substring searches)."""
+        if self._runs is None:
+            runs, flat = [], self.ascii.encode().translate(_RUNS)
+            i = flat.find(_RUN)
+            while i != -1:
+                runs.append(i)
+                end = flat.find(b" ", i + _RUN_LENGTH)
+                if end == -1:
+                    break
+                i = flat.find(_RUN, end)
+            self._runs = runs
+        return self._runs
+
+    @property
     def digits(self) -> int:
         if self._digits < 0:
             text = self.text
@@ -157,7 +183,12 @@ Detector = Callable[[Scan], bool]
 class Rule:
     id: str
     reason: str
-    detect: Detector
+
+
+Finder = Callable[[Scan], Rule | None]
+# One entry of the check order: a rule with its detector, or (None, finder) for a family whose
+# finder returns the member that matched.
+Check = tuple[Rule, Detector] | tuple[None, Finder]
 
 
 _FILLER_RE = re.compile(r"(?i)example|xxxx|\.\.\.|\u2026|<|>|your[_-]")
@@ -173,10 +204,19 @@ class RuleTable:
     """One area's rules, in the order they are tried; the package joins the areas' tables."""
 
     def __init__(self) -> None:
-        self.rules: list[Rule] = []
+        self.rules: list[Rule] = []  # every rule, families' members included
+        self.checks: list[Check] = []  # what check_text runs, in order
 
     def add(self, rule_id: str, reason: str, detect: Detector) -> None:
-        self.rules.append(Rule(rule_id, reason, detect))
+        rule = Rule(rule_id, reason)
+        self.rules.append(rule)
+        self.checks.append((rule, detect))
+
+    def family(self, members: Iterable[Rule], find: Finder) -> None:
+        """Rules tried as one check: `find` gates them all at once (a word, a prefix) and
+        returns the member that matched, so a hundred rare providers cost one set lookup."""
+        self.rules.extend(members)
+        self.checks.append((None, find))
 
     def token(
         self,
@@ -209,19 +249,34 @@ class RuleTable:
                 else:
                     return False
             text = scan.ascii
-            haystack = scan.low_ascii if lower else text
-            match = search(haystack)
-            while match is not None:
-                start = match.start()
-                if not (boundary and start and text[start - 1] in WORDCHAR):
-                    span = match.span(group) if match.group(group) else match.span()
-                    value = text[span[0] : span[1]]
-                    if not is_filler(value) and (valid is None or valid(value)):
-                        return True
-                match = search(haystack, start + 1)
-            return False
+            return token_found(
+                search, text, scan.low_ascii if lower else text, boundary, group, valid
+            )
 
         self.add(rule_id, reason, detect)
+
+
+def token_found(
+    search: Callable[..., re.Match[str] | None],
+    text: str,
+    haystack: str,
+    boundary: bool = True,
+    group: int | str = 0,
+    valid: Callable[[str], bool] | None = None,
+) -> bool:
+    """Whether `search` finds a real token in `haystack` (`text` or its lower-case copy; the
+    value is read from `text`): not continuing a word on its left (with `boundary`), not filler,
+    and passing `valid`."""
+    match = search(haystack)
+    while match is not None:
+        start = match.start()
+        if not (boundary and start and text[start - 1] in WORDCHAR):
+            span = match.span(group) if match.group(group) else match.span()
+            value = text[span[0] : span[1]]
+            if not is_filler(value) and (valid is None or valid(value)):
+                return True
+        match = search(haystack, start + 1)
+    return False
 
 
 def b64_decode(part: str) -> bytes | None:
