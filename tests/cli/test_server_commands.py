@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
+import pytest
 from click.testing import CliRunner
 
-from cli import main
+from cli import main, server
 from shared.accounts import Principal
+from shared.core.settings import load_settings
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
+from shared.storage.db import Database
 from tests.conftest import Account, Backend
 
 
@@ -50,3 +56,21 @@ def test_an_invalid_setting_stops_with_the_variable_named(rt: Runtime, backend: 
     result = CliRunner(env=env).invoke(main, ["users", "list"])
     assert result.exit_code == 1
     assert "configuration error: USER_CHAR_LIMIT must be a whole number" in result.output
+
+
+def test_a_worker_waits_until_the_api_has_migrated_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(server, "SCHEMA_POLL_SECONDS", 0.05)
+    settings = load_settings({"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)})
+    settings.data_dir.mkdir(parents=True)
+    database = Database(settings.database_url)
+    assert not database.schema_is_current()
+    migrating = threading.Timer(0.5, database.migrate)
+    migrating.start()
+    server._wait_for_schema(settings)  # returns once the migrations are in
+    migrating.join()
+    assert database.schema_is_current()
+    database.dispose()
+    said = capsys.readouterr().err
+    assert said.count("waiting for the database schema: run `eonyx db upgrade`") == 1
