@@ -61,9 +61,7 @@ class Tally:
     turns: dict[str, int] = field(default_factory=dict)  # session id -> turns answered 200
 
 
-def hammer(
-    clients: int, seconds: float, make: Callable[[int], Callable[[], str | None]]
-) -> Tally:
+def hammer(clients: int, seconds: float, make: Callable[[int], Callable[[], str | None]]) -> Tally:
     """`clients` threads calling their own `make(i)()` for `seconds`; a returned string is an
     error. Every thread is ready before the clock starts."""
     tally, lock = Tally(), threading.Lock()
@@ -176,9 +174,7 @@ def turn_client(url: str, token: str, tally_turns: dict[str, int]) -> Callable[.
     lock = threading.Lock()
 
     def make(i: int) -> Callable[[], str | None]:
-        http = httpx.Client(
-            base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}
-        )
+        http = httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"})
         created = http.post("/api/v1/sessions", json={"title": f"client {i}"})
         created.raise_for_status()
         session_id = created.json()["id"]
