@@ -1,7 +1,7 @@
 """Chat turns under concurrency against `eonyx serve`, beside a bare endpoint on the same server.
 
     .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10]
-        [--workers 2] [--threads 16] [--rounds 1] [--keep]
+        [--workers 2] [--threads 32] [--rounds 1] [--keep]
 
 Starts `eonyx serve` (gunicorn, embedded Redis, SQLite, a worker) on a temporary DATA_DIR,
 with the fake OpenAI-compatible model of tests/fake_llm.py in a process of its own (it answers
@@ -216,7 +216,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2, help="eonyx serve --workers")
-    parser.add_argument("--threads", type=int, default=16, help="eonyx serve --threads")
+    parser.add_argument("--threads", type=int, default=32, help="eonyx serve --threads")
     parser.add_argument("--rounds", type=int, default=1, help="healthz then turns, N times")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

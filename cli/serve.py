@@ -61,7 +61,7 @@ class Stopped(Exception):
 )
 @click.option(
     "--threads",
-    default=16,
+    default=32,
     show_default=True,
     type=click.IntRange(1),
     help="Threads per HTTP worker: requests at once, each open events socket holds one.",
