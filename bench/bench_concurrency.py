@@ -1,7 +1,7 @@
 """Chat turns under concurrency against `eonyx serve`, beside a bare endpoint on the same server.
 
     .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10]
-        [--workers 2] [--threads 32] [--rounds 1] [--keep]
+        [--workers 2] [--threads 32] [--rounds 1] [--dev] [--keep]
 
 Starts `eonyx serve` (gunicorn, embedded Redis, SQLite, a worker) on a temporary DATA_DIR,
 with the fake OpenAI-compatible model of tests/fake_llm.py in a process of its own (it answers
@@ -95,7 +95,7 @@ def hammer(clients: int, seconds: float, make: Callable[[int], Callable[[], str 
 class Server:
     """The fake model and `eonyx serve`, on a temporary directory; stop() ends both."""
 
-    def __init__(self, root: Path, workers: int, threads: int) -> None:
+    def __init__(self, root: Path, workers: int, threads: int, dev: bool) -> None:
         self.root = root
         self.fake = subprocess.Popen(
             [sys.executable, "-c", FAKE], stdout=subprocess.PIPE, text=True
@@ -116,6 +116,7 @@ class Server:
         eonyx = str(Path(sys.executable).with_name("eonyx"))
         self.log = (root / "serve.log").open("w")
         argv = [eonyx, "serve", "--port", "0", "--workers", str(workers), "--threads", str(threads)]
+        argv += ["--dev"] if dev else []
         self.serve = subprocess.Popen(
             argv, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -218,18 +219,20 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="eonyx serve --workers")
     parser.add_argument("--threads", type=int, default=32, help="eonyx serve --threads")
     parser.add_argument("--rounds", type=int, default=1, help="healthz then turns, N times")
+    parser.add_argument("--dev", action="store_true", help="eonyx serve --dev (werkzeug)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="eonyx-bench-"))
-    server = Server(root, args.workers, args.threads)
+    server = Server(root, args.workers, args.threads, args.dev)
     turns_by_session: dict[str, int] = {}
     bare, turns = Tally(), Tally()
     try:
         token = login(server.url)
+        http = "--dev: werkzeug" if args.dev else f"gunicorn {args.workers}x{args.threads} threads"
         print(
-            f"== bench_concurrency  (eonyx serve, gunicorn {args.workers}x{args.threads} "
-            f"threads, SQLite, embedded Redis; fake model in its own process)"
+            f"== bench_concurrency  (eonyx serve, {http}, SQLite, embedded Redis; "
+            "fake model in its own process)"
         )
         print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
         for _ in range(args.rounds):
