@@ -1,122 +1,57 @@
-"""Server-side commands: serve, worker, users, index, db."""
+"""Server-side commands: worker, users, index, db (and serve, in cli/serve.py).
+
+They act on the server's data: with settings of their own unset, they take those of the
+running `eonyx serve` (cli/runfile.py), and each says which data directory and database it
+acts on (on stderr, so that what it prints on stdout stays the same).
+"""
 
 from __future__ import annotations
 
 import os
-import re
-import signal
-import subprocess
-import sys
-import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
-from werkzeug.serving import WSGIRequestHandler, make_server
+from sqlalchemy.exc import SQLAlchemyError
 
+from cli import runfile
+from cli.serve import serve
 from shared import accounts
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.runtime import Runtime
 from shared.storage import index
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.storage.db import Database
+
+SCHEMA_POLL_SECONDS = 2.0
+
+
+def server_settings() -> tuple[Settings, runfile.RunningServer | None]:
+    """This command's settings, completed from the running server's (see cli/runfile.py)."""
+    try:
+        environ, server = runfile.with_server_settings(os.environ)
+    except runfile.MaskedSetting as exc:
+        raise click.ClickException(str(exc)) from None
+    return load_settings(environ), server
 
 
 @contextmanager
 def server_runtime() -> Iterator[Runtime]:
-    """The server's runtime for one command: the schema brought up to date, and the domain's
-    errors shown as CLI errors."""
-    with Runtime.build(load_settings()) as rt:
+    """The server's runtime for one command: the schema brought up to date, where it acts
+    said on stderr, and the domain's errors shown as CLI errors."""
+    settings, server = server_settings()
+    source = f" (settings of the server at {server.url}, pid {server.pid})" if server else ""
+    click.echo(
+        f"data directory {settings.data_dir}, database {_redact(settings.database_url)}{source}",
+        err=True,
+    )
+    with Runtime.build(settings) as rt:
         rt.db.migrate()
         try:
             yield rt
         except EonyxError as exc:
             raise click.ClickException(exc.message) from None
-
-
-@click.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-def serve(host: str, port: int) -> None:
-    """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
-    settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    embedded = None
-    if not settings.redis_url:
-        embedded = EmbeddedRedis(settings.data_dir)
-        try:
-            settings = settings.with_changes(redis_url=embedded.start())
-        except RuntimeError as exc:
-            raise click.ClickException(str(exc)) from None
-    worker = None
-    try:
-        with Runtime.build(settings) as rt:
-            rt.db.migrate()
-            with rt.db.session() as db:
-                first_run = not accounts.list_users(db)
-        if first_run:
-            click.echo("No account yet: create one with `eonyx users create NAME --admin`.")
-        worker = _start_worker_process(settings)
-        _serve_http(settings, host, port)
-    finally:
-        if worker is not None:
-            _stop_process(worker)
-        if embedded is not None:
-            embedded.stop()
-    click.echo("Eonyx stopped.")
-
-
-def _start_worker_process(settings: Settings) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "REDIS_URL": settings.redis_url or "", "DATA_DIR": str(settings.data_dir)}
-    env["DATABASE_URL"] = settings.database_url
-    command = [sys.executable, "-m", "cli", "worker", "--beat", "--concurrency", "2"]
-    return subprocess.Popen(command, env=env, start_new_session=True)
-
-
-def _stop_process(process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-_QUERY = re.compile(r"\?[^\s\"']*")
-
-
-class RequestLogHandler(WSGIRequestHandler):
-    """werkzeug's request handler, logging each request without its query string: a
-    browser's WebSocket sends its bearer token as `/api/v1/events?token=...`, and a token
-    must never reach a log."""
-
-    def log(self, type: str, message: str, *args: object) -> None:
-        line = message % args if args else message
-        super().log(type, "%s", _QUERY.sub("", line))
-
-
-def _serve_http(settings: Settings, host: str, port: int) -> None:
-    from api import create_app
-    from workers.queue import celery_jobs
-
-    app = create_app(settings, jobs_queue=celery_jobs(settings))
-    server = make_server(host, port, app, threaded=True, request_handler=RequestLogHandler)
-    stop = threading.Event()
-
-    def _shutdown(signum: int, _frame: object) -> None:
-        stop.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    previous = {sig: signal.signal(sig, _shutdown) for sig in (signal.SIGINT, signal.SIGTERM)}
-    click.echo(f"Eonyx is running at http://{host}:{server.port} (data in {settings.data_dir})")
-    click.echo("Press Ctrl+C to stop.")
-    try:
-        server.serve_forever()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        server.server_close()
 
 
 @click.command()
@@ -131,6 +66,7 @@ def worker(beat: bool, concurrency: int | None) -> None:
         app = create_celery(settings)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
+    _wait_for_schema(settings)
     (settings.data_dir / "run").mkdir(parents=True, exist_ok=True)
     argv = ["worker", "--loglevel", "INFO", "--pool", "threads", "-Q", "eonyx"]
     if concurrency:
@@ -138,6 +74,27 @@ def worker(beat: bool, concurrency: int | None) -> None:
     if beat:
         argv.append("--beat")
     app.worker_main(argv)
+
+
+def _wait_for_schema(settings: Settings) -> None:
+    """A worker started next to a new API waits until the API has migrated the database
+    (rather than failing its first jobs on missing tables)."""
+    database = Database(settings.database_url)
+    said = ""
+    try:
+        while True:
+            try:
+                if database.schema_is_current():
+                    return
+                problem = "run `eonyx db upgrade` (the API does it when it starts)"
+            except SQLAlchemyError as exc:
+                problem = f"the database cannot be reached ({type(exc).__name__})"
+            if problem != said:
+                click.echo(f"waiting for the database schema: {problem}", err=True)
+                said = problem
+            time.sleep(SCHEMA_POLL_SECONDS)
+    finally:
+        database.dispose()
 
 
 @click.group()

@@ -4,23 +4,41 @@ Redis delivers at least once and forgets queued jobs when it restarts without pe
 So: a job is acknowledged only after it ran (acks_late), a worker that dies returns its job
 to the queue (reject_on_worker_lost), each worker takes one job at a time (prefetch 1), the
 visibility timeout is longer than the longest job, every task is idempotent, and periodic
-sweeps redo whatever a lost job left undone.
+sweeps redo whatever a lost job left undone. A job in the hands of a worker that was killed
+comes back only after the visibility timeout (30 minutes); the memory sweep, every
+SWEEP_SECONDS, redoes such a job about a minute after a worker is back (timings in
+shared/memory/extraction.py).
+
+Each worker process and each beat keeps a heartbeat in Redis (shared/storage/heartbeats.py)
+while it runs; /readyz reports a missing one.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import socket
 import threading
 from datetime import timedelta
 
+import redis
 from celery import Celery, current_app
-from celery.signals import worker_process_init, worker_process_shutdown, worker_shutdown
+from celery.signals import (
+    beat_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
 from shared.core import jobs
 from shared.core.settings import Settings
 from shared.runtime import Runtime
+from shared.storage import heartbeats
 from shared.storage.embedded_redis import resolve_redis_url
 
 LONGEST_JOB_SECONDS = 15 * 60
+SWEEP_SECONDS = 30  # the memory sweep: lost extraction and curation jobs are sent again
 QUEUE = "eonyx"
 
 
@@ -43,6 +61,17 @@ class EonyxCelery(Celery):
         self.redis_url = redis_url
         self._runtime: Runtime | None = None
         self._runtime_lock = threading.Lock()
+        self.heartbeat: heartbeats.Heartbeat | None = None
+
+    def start_heartbeat(self, role: str, name: str) -> None:
+        client = redis.Redis.from_url(self.redis_url, socket_timeout=5)
+        self.heartbeat = heartbeats.Heartbeat(client, role, name).start()
+
+    def stop_heartbeat(self) -> None:
+        heartbeat, self.heartbeat = self.heartbeat, None
+        if heartbeat is not None:
+            heartbeat.stop()
+            heartbeat.client.close()
 
     @property
     def runtime(self) -> Runtime:
@@ -58,11 +87,29 @@ class EonyxCelery(Celery):
             runtime.close()
 
 
+@worker_ready.connect
+def _start_worker_heartbeat(sender: object = None, **_: object) -> None:
+    app = getattr(sender, "app", None)  # the sender is the Consumer
+    if isinstance(app, EonyxCelery):
+        app.start_heartbeat(heartbeats.WORKER, str(getattr(sender, "hostname", os.getpid())))
+
+
 @worker_shutdown.connect
 def _close_worker_runtime(sender: object = None, **_: object) -> None:
     app = getattr(sender, "app", None)  # the sender is the WorkController
     if isinstance(app, EonyxCelery):
+        app.stop_heartbeat()
         app.close_runtime()
+
+
+@beat_init.connect
+def _start_beat_heartbeat(sender: object = None, **_: object) -> None:
+    """Beat, standalone (`celery beat`) or inside a worker (`--beat`, its own process). A
+    standalone beat removes its heartbeat at exit; an embedded one lets it expire."""
+    app = getattr(sender, "app", None)  # the sender is the beat Service
+    if isinstance(app, EonyxCelery):
+        app.start_heartbeat(heartbeats.BEAT, f"{socket.gethostname()}:{os.getpid()}")
+        atexit.register(app.stop_heartbeat)
 
 
 @worker_process_init.connect
@@ -105,7 +152,7 @@ def create_celery(settings: Settings) -> EonyxCelery:
         beat_schedule={
             "reconcile-index": {"task": jobs.INDEX_REBUILD, "schedule": 30 * 60},
             "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
-            "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": 10 * 60},
+            "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
         },
         timezone="UTC",
     )

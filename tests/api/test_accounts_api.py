@@ -112,13 +112,6 @@ def test_openapi_document_is_served(client: FlaskClient) -> None:
         assert path in spec["paths"], path
 
 
-def test_health_and_readiness(client: FlaskClient) -> None:
-    assert client.get("/healthz").get_json() == {"status": "ok"}
-    ready = client.get("/readyz")
-    assert ready.status_code == 200
-    assert ready.get_json()["checks"] == {"database": "ok", "store": "ok", "broker": "ok"}
-
-
 def test_unknown_route_and_method_are_json(client: FlaskClient, alice: Account) -> None:
     missing = client.get(f"{API}/nothing-here")
     assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "not_found"

@@ -293,6 +293,27 @@ def test_the_sweep_resends_a_lost_curation(chat: Chat, monkeypatch: pytest.Monke
     assert sweep_likes(chat.rt, sweeper) == 0
 
 
+def test_the_sweep_resends_a_curation_lost_with_its_worker_once(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed mid-job leaves its lock behind: it lapses in seconds, not minutes, and
+    the sweep then sends the job again (once, however often it runs meanwhile)."""
+    Model(chat, ADD_PNPM)
+    session_id = chat.new_session()
+    user_id, _ = one_turn(chat, session_id)
+    like(chat, session_id, user_id)
+    monkeypatch.setattr(curation, "LOST_AFTER", timedelta(0))
+    sweeper = RecordingJobs()
+    lock = f"curate:{session_id}:{user_id}"
+    assert curation.JOB_LOCK_TTL <= 30
+    with chat.rt.locks.hold(lock, ttl=curation.JOB_LOCK_TTL, keepalive=True):
+        assert sweep_likes(chat.rt, sweeper) == 0  # running
+    assert sweep_likes(chat.rt, sweeper) == 1
+    assert sweep_likes(chat.rt, sweeper) == 0
+    assert sweeper.of(job_names.CURATE_MEMORY) == [(chat.user.user_id, session_id, user_id)]
+    run_job(chat, session_id, user_id)
+
+
 @pytest.mark.parametrize(
     "env, temporary, status, code",
     [

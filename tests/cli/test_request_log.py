@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 from werkzeug.serving import make_server
 
-from cli.server import RequestLogHandler
+from cli.devserver import RequestLogHandler
 
 
 @pytest.fixture

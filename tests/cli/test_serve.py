@@ -1,188 +1,54 @@
 """`eonyx serve` end to end: one command on an empty DATA_DIR, no outside service.
 
-It starts an embedded Redis and a worker process, answers HTTP, runs background jobs in the
-worker (never in the request), and on Ctrl+C stops everything it started and exits 0.
+It starts an embedded Redis, a worker process and gunicorn, answers HTTP and the events
+WebSocket, runs background jobs in the worker (never in the request), logs requests without
+their query string, and on Ctrl+C stops everything it started and exits 0.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
+from simple_websocket import Client as WebSocket
+from simple_websocket import ConnectionClosed
 
-from tests.conftest import eonyx_executable, free_port, wait_for
+from tests.cli.serving import (
+    Served,
+    admin_client,
+    alive,
+    children_of,
+    command_line,
+    descendants_of,
+    eonyx,
+    ready,
+    wait_for_job,
+    zombie_or_gone,
+)
+from tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
-START_TIMEOUT = 60.0
-JOB_TIMEOUT = 60.0
-STOP_TIMEOUT = 30.0
-URL_LINE = re.compile(r"Eonyx is running at (http://\S+)")
+ALL_READY = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat": "ok"}
 
 
-def children_of(pid: int) -> list[int]:
-    """Direct children of a process, from /proc (Linux); [] where /proc is not there."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
-def descendants_of(pid: int) -> list[int]:
-    found, queue = [], [pid]
-    while queue:
-        for child in children_of(queue.pop()):
-            found.append(child)
-            queue.append(child)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def zombie_or_gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-@dataclass
-class Served:
-    """A running `eonyx serve` and everything it printed so far."""
-
-    process: subprocess.Popen[str]
-    env: dict[str, str]
-    lines: list[str] = field(default_factory=list)
-    reader: threading.Thread | None = None
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:  # ends when every holder of the pipe has exited
-            self.lines.append(line)
-
-    def url(self) -> str | None:
-        if self.process.poll() is not None:
-            pytest.fail(f"eonyx serve exited with {self.process.returncode}:\n{self.output}")
-        match = URL_LINE.search(self.output)
-        return match.group(1) if match else None
-
-
-@pytest.fixture
-def serve_env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("REDIS_URL", "DATABASE_URL", "XDG_DATA_HOME", "EONYX_URL", "EONYX_TOKEN")
-    }
-    (tmp_path / "home").mkdir()
-    env |= {"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path / "home")}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-@pytest.fixture
-def served(serve_env: dict[str, str]) -> Iterator[Served]:
-    process = subprocess.Popen(
-        [eonyx_executable(), "serve", "--port", str(free_port())],
-        env=serve_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    running = Served(process, serve_env)
-    running.reader = threading.Thread(target=running.read, daemon=True)
-    running.reader.start()
-    started: list[int] = []
-    try:
-        yield running
-    finally:
-        if process.poll() is None:
-            started = descendants_of(process.pid)
-            process.kill()
-            process.wait(10)
-        for pid in started:  # whatever serve left behind when it had to be killed
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        running.reader.join(10)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-def eonyx(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [eonyx_executable(), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def wait_for_job(http: httpx.Client, job_id: str) -> dict[str, Any]:
-    def finished() -> dict[str, Any] | None:
-        job = http.get(f"/api/v1/jobs/{job_id}")
-        assert job.status_code == 200, job.text
-        body = job.json()
-        assert body["state"] not in ("FAILURE", "REVOKED"), body
-        return body if body["state"] == "SUCCESS" else None
-
-    return wait_for(finished, JOB_TIMEOUT, f"job {job_id}")
-
-
-def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(served: Served, tmp_path: Path) -> None:
-    data_dir = Path(served.env["DATA_DIR"])
+def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(
+    start_serve: Callable[..., Served],
+) -> None:
+    served = start_serve("--workers", "2", "--threads", "4")
+    data_dir = served.data_dir
     assert not data_dir.exists()
-    url = wait_for(served.url, START_TIMEOUT, "the 'Eonyx is running at' line")
+    url = served.wait_url()
     redis_socket = data_dir / "run" / "redis.sock"
     assert redis_socket.exists()
     assert (data_dir / "eonyx.db").is_file()  # SQLite in DATA_DIR: no DATABASE_URL needed
 
-    created = eonyx(served.env, "users", "create", "admin", "--password", "pa55word", "--admin")
-    assert created.returncode == 0, created.stderr
-    assert "created admin admin" in created.stdout
-
-    with httpx.Client(base_url=url, timeout=10) as http:
+    with admin_client(served, url) as http:
         assert http.get("/healthz").status_code == 200
-        ready = http.get("/readyz")
-        assert ready.status_code == 200, ready.text
-        assert ready.json()["checks"] == {"database": "ok", "store": "ok", "broker": "ok"}
-
-        login = http.post("/api/v1/auth/login", json={"username": "admin", "password": "pa55word"})
-        assert login.status_code == 200, login.text
-        http.headers["Authorization"] = f"Bearer {login.json()['token']}"
+        assert wait_for(lambda: ready(http), 30, "/readyz")["checks"] == ALL_READY
 
         ids = []
         for title in ("First", "Second"):
@@ -201,10 +67,12 @@ def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(served: Served, tmp_p
     worker_pid = result["pid"]
     assert worker_pid != served.process.pid
     assert result["scanned"] == 2
-    children = children_of(served.process.pid)
-    assert worker_pid in children
+    assert served.child(" worker --beat") == worker_pid
+    # HTTP is gunicorn, a master with the two worker processes asked for.
+    master = served.child("gunicorn")
+    assert len(children_of(master)) == 2
     everything = descendants_of(served.process.pid)
-    assert len(children) >= 2, "serve should have a worker and an embedded Redis"
+    assert len(children_of(served.process.pid)) == 3, "a worker, gunicorn and a Redis"
 
     # A second serve on the same DATA_DIR refuses instead of stealing the Redis socket.
     second = eonyx(served.env, "serve", "--port", str(free_port()))
@@ -212,19 +80,116 @@ def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(served: Served, tmp_p
     assert "is Eonyx running?" in second.stderr
     assert redis_socket.exists()
 
-    served.process.send_signal(signal.SIGINT)
-    try:
-        code = served.process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"eonyx serve did not stop within {STOP_TIMEOUT:.0f} s:\n{served.output}")
-    assert code == 0, served.output
-    assert served.reader is not None
-    served.reader.join(STOP_TIMEOUT)
-    # The pipe closes only when no process holds it: the worker and its beat are gone too.
-    assert not served.reader.is_alive(), "a child of serve still holds its output"
-    assert "Eonyx stopped." in served.output
-
+    served.stop_with_ctrl_c()
     assert not redis_socket.exists()
     assert not alive(worker_pid)
     left = [pid for pid in everything if not zombie_or_gone(pid)]
     assert not left, f"processes left behind by serve: {left}"
+
+
+def test_the_events_socket_works_under_gunicorn_and_its_token_is_not_logged(
+    start_serve: Callable[..., Served],
+) -> None:
+    served = start_serve()
+    url = served.wait_url()
+    assert "gunicorn" in command_line(served.child("gunicorn"))
+    with admin_client(served, url) as http:
+        token = http.headers["Authorization"].removeprefix("Bearer ")
+        ws_url = url.replace("http://", "ws://") + f"/api/v1/events?token={token}"
+        ws = WebSocket.connect(ws_url)
+        try:
+            assert json.loads(ws.receive(10)) == {"type": "ready"}
+            saved = http.put("/api/v1/memory/user", json={"content": "- Likes tables\n"})
+            assert saved.status_code == 200, saved.text
+            event = json.loads(ws.receive(10))
+            assert event["type"] == "memory.updated" and event["file"] == "USER.md"
+        finally:
+            ws.close()
+        refused = WebSocket.connect(url.replace("http://", "ws://") + "/api/v1/events?token=nope")
+        seen = []
+        with pytest.raises(ConnectionClosed):
+            for _ in range(5):
+                seen.append(json.loads(refused.receive(10) or "null"))
+        assert {"type": "ready"} not in seen  # closed on a bad token, never listening
+        # Not a WebSocket: answered, and logged like any request, by its path alone.
+        assert httpx.get(f"{url}/api/v1/events?token={token}").status_code == 400
+
+    def logged() -> bool:
+        return '"GET /api/v1/events HTTP/1.1" 400' in served.output
+
+    wait_for(logged, 10, f"the events request in the access log:\n{served.output}")
+    served.stop_with_ctrl_c()
+    assert token not in served.output and "nope" not in served.output
+    assert "?token" not in served.output
+
+
+def test_server_commands_find_the_running_servers_settings(
+    start_serve: Callable[..., Served], tmp_path: Path
+) -> None:
+    """A second shell with only DATA_DIR set acts on the server's database (here not the
+    default one), says which, and never sees the server's secrets."""
+    database = tmp_path / "elsewhere" / "eonyx.db"
+    database.parent.mkdir()
+    served = start_serve(
+        DATABASE_URL=f"sqlite:///{database}",
+        USER_CHAR_LIMIT="999",
+        EONYX_LLM_BASE_URL="http://127.0.0.1:9/v1",
+        EONYX_LLM_MODEL="some-model",
+        EONYX_LLM_API_KEY="sk-do-not-write-me",
+    )
+    url = served.wait_url()
+    settings_file = served.data_dir / "run" / "settings.json"
+    written = json.loads(settings_file.read_text())
+    assert written["url"] == url and written["pid"] == served.process.pid
+    assert written["environment"]["DATABASE_URL"] == f"sqlite:///{database}"
+    assert written["environment"]["USER_CHAR_LIMIT"] == "999"
+    assert "sk-do-not-write-me" not in settings_file.read_text()
+    assert settings_file.stat().st_mode & 0o077 == 0
+
+    (tmp_path / "other-home").mkdir()
+    second_shell = {
+        key: value
+        for key, value in served.env.items()
+        if key not in ("DATABASE_URL", "USER_CHAR_LIMIT", "EONYX_LLM_API_KEY")
+        and not key.startswith("EONYX_LLM_")
+    } | {"HOME": str(tmp_path / "other-home")}
+    created = eonyx(second_shell, "users", "create", "ada", "--password", "long password")
+    assert created.returncode == 0, created.stderr
+    assert f"database sqlite:///{database}" in created.stderr
+    assert f"data directory {served.data_dir}" in created.stderr
+    assert f"settings of the server at {url}" in created.stderr
+    models = eonyx(second_shell, "models", "list")
+    assert models.returncode == 0, models.stderr
+    assert "default  some-model at http://127.0.0.1:9/v1" in models.stdout
+    assert "(unset here)" in models.stdout  # the key stayed with the server
+
+    with httpx.Client(base_url=url, timeout=10) as http:
+        ada = {"username": "ada", "password": "long password"}
+        login = http.post("/api/v1/auth/login", json=ada)
+        assert login.status_code == 200, login.text  # the server sees the user just created
+
+    served.stop_with_ctrl_c()
+    assert not settings_file.exists()
+    after = eonyx(second_shell, "users", "list")  # no server: its own defaults again
+    assert after.returncode == 0, after.stderr
+    assert "settings of the server" not in after.stderr
+    assert "ada" not in after.stdout
+
+
+def test_dev_mode_serves_with_the_reloading_server_and_stops_cleanly(
+    start_serve: Callable[..., Served],
+) -> None:
+    served = start_serve("--dev")
+    url = served.wait_url()
+    assert "cli.devserver" in command_line(served.child("cli.devserver"))
+    with httpx.Client(base_url=url, timeout=10) as http:
+        assert http.get("/healthz").status_code == 200
+        assert http.get("/api/v1/events?token=secret-in-query").status_code == 400
+        assert wait_for(lambda: ready(http), 30, "/readyz")["checks"] == ALL_READY
+    everything = descendants_of(served.process.pid)
+    assert "Restarting with" in served.output or "reloader" in served.output.lower()
+    served.stop_with_ctrl_c()
+    assert "secret-in-query" not in served.output
+    assert "GET /api/v1/events HTTP/1.1" in served.output
+    left = [pid for pid in everything if not zombie_or_gone(pid)]
+    assert not left, f"processes left behind by serve --dev: {left}"

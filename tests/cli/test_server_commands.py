@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
+import pytest
 from click.testing import CliRunner
 
-from cli import main
+from cli import main, server
 from shared.accounts import Principal
+from shared.core.settings import load_settings
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
+from shared.storage.db import Database
 from tests.conftest import Account, Backend
 
 
@@ -70,3 +76,21 @@ def test_users_link_binds_a_teams_user(rt: Runtime, backend: Backend, alice: Acc
     assert bad.exit_code == 1 and "not an Azure AD object id" in bad.output
     nobody = runner.invoke(main, ["users", "link", "nobody", "--teams-aad-id", aad])
     assert nobody.exit_code == 1 and "no user 'nobody'" in nobody.output
+
+
+def test_a_worker_waits_until_the_api_has_migrated_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(server, "SCHEMA_POLL_SECONDS", 0.05)
+    settings = load_settings({"DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)})
+    settings.data_dir.mkdir(parents=True)
+    database = Database(settings.database_url)
+    assert not database.schema_is_current()
+    migrating = threading.Timer(0.5, database.migrate)
+    migrating.start()
+    server._wait_for_schema(settings)  # returns once the migrations are in
+    migrating.join()
+    assert database.schema_is_current()
+    database.dispose()
+    said = capsys.readouterr().err
+    assert said.count("waiting for the database schema: run `eonyx db upgrade`") == 1

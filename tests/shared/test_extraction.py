@@ -201,7 +201,10 @@ def test_the_next_run_covers_only_the_new_turns(chat: Chat) -> None:
     assert marker(chat, session_id) == 8
 
 
-def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(chat: Chat) -> None:
+def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
     model = Model(chat, error(500, "down"), error(500, "down"), entries("Likes tables"))
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d")
@@ -218,7 +221,9 @@ def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(chat: 
     assert len(model.extractions) == 3  # two tries (one retry) failed, then one succeeded
 
 
-def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(chat: Chat) -> None:
+def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
     Model(chat, entries("Likes tables"))
     session_id = chat.new_session()
     other = chat.new_session()
@@ -228,12 +233,34 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(chat: Cha
     jobs(chat).sent.clear()  # the job was lost with a Redis restart
 
     sweeper = RecordingJobs()
+    assert sweep_extraction(chat.rt, sweeper) == 0  # the last turn is recent: still on its way
+    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
     assert sweep_extraction(chat.rt, sweeper) == 1
     assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 5)]
     assert extract(chat, session_id, 5).marker == 5
 
     sweeper.sent.clear()
     assert sweep_extraction(chat.rt, sweeper) == 0 and sweeper.sent == []
+
+
+def test_the_sweep_leaves_a_running_job_alone_and_resends_a_lost_one_once_a_minute(
+    chat: Chat, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Model(chat, entries("Likes tables"))
+    session_id = chat.new_session()
+    talk(chat, session_id, "a", "b", "c", "d")
+    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
+    sweeper = RecordingJobs()
+    lock = extraction.extract_lock(session_id)
+    with chat.rt.locks.hold(lock, ttl=extraction.JOB_LOCK_TTL, keepalive=True):
+        assert sweep_extraction(chat.rt, sweeper) == 0  # a worker is on it
+    # The worker died (its lock lapsed): the job is sent again, once, not on every sweep.
+    assert sweep_extraction(chat.rt, sweeper) == 1
+    assert sweep_extraction(chat.rt, sweeper) == 0
+    assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 4)]
+    assert chat.rt.redis is not None
+    chat.rt.redis.delete(f"eonyx:resent:{job_names.EXTRACT_MEMORY}:{session_id}")  # a minute on
+    assert sweep_extraction(chat.rt, sweeper) == 1
 
 
 def test_the_last_turns_of_a_quiet_session_are_extracted_too(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -59,4 +60,48 @@ def test_a_busy_lock_is_a_conflict_after_waiting(
         with pytest.raises(Conflict, match="busy"), second.hold("x", wait=0.2):
             pass
     with second.hold("x", wait=0.2):
+        pass
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_a_kept_alive_lock_outlasts_its_ttl_while_held(
+    kind: str, tmp_path: Path, backend: Backend
+) -> None:
+    holder = make_locks(kind, tmp_path, backend)
+    other = make_locks(kind, tmp_path, backend)
+    with holder.hold("job", ttl=0.6, keepalive=True):
+        time.sleep(1.5)  # two and a half lifetimes
+        with pytest.raises(Conflict), other.hold("job", wait=0):
+            pass
+    with other.hold("job", wait=0):
+        pass
+
+
+def _hold_and_report(kind: str, tmp_path: str, redis_url: str, ready: Any) -> None:
+    locks = make_locks(kind, Path(tmp_path), Backend("", "", redis_url))
+    with locks.hold("job", ttl=1.0, keepalive=True):
+        ready.set()
+        time.sleep(60)  # until killed
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"])
+def test_a_holder_that_dies_lets_go_within_the_ttl(
+    kind: str, tmp_path: Path, backend: Backend
+) -> None:
+    """A worker killed mid-job must not block the job's redo for the old, long lifetime."""
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    child = context.Process(
+        target=_hold_and_report, args=(kind, str(tmp_path), backend.redis_url, ready)
+    )
+    child.start()
+    try:
+        assert ready.wait(30)
+        locks = make_locks(kind, tmp_path, backend)
+        with pytest.raises(Conflict), locks.hold("job", wait=0):
+            pass
+    finally:
+        child.kill()
+        child.join(10)
+    with locks.hold("job", wait=3):  # the Redis lock expires one ttl after the last renewal
         pass

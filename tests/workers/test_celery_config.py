@@ -8,6 +8,7 @@ import pytest
 from celery import Celery
 
 from shared.core.settings import load_settings
+from shared.storage.db import Database
 from shared.storage.embedded_redis import EmbeddedRedis
 from workers.app import QUEUE, celery_url, create_celery
 
@@ -73,6 +74,10 @@ def test_everything_goes_to_the_queue_the_worker_consumes(
     monkeypatch.setattr(workers.app, "create_celery", lambda settings: celery_app)
     monkeypatch.setattr(celery_app, "worker_main", argvs.append)
     env = {"DATA_DIR": str(tmp_path / "data"), "REDIS_URL": "redis://127.0.0.1:6379/12"}
+    (tmp_path / "data").mkdir()
+    database = Database(load_settings(env).database_url)
+    database.migrate()  # a worker waits for the schema
+    database.dispose()
     result = CliRunner(env=env).invoke(main, ["worker"])
     assert result.exit_code == 0, result.output
     (argv,) = argvs

@@ -169,14 +169,14 @@ def start_api(stack: Stack) -> tuple[Proc, str]:
     )
     url = f"http://127.0.0.1:{port}"
 
-    def ready() -> bool:
+    def answering() -> bool:
         api.check_running()
         try:
-            return httpx.get(f"{url}/readyz", timeout=5).status_code == 200
+            return httpx.get(f"{url}/healthz", timeout=5).status_code == 200
         except httpx.TransportError:
             return False
 
-    wait_for(ready, START_TIMEOUT, f"gunicorn to answer /readyz:\n{api.output()}")
+    wait_for(answering, START_TIMEOUT, f"gunicorn to answer /healthz:\n{api.output()}")
     return api, url
 
 
@@ -320,6 +320,11 @@ def test_compose_commands_and_healthchecks_work_on_live_processes(stack: Stack) 
         wait_for(healthy, START_TIMEOUT, f"the {name} healthcheck to pass", interval=0.5)
 
     assert beat.stop() == 0, beat.output()
+    # Without a beat the api is not ready (its heartbeat went with it).
+    api_test = compose_service("api")["healthcheck"]["test"]
+    assert healthcheck(stack, api_test, data_dir, port) != 0
+    readyz = httpx.get(f"{url}/readyz", timeout=5).json()
+    assert readyz["checks"]["beat"].startswith("failed") and readyz["checks"]["worker"] == "ok"
     # A stopped worker fails its healthcheck (waiting 1 s for a reply rather than 10).
     assert worker.stop() == 0, worker.output()
     worker_test = compose_service("worker")["healthcheck"]["test"]

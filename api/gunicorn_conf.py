@@ -1,0 +1,70 @@
+"""Gunicorn settings for the Eonyx API, shared by the compose stack and `eonyx serve`.
+
+The image runs `gunicorn -c deploy/gunicorn.conf.py`, which takes its values from here;
+`eonyx serve` runs `gunicorn -c python:api.gunicorn_conf` and overrides the address, the
+worker and thread counts and the graceful timeout on the command line (flags beat this file).
+
+Threaded workers (gthread): a chat turn spends most of its time waiting on a model, so each
+worker process serves several requests at once, and WebSockets (/events) hold a thread each.
+Every value can be overridden from the environment (see deploy/env.example).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+
+def _int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = (environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise SystemExit(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def default_workers() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, min(cores or 1, 4))
+
+
+def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
+    """Gunicorn's settings by name, from `environ` (SystemExit names a bad variable)."""
+    settings: dict[str, object] = {
+        "wsgi_app": "api.wsgi:app",
+        "bind": environ.get("EONYX_BIND") or f"0.0.0.0:{_int(environ, 'PORT', 8000)}",
+        "worker_class": "gthread",
+        "workers": _int(environ, "WEB_CONCURRENCY", default_workers()),
+        "threads": _int(environ, "GUNICORN_THREADS", 8),
+        # A turn may wait minutes on a model (budget 300 s for a long one). gthread workers
+        # beat their heartbeat from the main loop, so a long request alone does not trip
+        # `timeout`; it still stays above the longest model call, so switching worker_class
+        # cannot cut turns off. A graceful stop lets running turns finish for about one more
+        # model call (120 s).
+        "timeout": _int(environ, "GUNICORN_TIMEOUT", 360),
+        "graceful_timeout": _int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 120),
+        "keepalive": _int(environ, "GUNICORN_KEEPALIVE", 5),
+        # Each worker builds its own runtime (database pool, Redis client) after the fork.
+        "preload_app": False,
+        "accesslog": "-",
+        "errorlog": "-",
+        "loglevel": environ.get("GUNICORN_LOG_LEVEL", "info"),
+        # The path without its query string: a browser's WebSocket sends its bearer token as
+        # `/api/v1/events?token=...`, and a token must never reach a log.
+        "access_log_format": '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"',
+        # No control socket (gunicorn 25+): two servers on one machine would fight over
+        # $HOME/.gunicorn/gunicorn.ctl. Signals stop and reload gunicorn as before.
+        "control_socket_disable": True,
+    }
+    # Heartbeat files on a RAM disk when there is one (a container's overlay fs can stall them).
+    if os.path.isdir("/dev/shm"):
+        settings["worker_tmp_dir"] = "/dev/shm"
+    return settings
+
+
+globals().update(gunicorn_settings(os.environ))  # what `-c python:api.gunicorn_conf` reads

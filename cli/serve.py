@@ -1,0 +1,232 @@
+"""`eonyx serve`: the whole of Eonyx in one command, on embedded defaults.
+
+It binds the HTTP port first (a port in use is the first thing said), then starts an embedded
+Redis under DATA_DIR (unless REDIS_URL is set), brings the database schema up to date, and
+starts two children, each in a process group of its own (cli/processes.py):
+
+- the worker with the beat scheduler (`eonyx worker --beat`), supervised: when it dies its
+  whole group is killed (its beat too) and it is started again after 1, 2, 4 ... 30 s;
+- the HTTP server: gunicorn with the compose stack's gthread configuration
+  (api/gunicorn_conf.py) on the socket bound here, or with `--dev` werkzeug's reloading
+  development server (cli/devserver.py).
+
+Once /healthz answers it prints the URL and writes its settings to DATA_DIR/run
+(cli/runfile.py). Ctrl+C or SIGTERM stops the HTTP server (running requests get
+GRACEFUL_SECONDS), then the worker's group (SIGTERM, SIGKILL after WORKER_GRACE_SECONDS),
+then the Redis; a second Ctrl+C stops at once. If the HTTP server or the embedded Redis
+dies, everything is stopped and serve exits with status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+import httpx
+
+from cli import runfile
+from cli.processes import Child, Supervised, describe_exit
+from shared import accounts
+from shared.core.settings import Settings, load_settings
+from shared.runtime import Runtime
+from shared.storage.embedded_redis import EmbeddedRedis
+
+GRACEFUL_SECONDS = 10  # running requests at Ctrl+C (the compose stack gives them 120 s)
+WORKER_GRACE_SECONDS = 20
+START_SECONDS = 60.0
+WORKER_THREADS = 2
+
+
+class Stopped(Exception):
+    """Ctrl+C (or SIGTERM) while starting."""
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1),
+    help="HTTP worker processes (gunicorn).",
+)
+@click.option(
+    "--threads",
+    default=32,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Threads per HTTP worker: requests at once, each open events socket holds one.",
+)
+@click.option(
+    "--dev", is_flag=True, help="werkzeug's development server, reloading on code changes."
+)
+def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
+    """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    stop, force = threading.Event(), threading.Event()
+    with _signals(stop, force), _listening(host, port) as listener:
+        port = listener.getsockname()[1]
+        embedded = None
+        if not settings.redis_url:
+            embedded = EmbeddedRedis(settings.data_dir)
+            try:
+                settings = settings.with_changes(redis_url=embedded.start())
+            except RuntimeError as exc:
+                raise click.ClickException(str(exc)) from None
+        written: list[Path] = []
+        worker = http = None
+        try:
+            _prepare_database(settings)
+            env = _child_env(settings)
+            worker = Supervised(Child("worker", _worker_argv(), env), _say)
+            worker.start()
+            if dev:
+                listener.close()  # werkzeug binds it again itself (and again on each reload)
+                http = Child("HTTP server", _dev_argv(host, port), env)
+            else:
+                argv = _gunicorn_argv(listener.fileno(), workers, threads)
+                http = Child("HTTP server", argv, env, pass_fds=[listener.fileno()])
+            http.start()
+            listener.close()
+            url = f"http://{_url_host(host)}:{port}"
+            _wait_until_answering(url, http, stop)
+            written = runfile.write(settings, url)
+            click.echo(f"Eonyx is running at {url} (data in {settings.data_dir})")
+            click.echo("Press Ctrl+C to stop.")
+            problem = _supervise(worker, http, embedded, stop)
+        except Stopped:
+            problem = None
+        finally:
+            runfile.remove(written)
+            for child, grace in ((http, GRACEFUL_SECONDS + 5), (worker, WORKER_GRACE_SECONDS)):
+                if child is not None:
+                    child.stop(grace, force)
+            if embedded is not None:
+                embedded.stop()
+    if problem:
+        raise click.ClickException(f"{problem}; Eonyx stopped.")
+    click.echo("Eonyx stopped.")
+
+
+def _say(message: str) -> None:
+    click.echo(f"eonyx serve: {message}", err=True)
+
+
+@contextmanager
+def _signals(stop: threading.Event, force: threading.Event) -> Iterator[None]:
+    """Ctrl+C and SIGTERM ask to stop; a second one asks to stop now."""
+
+    def handle(_signum: int, _frame: object) -> None:
+        if stop.is_set():
+            force.set()
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """The HTTP socket, bound and listening before anything else starts."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listener = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
+    with listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind(address)
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        listener.listen(2048)
+        listener.set_inheritable(True)
+        yield listener
+
+
+def _url_host(host: str) -> str:
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def _prepare_database(settings: Settings) -> None:
+    with Runtime.build(settings) as rt:
+        rt.db.migrate()
+        with rt.db.session() as db:
+            first_run = not accounts.list_users(db)
+    if first_run:
+        click.echo("No account yet: create one with `eonyx users create NAME --admin`.")
+
+
+def _child_env(settings: Settings) -> dict[str, str]:
+    env = {**os.environ, "DATA_DIR": str(settings.data_dir)}
+    env |= {"REDIS_URL": settings.redis_url or "", "DATABASE_URL": settings.database_url}
+    return env
+
+
+def _worker_argv() -> list[str]:
+    concurrency = str(WORKER_THREADS)
+    return [sys.executable, "-m", "cli", "worker", "--beat", "--concurrency", concurrency]
+
+
+def _gunicorn_argv(fd: int, workers: int, threads: int) -> list[str]:
+    return [
+        *(sys.executable, "-m", "gunicorn", "--config", "python:api.gunicorn_conf"),
+        *("--bind", f"fd://{fd}", "--workers", str(workers), "--threads", str(threads)),
+        *("--graceful-timeout", str(GRACEFUL_SECONDS)),
+    ]
+
+
+def _dev_argv(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "cli.devserver", host, str(port)]
+
+
+def _wait_until_answering(url: str, http: Child, stop: threading.Event) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if stop.is_set():
+            raise Stopped
+        code = http.exit_code()
+        if code is not None:
+            raise click.ClickException(f"the HTTP server {describe_exit(code)} at start")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        stop.wait(0.1)
+    raise click.ClickException(f"the HTTP server did not answer at {url} in time")
+
+
+def _supervise(
+    worker: Supervised, http: Child, embedded: EmbeddedRedis | None, stop: threading.Event
+) -> str | None:
+    """Until Ctrl+C: restart the worker when it dies. Returns why serve must stop, if it is
+    not Ctrl+C."""
+    while not stop.wait(0.25):
+        worker.check()
+        code = http.exit_code()
+        if code is not None:
+            return f"the HTTP server {describe_exit(code)}"
+        if embedded is not None and embedded.process and embedded.process.poll() is not None:
+            return f"the embedded Redis {describe_exit(embedded.process.returncode)}"
+    return None
