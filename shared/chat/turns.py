@@ -32,12 +32,13 @@ from shared.chat.project_context import ContextFile, load_server_context, valida
 from shared.chat.prompt import build_system_prompt, choose_override
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
-from shared.core.jobs import PRECOMPUTE_SUMMARY
+from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
 from shared.llm.tools import ToolContext
 from shared.memory import extraction
 from shared.sessions import service as session_service
+from shared.sessions import title_job, titles
 from shared.storage import events
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 
 log = logging.getLogger(__name__)
 TURN_LOCK_WAIT = 5 * 60
-TITLE_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -266,14 +266,21 @@ def iter_turn(
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
         turn = Turn(rt, principal, state, request, project, offering, stream)
+        opening = not titles.answered(state)  # this turn may give the first answer
         try:
             result = yield from _converse(turn)
+        except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
+            if opening:
+                _end_pending_title(turn)
+            raise
         finally:
             if turn.last_info is not None:  # also after a failed model call: the user's
                 session_service.index_appended(  # message is indexed
                     rt, principal.user_id, session_id, turn.written, loaded.size, turn.last_info
                 )
 
+    if opening and state.title_pending:
+        _ask_for_title(turn)
     if result.context.over_threshold:
         rt.hint(PRECOMPUTE_SUMMARY, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
@@ -367,22 +374,38 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     raise AssertionError("the last round offers no tools, so it always answers")
 
 
+def _end_pending_title(turn: Turn) -> None:
+    """The first reply failed or was stopped: the spinner ends and the truncated title stays."""
+    state = turn.state
+    if not state.title_pending or titles.is_locked(state) or not state.message_count:
+        return
+    try:
+        turn.save([{"type": "meta", "at": isoformat(utcnow()), "set": {"title_pending": False}}])
+    except Exception:  # noqa: BLE001 - the turn's own error matters more; the sweep ends it
+        log.exception("could not end the pending title of %s", turn.state.id)
+        return
+    event = {"type": "session.title", "session_id": turn.state.id, "title": turn.state.title}
+    events.publish(turn.rt.redis, turn.principal.user_id, event | {"title_pending": False})
+
+
+def _ask_for_title(turn: Turn) -> None:
+    """The first answer is saved: a worker names the session. An answer without text, or no
+    queue to send the job to, keeps the truncated title at once rather than a spinner."""
+    rt, user_id, session_id = turn.rt, turn.principal.user_id, turn.state.id
+    no_text = titles.opening_exchange(turn.state) is None
+    if no_text or not rt.hint(SESSION_TITLE, user_id, session_id):
+        title_job.finish(rt, user_id, session_id, None)
+
+
 def _meta_changes(
     rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
 ) -> dict[str, Any]:
     """Metadata to record with the user's message: a first title, a changed project context."""
-    changes: dict[str, Any] = {}
-    if content and not state.title and rt.settings.session_title_mode == "truncate":
-        changes["title"] = truncate_title(content)
+    changes = titles.first_message_changes(rt, state, content)
     record = project.to_record()
     if record != (state.extra.get("project_context") or ProjectInput().to_record()):
         changes["project_context"] = record
     return changes
-
-
-def truncate_title(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 def run_turn(

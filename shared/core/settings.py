@@ -16,7 +16,7 @@ from typing import Any
 MIB = 1024 * 1024
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
-TITLE_MODES = ("truncate", "llm")
+TITLE_MODES = ("truncate", "llm", "sequential")
 
 
 class SettingsError(ValueError):

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound
+from shared.sessions import titles
 from shared.storage import index
 from shared.storage.orm import SessionRow
 from shared.storage.session_store import FileInfo, check_session_id
@@ -45,13 +46,14 @@ def create_session(
     temporary: bool = False,
 ) -> SessionRow:
     snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
+    title, pending = titles.for_new_session(rt, principal.user_id, _clean_title(title), temporary)
     state, info = rt.store.create(
         principal.user_id,
         source=principal.source,
-        title=_clean_title(title),
+        title=title,
         folder_id=folder_id,
         temporary=temporary,
-        extra={"snapshot": snapshot},
+        extra={"snapshot": snapshot, "title_pending": pending},
     )
     with rt.db.session() as db:
         index.record(db, state, info)
@@ -156,9 +158,10 @@ def update_session(
     rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
 ) -> SessionRow:
     """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record."""
-    if "title" in changes:
+    if "title" in changes:  # an explicit rename is final: no title job or mode changes it
         changes["title"] = _clean_title(changes["title"])
         changes["title_pending"] = False
+        changes[titles.TITLE_LOCKED] = True
     if not changes:
         return get_session(rt, principal, session_id)
     return append_records(

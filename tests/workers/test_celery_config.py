@@ -116,3 +116,14 @@ def test_the_worker_runtime_is_built_once_and_closed_at_worker_shutdown(
     assert runtime.closed
     assert celery_app.runtime is not runtime  # a later use builds a fresh one
     celery_app.close_runtime()
+
+
+def test_beat_ends_stuck_titles_within_minutes(celery_app: Celery) -> None:
+    import workers.tasks  # noqa: F401
+    from shared.core.jobs import SESSION_TITLE, SWEEP_TITLES
+
+    assert SESSION_TITLE in celery_app.tasks
+    schedule = {
+        entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
+    }
+    assert schedule[SWEEP_TITLES] <= 5 * 60
