@@ -17,6 +17,8 @@ from api.context import EXTENSION
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
+from api.folders import ui_state
+from api.folders import views as folders_views
 from api.memory import views as memory_views
 from api.sessions import likes, turns
 from api.sessions import views as sessions_views
@@ -62,6 +64,8 @@ def register_api(app: Flask) -> None:
         sessions_views.blp,
         turns.blp,
         likes.blp,
+        folders_views.blp,
+        ui_state.blp,
         memory_views.blp,
         catalog_views.blp,
         jobs.blp,
