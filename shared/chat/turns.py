@@ -12,7 +12,7 @@ are serialised by a lock; turns on different sessions run side by side.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +37,8 @@ from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
 from shared.llm.tools import ToolContext
 from shared.memory import extraction
+from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
-from shared.sessions import title_job, titles
 from shared.storage import events
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
@@ -51,11 +51,12 @@ TURN_LOCK_WAIT = 5 * 60
 
 @dataclass(frozen=True)
 class TurnRequest:
-    content: str | None = None
+    content: str | list[dict[str, Any]] | None = None  # text, or OpenAI-style content parts
     project_context: list[dict[str, Any]] | None = None
     cwd: str | None = None
     system_prompt: str | None = None
     retry: bool = False
+    images: tuple[bytes, ...] = ()  # uploaded image files, beside any in the content parts
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,11 @@ def assemble_context(
                     raise  # the history no longer fits: the turn cannot go on without it
                 log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
             prompt = prompt_with(summary)
-    messages = apply_summary(records, summary)
+
+    def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return images.model_parts(rt.store, state.user_id, state.id, record["images"])
+
+    messages = apply_summary(records, summary, image_parts=image_parts)
     return AssembledContext(prompt, messages, summary, context_usage(prompt, messages, window))
 
 
@@ -259,13 +264,15 @@ def iter_turn(
     end, whether the turn succeeded or not (the index is a cache of the file)."""
     if not rt.store.path(principal.user_id, session_id).is_file():
         raise NotFound("session not found")  # another user's session is not under this user
-    if not request.retry and not (request.content or "").strip():
+    text, inline = images.split_content(request.content)
+    checked = images.check_all(rt, [*inline, *request.images])
+    if not request.retry and not (text or "").strip() and not checked:
         raise InvalidInput("content must not be empty", code="empty_message")
     project = resolve_project(rt, request)  # every 4xx before anything is written
     offering = catalog.offering_for(rt, "chat")
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        turn = Turn(rt, principal, state, request, project, offering, stream)
+        turn = Turn(rt, principal, state, request, project, offering, stream, text, checked)
         opening = not titles.answered(state)  # this turn may give the first answer
         try:
             result = yield from _converse(turn)
@@ -299,6 +306,8 @@ class Turn:
     project: ProjectInput
     offering: Offering
     stream: bool
+    text: str | None  # the new message's text, and its checked images
+    images: list[images.CheckedImage]
     written: list[dict[str, Any]] = field(default_factory=list)
     last_info: FileInfo | None = None
 
@@ -324,9 +333,10 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
         user_message = _pending_user_message(state)
         records: list[dict[str, Any]] = []
     else:
-        user_message = message_record("user", request.content)
+        names = images.save(rt.store, principal.user_id, state.id, turn.images)
+        user_message = message_record("user", turn.text or "", images=names or None)
         records = [user_message]
-    meta = _meta_changes(rt, state, turn.project, request.content)
+    meta = _meta_changes(rt, state, turn.project, turn.text)
     if meta:
         records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
     if records:
