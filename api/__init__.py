@@ -20,7 +20,7 @@ from api.extensions import EonyxApi
 from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
-from api.sessions import images, likes, turns
+from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
@@ -65,6 +65,7 @@ def register_api(app: Flask) -> None:
         turns.blp,
         likes.blp,
         images.blp,
+        bundles.blp,
         folders_views.blp,
         ui_state.blp,
         memory_views.blp,
