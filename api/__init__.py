@@ -18,8 +18,10 @@ from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
 from api.facade import views as facade_views
+from api.folders import ui_state
+from api.folders import views as folders_views
 from api.memory import views as memory_views
-from api.sessions import likes, turns
+from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
@@ -64,6 +66,10 @@ def register_api(app: Flask) -> None:
         sessions_views.blp,
         turns.blp,
         likes.blp,
+        images.blp,
+        bundles.blp,
+        folders_views.blp,
+        ui_state.blp,
         memory_views.blp,
         catalog_views.blp,
         jobs.blp,

@@ -11,6 +11,7 @@ from flask import Flask, current_app, g, request
 from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Forbidden, Unauthorized
+from shared.core.settings import Settings
 from shared.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,3 +63,22 @@ def admin_required(view: F) -> F:
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def body_limit(limit: Callable[[Settings], int]) -> Callable[[F], F]:
+    """Let this view's request body grow to `limit(settings)` bytes instead of the app's
+    MAX_REQUEST_BYTES (werkzeug enforces it while the body streams in: a Content-Length
+    above it is refused before anything is read, and a chunked body once it passes it).
+    Put it above the decorators that parse the body."""
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            allowed = limit(runtime().settings)
+            request.max_content_length = allowed
+            request.max_form_memory_size = runtime().settings.max_request_bytes
+            return view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

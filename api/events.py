@@ -20,6 +20,7 @@ from flask import Flask, g, request
 from flask_sock import Sock
 from simple_websocket import ConnectionClosed
 from sqlalchemy.exc import SQLAlchemyError
+from wsproto.utilities import LocalProtocolError
 
 from api.context import authenticate, runtime
 from shared.core.errors import Unauthorized
@@ -30,8 +31,12 @@ log = logging.getLogger(__name__)
 RECHECK_SECONDS = 45.0  # how long an open socket trusts its token before checking it again
 POLL_SECONDS = 1.0  # how often the listen loop wakes up in silence (client gone? recheck due?)
 
+NORMAL = 1000
 POLICY_VIOLATION = 1008
 INTERNAL_ERROR = 1011
+# What sending raises once the client is gone: the close seen by the socket's reader thread
+# (ConnectionClosed), its socket closed under us (OSError), or a frame after the close.
+GONE = (ConnectionClosed, OSError, LocalProtocolError)
 
 
 def register_events(app: Flask) -> None:
@@ -39,39 +44,57 @@ def register_events(app: Flask) -> None:
 
     @sock.route("/api/v1/events")
     def events_socket(ws) -> None:  # type: ignore[no-untyped-def]
-        token = request.args.get("token")
         try:
-            g.principal = authenticate(token)
-        except Unauthorized as exc:
-            _close(ws, POLICY_VIOLATION, exc.code, exc.message)
+            _serve(ws, request.args.get("token"))
+        except GONE:
+            pass  # the client left; there is no one to tell
+
+
+def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
+    try:
+        g.principal = authenticate(token)
+    except Unauthorized as exc:
+        _close(ws, POLICY_VIOLATION, exc.code, exc.message)
+        return
+    except SQLAlchemyError as exc:
+        log.warning("cannot check an events socket's token: %s", exc)
+        _close(ws, INTERNAL_ERROR, "unavailable", "cannot check the token now")
+        return
+    rt = runtime()
+    if rt.redis is None:
+        _close(ws, NORMAL, "no_events", "live events need Redis; poll the API instead")
+        return
+    try:
+        with events.Subscription(rt.redis, g.principal.user_id) as stream:
+            # Subscribed (and confirmed) first: nothing published from here on is lost.
+            ws.send(json.dumps({"type": "ready"}))
+            _relay(ws, stream, token)
+    except events.EventsUnavailable as exc:
+        log.info("events socket closed: %s", exc)
+        _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
+
+
+def _relay(ws, stream: events.Subscription, token: str | None) -> None:  # type: ignore[no-untyped-def]
+    """Send the user's events until the client leaves or its token stops being valid;
+    `EventsUnavailable` when the stream ends first."""
+    checked = time.monotonic()
+    while True:
+        data = stream.next(POLL_SECONDS)
+        if data is not None:
+            ws.send(data)
+        elif not ws.connected:
             return
-        rt = runtime()
-        if rt.redis is None:
-            ws.send(_error("no_events", "live events need Redis; poll the API instead"))
-            ws.close()
-            return
-        ws.send(json.dumps({"type": "ready"}))
-        checked = time.monotonic()
-        try:
-            for data in events.listen(rt.redis, g.principal.user_id, poll=POLL_SECONDS):
-                if data is not None:
-                    ws.send(data)
-                elif not ws.connected:
-                    return
-                if time.monotonic() - checked >= RECHECK_SECONDS:
-                    try:
-                        authenticate(token)
-                    except Unauthorized as exc:
-                        _close(ws, POLICY_VIOLATION, exc.code, exc.message)
-                        return
-                    except SQLAlchemyError as exc:
-                        log.warning("cannot check an events socket's token: %s", exc)
-                        _close(ws, INTERNAL_ERROR, "unavailable", "cannot check the token now")
-                        return
-                    checked = time.monotonic()
-            _close(ws, INTERNAL_ERROR, "events_unavailable", "the event stream ended")
-        except ConnectionClosed:
-            pass
+        if time.monotonic() - checked >= RECHECK_SECONDS:
+            try:
+                authenticate(token)
+            except Unauthorized as exc:
+                _close(ws, POLICY_VIOLATION, exc.code, exc.message)
+                return
+            except SQLAlchemyError as exc:
+                log.warning("cannot check an events socket's token: %s", exc)
+                _close(ws, INTERNAL_ERROR, "unavailable", "cannot check the token now")
+                return
+            checked = time.monotonic()
 
 
 def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -79,7 +102,7 @@ def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no
     try:
         ws.send(_error(code, message))
         ws.close(reason=status, message=message)
-    except ConnectionClosed:
+    except GONE:
         pass
 
 

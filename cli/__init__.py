@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import click
 
-from cli import client, server
+from cli import bundles, client, server
 from cli.catalog import models
+from cli.folders import folders
 from cli.memory import memory
 from cli.run import run as run_command
 from shared.core.settings import SettingsError
@@ -29,5 +30,6 @@ def main() -> None:
     """Eonyx: durable memory and sessions for an LLM chat agent."""
 
 
-for command in (*server.COMMANDS, models, *client.COMMANDS, run_command, memory):
+for command in (*server.COMMANDS, models, *client.COMMANDS, run_command, memory, folders):
     main.add_command(command)
+bundles.register(client.sessions)

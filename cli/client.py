@@ -58,6 +58,11 @@ class Client:
         return cls(server_url(), token)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.send(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The raw response of a successful call (a download); errors as `request` gives."""
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -68,7 +73,7 @@ class Client:
             if response.status_code == 401:
                 message += "; run `eonyx login`"
             raise click.ClickException(message)
-        return response.json() if response.content else None
+        return response
 
 
 def error_of(response: httpx.Response) -> tuple[str, str]:

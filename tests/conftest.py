@@ -42,6 +42,8 @@ REDIS_URL = os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13")
 TABLES = (
     "index_state",
     "session_index",
+    "folders",
+    "device_ui_state",
     "tokens",
     "users",
     "model_roles",

@@ -153,6 +153,7 @@ def create_celery(settings: Settings) -> EonyxCelery:
             "reconcile-index": {"task": jobs.INDEX_REBUILD, "schedule": 30 * 60},
             "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
             "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
+            "sweep-pending-titles": {"task": jobs.SWEEP_TITLES, "schedule": 2 * 60},
         },
         timezone="UTC",
     )

@@ -38,6 +38,23 @@ def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     return {"removed": sweep_empty_sessions(_runtime(self)), **_where()}
 
 
+@shared_task(name=jobs.SESSION_TITLE, bind=True)
+def session_title(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Name a session from its opening exchange (SESSION_TITLE_MODE=llm)."""
+    from shared.sessions.title_job import generate_title
+
+    return {**generate_title(_runtime(self), user_id, session_id), **_where()}
+
+
+@shared_task(name=jobs.SWEEP_TITLES, bind=True)
+def sweep_titles(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Re-send lost title jobs, and end titles pending for too long."""
+    from shared.sessions.title_job import sweep_titles as sweep
+    from workers.queue import CeleryJobs
+
+    return {**sweep(_runtime(self), CeleryJobs(self.app)), **_where()}
+
+
 @shared_task(name=jobs.PRECOMPUTE_SUMMARY, bind=True)
 def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Compact a session that ended a turn above 80% so its next turn need not wait."""

@@ -68,8 +68,33 @@ class ContextFileSchema(StrictSchema):
     content = ma.fields.String(required=True)
 
 
+class ContentField(ma.fields.Field):
+    """A message's content: text, or OpenAI-style content parts (`text` and `image_url` with
+    a data: URL); the parts themselves are checked by the domain."""
+
+    MAX_TEXT = 200_000
+    MAX_PARTS = 64
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(value, str):
+            if len(value) > self.MAX_TEXT:
+                raise ma.ValidationError(f"Longer than maximum length {self.MAX_TEXT}.")
+            return value
+        if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+            if len(value) > self.MAX_PARTS:
+                raise ma.ValidationError(f"At most {self.MAX_PARTS} content parts.")
+            return value
+        raise ma.ValidationError("Text, or a list of content parts.")
+
+
 class TurnSchema(StrictSchema):
-    content = ma.fields.String(load_default=None, validate=Length(max=200_000))
+    content = ContentField(
+        load_default=None,
+        metadata={
+            "description": "text, or content parts: {type: text, text} and "
+            "{type: image_url, image_url: {url: 'data:image/png;base64,...'}}"
+        },
+    )
     project_context = ma.fields.List(
         ma.fields.Nested(ContextFileSchema), load_default=None, validate=Length(max=32)
     )

@@ -7,40 +7,77 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, stream_with_context
+import marshmallow as ma
+from flask import Response, request, stream_with_context
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from api.context import login_required, principal, runtime
+from api.context import body_limit, login_required, principal, runtime
 from api.errors import render_error
 from api.extensions import error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
-from shared.core.errors import EonyxError
+from shared.core.errors import EonyxError, InvalidInput
+from shared.core.settings import Settings
 
 log = logging.getLogger(__name__)
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 
 
+def turn_body_limit(settings: Settings) -> int:
+    """A turn's body: the text, and the images it may carry (base64 in JSON: 4/3 larger)."""
+    images = settings.max_images_per_message * (settings.max_image_bytes * 4 // 3 + 1024)
+    return settings.max_request_bytes + images
+
+
 @blp.route("/sessions/<session_id>/turns")
 class Turns(MethodView):
     @login_required
+    @body_limit(turn_body_limit)
     @blp.arguments(TurnSchema)
     @blp.response(200, TurnResultSchema)
     @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
     def post(self, body: dict[str, Any], session_id: str) -> Any:
+        """A chat turn. JSON, or multipart/form-data with the same fields (project_context
+        as JSON text) and image files in `images`."""
+        if request.mimetype == "multipart/form-data":
+            body = _multipart_turn()
         stream = body.pop("stream")
-        request = turns.TurnRequest(**body)
+        turn_request = turns.TurnRequest(**body)
         rt, who = runtime(), principal()
         if not stream:
-            return turns.run_turn(rt, who, session_id, request)
-        events = turns.iter_turn(rt, who, session_id, request, stream=True)
+            return turns.run_turn(rt, who, session_id, turn_request)
+        events = turns.iter_turn(rt, who, session_id, turn_request, stream=True)
         first = next(events)  # errors before the model speaks are plain JSON errors
         return Response(
             stream_with_context(_sse(first, events)),
             mimetype="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+
+def _multipart_turn() -> dict[str, Any]:
+    """A turn sent as a form: its fields through the same schema, its files as images."""
+    fields: dict[str, Any] = {k: v for k, v in request.form.items() if k != "project_context"}
+    for flag in ("stream", "retry"):
+        if flag in fields:
+            fields[flag] = fields[flag].strip().lower() in ("1", "true", "yes", "on")
+    if "project_context" in request.form:
+        try:
+            fields["project_context"] = json.loads(request.form["project_context"])
+        except ValueError:
+            raise InvalidInput("project_context must be JSON text") from None
+    try:
+        body = TurnSchema().load(fields)
+    except ma.ValidationError as exc:
+        raise InvalidInput(f"invalid form: {exc.messages}", code="invalid_request") from None
+    cap = runtime().settings.max_image_bytes + 1  # one byte more tells "too large"
+    uploads = request.files.getlist("images")
+    body["images"] = tuple(upload.stream.read(cap) for upload in uploads)
+    unknown = set(request.files) - {"images"}
+    if unknown:
+        raise InvalidInput(f"unknown file field: {sorted(unknown)[0]} (send images)")
+    return body
 
 
 def _event(name: str, data: Any) -> str:

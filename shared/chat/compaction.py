@@ -49,7 +49,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -408,13 +408,19 @@ def _model_tool_call(call: Any) -> dict[str, Any]:
     }
 
 
-def to_model_messages(records: Iterable[Record]) -> list[dict[str, Any]]:
+ImageParts = Callable[[Record], list[dict[str, Any]]]
+
+
+def to_model_messages(
+    records: Iterable[Record], *, image_parts: ImageParts | None = None
+) -> list[dict[str, Any]]:
     """Session records as OpenAI chat messages (role, content, tool_calls, tool_call_id).
 
     Only user/assistant/tool message records are kept; ids, timestamps and other fields are
     dropped; tool calls are normalized to `{id, type: function, function: {name,
-    arguments: <JSON text>}}`. The records are not modified (content is copied). Image
-    references (`images`) are left to the caller, which owns the files.
+    arguments: <JSON text>}}`. The records are not modified (content is copied). A user
+    message's images (`images`, names of files the caller owns) become content parts after
+    its text, as `image_parts(record)` gives them; without it they are left out.
     """
     out: list[dict[str, Any]] = []
     for record in records:
@@ -422,6 +428,10 @@ def to_model_messages(records: Iterable[Record]) -> list[dict[str, Any]]:
             continue
         role = record["role"]
         message: dict[str, Any] = {"role": role, "content": copy.deepcopy(record.get("content"))}
+        if role == "user" and record.get("images") and image_parts is not None:
+            text = message["content"]
+            parts = [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+            message["content"] = parts + image_parts(record)
         if role == "assistant" and record.get("tool_calls"):
             message["tool_calls"] = [_model_tool_call(c) for c in record["tool_calls"]]
         elif role == "tool":
@@ -433,12 +443,16 @@ def to_model_messages(records: Iterable[Record]) -> list[dict[str, Any]]:
 
 
 def apply_summary(
-    messages: Sequence[Record], summary_state: SummaryLike | None
+    messages: Sequence[Record],
+    summary_state: SummaryLike | None,
+    *,
+    image_parts: ImageParts | None = None,
 ) -> list[dict[str, Any]]:
     """The model messages to send after compaction: those after the state's
-    `covered_through` message, or all of them without a (current) state."""
+    `covered_through` message, or all of them without a (current) state (images only for
+    those: a summarized message's images are not sent again)."""
     conversation = _conversation(messages)
     _, covered_through = _covered(summary_state)
     index = _index_of(conversation, covered_through)
     start = 0 if index is None else index + 1
-    return to_model_messages(conversation[start:])
+    return to_model_messages(conversation[start:], image_parts=image_parts)

@@ -12,7 +12,7 @@ are serialised by a lock; turns on different sessions run side by side.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +32,12 @@ from shared.chat.project_context import ContextFile, load_server_context, valida
 from shared.chat.prompt import build_system_prompt, choose_override
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
-from shared.core.jobs import PRECOMPUTE_SUMMARY
+from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
 from shared.llm.tools import ToolContext
 from shared.memory import extraction
+from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
 from shared.storage import events
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
@@ -46,17 +47,17 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 
 log = logging.getLogger(__name__)
 TURN_LOCK_WAIT = 5 * 60
-TITLE_CHARS = 60
 
 
 @dataclass(frozen=True)
 class TurnRequest:
-    content: str | None = None
+    content: str | list[dict[str, Any]] | None = None  # text, or OpenAI-style content parts
     project_context: list[dict[str, Any]] | None = None
     cwd: str | None = None
     system_prompt: str | None = None
     retry: bool = False
     offering: str | None = None  # an offering id; None: the one bound to the chat role
+    images: tuple[bytes, ...] = ()  # uploaded image files, beside any in the content parts
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,11 @@ def assemble_context(
                     raise  # the history no longer fits: the turn cannot go on without it
                 log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
             prompt = prompt_with(summary)
-    messages = apply_summary(records, summary)
+
+    def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return images.model_parts(rt.store, state.user_id, state.id, record["images"])
+
+    messages = apply_summary(records, summary, image_parts=image_parts)
     return AssembledContext(prompt, messages, summary, context_usage(prompt, messages, window))
 
 
@@ -260,7 +265,9 @@ def iter_turn(
     end, whether the turn succeeded or not (the index is a cache of the file)."""
     if not rt.store.path(principal.user_id, session_id).is_file():
         raise NotFound("session not found")  # another user's session is not under this user
-    if not request.retry and not (request.content or "").strip():
+    text, inline = images.split_content(request.content)
+    checked = images.check_all(rt, [*inline, *request.images])
+    if not request.retry and not (text or "").strip() and not checked:
         raise InvalidInput("content must not be empty", code="empty_message")
     project = resolve_project(rt, request)  # every 4xx before anything is written
     offering = (
@@ -270,15 +277,22 @@ def iter_turn(
     )
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        turn = Turn(rt, principal, state, request, project, offering, stream)
+        turn = Turn(rt, principal, state, request, project, offering, stream, text, checked)
+        opening = not titles.answered(state)  # this turn may give the first answer
         try:
             result = yield from _converse(turn)
+        except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
+            if opening:
+                _end_pending_title(turn)
+            raise
         finally:
             if turn.last_info is not None:  # also after a failed model call: the user's
                 session_service.index_appended(  # message is indexed
                     rt, principal.user_id, session_id, turn.written, loaded.size, turn.last_info
                 )
 
+    if opening and state.title_pending:
+        _ask_for_title(turn)
     if result.context.over_threshold:
         rt.hint(PRECOMPUTE_SUMMARY, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
@@ -297,6 +311,8 @@ class Turn:
     project: ProjectInput
     offering: Offering
     stream: bool
+    text: str | None  # the new message's text, and its checked images
+    images: list[images.CheckedImage]
     written: list[dict[str, Any]] = field(default_factory=list)
     last_info: FileInfo | None = None
 
@@ -322,9 +338,10 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
         user_message = _pending_user_message(state)
         records: list[dict[str, Any]] = []
     else:
-        user_message = message_record("user", request.content)
+        names = images.save(rt.store, principal.user_id, state.id, turn.images)
+        user_message = message_record("user", turn.text or "", images=names or None)
         records = [user_message]
-    meta = _meta_changes(rt, state, turn.project, request.content)
+    meta = _meta_changes(rt, state, turn.project, turn.text)
     if meta:
         records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
     if records:
@@ -372,22 +389,38 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     raise AssertionError("the last round offers no tools, so it always answers")
 
 
+def _end_pending_title(turn: Turn) -> None:
+    """The first reply failed or was stopped: the spinner ends and the truncated title stays."""
+    state = turn.state
+    if not state.title_pending or titles.is_locked(state) or not state.message_count:
+        return
+    try:
+        turn.save([{"type": "meta", "at": isoformat(utcnow()), "set": {"title_pending": False}}])
+    except Exception:  # noqa: BLE001 - the turn's own error matters more; the sweep ends it
+        log.exception("could not end the pending title of %s", turn.state.id)
+        return
+    event = {"type": "session.title", "session_id": turn.state.id, "title": turn.state.title}
+    events.publish(turn.rt.redis, turn.principal.user_id, event | {"title_pending": False})
+
+
+def _ask_for_title(turn: Turn) -> None:
+    """The first answer is saved: a worker names the session. An answer without text, or no
+    queue to send the job to, keeps the truncated title at once rather than a spinner."""
+    rt, user_id, session_id = turn.rt, turn.principal.user_id, turn.state.id
+    no_text = titles.opening_exchange(turn.state) is None
+    if no_text or not rt.hint(SESSION_TITLE, user_id, session_id):
+        title_job.finish(rt, user_id, session_id, None)
+
+
 def _meta_changes(
     rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
 ) -> dict[str, Any]:
     """Metadata to record with the user's message: a first title, a changed project context."""
-    changes: dict[str, Any] = {}
-    if content and not state.title and rt.settings.session_title_mode == "truncate":
-        changes["title"] = truncate_title(content)
+    changes = titles.first_message_changes(rt, state, content)
     record = project.to_record()
     if record != (state.extra.get("project_context") or ProjectInput().to_record()):
         changes["project_context"] = record
     return changes
-
-
-def truncate_title(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 def run_turn(

@@ -11,6 +11,8 @@ from typing import Protocol
 
 INDEX_REBUILD = "eonyx.index.rebuild"
 SWEEP_EMPTY_SESSIONS = "eonyx.sessions.sweep_empty"
+SESSION_TITLE = "eonyx.sessions.title"
+SWEEP_TITLES = "eonyx.sessions.sweep_titles"
 PRECOMPUTE_SUMMARY = "eonyx.sessions.precompute_summary"
 EXTRACT_MEMORY = "eonyx.memory.extract"
 CURATE_MEMORY = "eonyx.memory.curate"

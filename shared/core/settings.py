@@ -16,7 +16,7 @@ from typing import Any
 MIB = 1024 * 1024
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
-TITLE_MODES = ("truncate", "llm")
+TITLE_MODES = ("truncate", "llm", "sequential")
 BOTFRAMEWORK_OPENID_METADATA_URL = (
     "https://login.botframework.com/v1/.well-known/openidconfiguration"
 )
@@ -41,6 +41,8 @@ class Settings:
     user_memory_extraction_every_n_turns: int = 4
     session_title_mode: str = "truncate"
     session_import_max_bytes: int = 25 * MIB
+    max_image_bytes: int = 5 * MIB
+    max_images_per_message: int = 8
     demo_mode: bool = False
     max_request_bytes: int = 1 * MIB
     login_token_ttl_hours: int = 24 * 30
@@ -165,6 +167,8 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
         lambda env, name, default: _choice(env, name, default, TITLE_MODES),
     ),
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
+    "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
+    "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
     "DEMO_MODE": ("demo_mode", _bool),
     "MAX_REQUEST_BYTES": ("max_request_bytes", _int),
     "LOGIN_TOKEN_TTL_HOURS": ("login_token_ttl_hours", _int),

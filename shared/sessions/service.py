@@ -10,14 +10,16 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound
+from shared.sessions import titles
 from shared.storage import index
-from shared.storage.orm import SessionRow
+from shared.storage.orm import Folder, SessionRow
 from shared.storage.session_store import FileInfo, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -44,14 +46,18 @@ def create_session(
     folder_id: str | None = None,
     temporary: bool = False,
 ) -> SessionRow:
+    if folder_id is not None:
+        with rt.db.session() as db:
+            check_folder(db, principal.user_id, folder_id)
     snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
+    title, pending = titles.for_new_session(rt, principal.user_id, _clean_title(title), temporary)
     state, info = rt.store.create(
         principal.user_id,
         source=principal.source,
-        title=_clean_title(title),
+        title=title,
         folder_id=folder_id,
         temporary=temporary,
-        extra={"snapshot": snapshot},
+        extra={"snapshot": snapshot, "title_pending": pending},
     )
     with rt.db.session() as db:
         index.record(db, state, info)
@@ -156,14 +162,38 @@ def update_session(
     rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
 ) -> SessionRow:
     """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record."""
-    if "title" in changes:
+    if "title" in changes:  # an explicit rename is final: no title job or mode changes it
         changes["title"] = _clean_title(changes["title"])
         changes["title_pending"] = False
+        changes[titles.TITLE_LOCKED] = True
+    if changes.get("folder_id") is not None:
+        with rt.db.session() as db:
+            check_folder(db, principal.user_id, changes["folder_id"])
     if not changes:
         return get_session(rt, principal, session_id)
     return append_records(
         rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
     )
+
+
+def check_folder(db: Session, user_id: str, folder_id: str) -> None:
+    """A session can be filed only into a folder of its owner's (404 otherwise)."""
+    folder = db.get(Folder, folder_id)
+    if folder is None or folder.user_id != user_id:
+        raise NotFound("folder not found", code="folder_not_found")
+
+
+def session_ids_in_folder(rt: Runtime, user_id: str, folder_id: str) -> list[str]:
+    """Every session of the user filed in `folder_id` (archived and temporary included)."""
+    with rt.db.session() as db:
+        _ensure_index(db, rt, user_id)
+        return list(
+            db.scalars(
+                select(SessionRow.id).where(
+                    SessionRow.user_id == user_id, SessionRow.folder_id == folder_id
+                )
+            )
+        )
 
 
 def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:

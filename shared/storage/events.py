@@ -2,19 +2,37 @@
 
 Events are hints for what a client shows right now; the truth is always in the files and
 the API, so an event published while nobody listens (or without Redis) is simply dropped.
+Pub/sub carries them across processes: a worker publishes, every API process that holds one
+of the user's sockets receives.
+
+A listener (`Subscription`) is subscribed, and Redis has confirmed it, before its caller
+tells a client it is ready; from then on every event published for the user reaches it.
+It talks to Redis over a connection of its own that never retries: when Redis goes away the
+stream ends at once (`EventsUnavailable`) and the client reconnects, instead of the socket
+hanging in reconnect back-offs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import time
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 log = logging.getLogger(__name__)
 CHANNEL = "eonyx:events:{user_id}"
+SUBSCRIBE_TIMEOUT = 5.0
+
+# Everything a lost or closed Redis connection raises through redis-py.
+LOST = (redis.RedisError, OSError, ValueError)
+
+
+class EventsUnavailable(Exception):
+    """The event stream cannot start, or has ended: Redis is unreachable or went away."""
 
 
 def channel(user_id: str) -> str:
@@ -31,22 +49,66 @@ def publish(client: redis.Redis | None, user_id: str, event: dict[str, Any]) -> 
         log.warning("could not publish a %s event: %s", event.get("type"), exc)
 
 
-def listen(client: redis.Redis, user_id: str, *, poll: float = 1.0) -> Iterator[str | None]:
-    """The user's events as JSON text; None every `poll` seconds of silence (so the caller
-    can check that its client is still there)."""
-    pubsub = client.pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(channel(user_id))
-    try:
-        while True:
-            try:
-                message = pubsub.get_message(timeout=poll)
-            except (redis.RedisError, OSError, ValueError) as exc:  # Redis gone or shut down
-                log.info("event stream for %s ended: %s", user_id, exc)
-                return
-            if message is None:
-                yield None
-            elif message.get("type") == "message":
-                data = message["data"]
-                yield data.decode() if isinstance(data, bytes) else str(data)
-    finally:
-        pubsub.close()
+class Subscription:
+    """One user's events, read by one consumer (an events socket).
+
+    `with Subscription(client, user_id) as events:` returns once Redis has confirmed the
+    subscription; `events.next(timeout)` gives the next event's JSON text or None after
+    `timeout` seconds of silence, and raises `EventsUnavailable` when the stream ended.
+    """
+
+    def __init__(self, client: redis.Redis, user_id: str) -> None:
+        self.user_id = user_id
+        pool = client.connection_pool
+        kwargs = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
+        # A pool of one connection of our own: the shared pool's retries stay as they are.
+        self._pool = redis.ConnectionPool(
+            connection_class=pool.connection_class, max_connections=1, **kwargs
+        )
+        self._pubsub = redis.Redis(connection_pool=self._pool).pubsub()
+
+    def __enter__(self) -> Subscription:
+        try:
+            self._subscribe()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _subscribe(self) -> None:
+        name = channel(self.user_id)
+        deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
+        try:
+            self._pubsub.subscribe(name)
+            while (left := deadline - time.monotonic()) > 0:
+                message = self._pubsub.get_message(timeout=left)
+                if message and message.get("type") == "subscribe":
+                    return
+        except LOST as exc:
+            raise EventsUnavailable(f"cannot subscribe to live events: {exc}") from exc
+        raise EventsUnavailable("Redis did not confirm the subscription in time")
+
+    def next(self, timeout: float) -> str | None:
+        try:
+            message = self._pubsub.get_message(timeout=timeout)
+        except LOST as exc:
+            log.info("event stream for %s ended: %s", self.user_id, exc)
+            raise EventsUnavailable(f"the event stream ended: {exc}") from exc
+        if message is None or message.get("type") != "message":
+            return None
+        data = message["data"]
+        return data.decode() if isinstance(data, bytes) else str(data)
+
+    def close(self) -> None:
+        """Drop the connection (Redis forgets the subscription with it); never raises."""
+        try:
+            self._pubsub.close()
+        except LOST:
+            pass
+        try:
+            self._pool.disconnect()
+        except LOST:
+            pass

@@ -108,13 +108,14 @@ def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_
     file is truncated back to where it was and `StorageError` is raised.
     """
     with locked(path, create=create) as fd:
-        stat = _append_locked(fd, path, data)
+        stat = append_locked(fd, path, data)
     if create:
         fsync_dir(path.parent)
     return stat
 
 
-def _append_locked(fd: int, path: Path, data: bytes) -> os.stat_result:
+def append_locked(fd: int, path: Path, data: bytes) -> os.stat_result:
+    """`durable_append` for a caller that already holds the lock (`locked(path)` gave `fd`)."""
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
         good = _end_of_last_complete_line(fd, size)

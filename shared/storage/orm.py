@@ -118,3 +118,31 @@ class SessionBinding(Base):
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(40))
     updated_at: Mapped[datetime] = mapped_column()
+
+
+class Folder(Base):
+    """A user's folder of sessions. Sessions name their folder in their own files
+    (`folder_id`); deleting a folder unfiles them first."""
+
+    __tablename__ = "folders"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    color: Mapped[str | None] = mapped_column(String(32))  # a palette name; repaired on read
+    position: Mapped[int | None] = mapped_column(Integer)  # 0, 1, 2...; repaired on read
+    created_at: Mapped[datetime] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column()
+
+
+class DeviceUiState(Base):
+    """What one device remembers of the sidebar: which folders and sections are collapsed."""
+
+    __tablename__ = "device_ui_state"
+
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    device_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[str] = mapped_column(Text)  # JSON: {"sections": {...}, "folders": {...}}
+    updated_at: Mapped[datetime] = mapped_column()

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Any
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
 from shared.storage.filestore import (
+    append_locked,
     atomic_write,
     durable_append,
     encode_records,
@@ -219,6 +220,31 @@ class SessionStore:
         data = encode_records(records)
         try:
             stat = durable_append(self.path(user_id, session_id), data)
+        except FileNotFoundError:
+            raise NotFound("session not found") from None
+        return Appended(stat.st_size - len(data), FileInfo.of(stat))
+
+    def append_if(
+        self,
+        user_id: str,
+        session_id: str,
+        decide: Callable[[SessionState], list[dict[str, Any]] | None],
+    ) -> Appended | None:
+        """Append what `decide(state)` returns, holding the file's lock from the read to the
+        write: a check and its write are atomic with respect to every other writer (they all
+        take this lock). None when `decide` returned nothing."""
+        path = self.path(user_id, session_id)
+        try:
+            with locked(path) as fd:
+                try:
+                    state = fold(read_jsonl(path), keep_messages=False)
+                except (ValueError, KeyError) as exc:
+                    raise StorageError(f"session {session_id} cannot be read: {exc}") from None
+                records = decide(state)
+                if not records:
+                    return None
+                data = encode_records(records)
+                stat = append_locked(fd, path, data)
         except FileNotFoundError:
             raise NotFound("session not found") from None
         return Appended(stat.st_size - len(data), FileInfo.of(stat))

@@ -3,20 +3,17 @@ mode, proof of writes, and the operator's memory panel."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from simple_websocket import Client as WebSocket
-from simple_websocket import ConnectionClosed
 from werkzeug.serving import make_server
 
 from cli import main
 from shared.memory.files import version_of
+from tests.api import websockets
 from tests.api.conftest import API, Chat, live_events
 from tests.conftest import create_account
 from tests.fake_llm import text, tool_call, tool_calls
@@ -216,34 +213,23 @@ def test_demo_mode_offers_no_memory_tools(make_chat: Callable[..., Chat]) -> Non
 
 
 def test_memory_updated_is_pushed_over_the_events_socket(chat: Chat) -> None:
-    server = make_server("127.0.0.1", 0, chat.app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        ws = WebSocket.connect(f"ws://127.0.0.1:{server.port}{API}/events?token={chat.user.token}")
+    with websockets.live(chat.app) as url:
+        ws = websockets.connect(f"{url}?token={chat.user.token}")
         try:
-            assert json.loads(ws.receive(5)) == {"type": "ready"}
+            assert ws.next_json() == {"type": "ready"}
             sid = chat.new_session()
             use_tool(chat, sid, "memory", action="add", content="Answer in German")
-            event = json.loads(ws.receive(5))
-            assert event == {
+            assert ws.next_json() == {
                 "type": "memory.updated",
                 "file": "USER.md",
                 "action": "added",
                 "entry": "Answer in German",
             }
         finally:
-            ws.close()
-        bad = WebSocket.connect(f"ws://127.0.0.1:{server.port}{API}/events?token=nope")
-        try:
-            assert json.loads(bad.receive(5))["error"]["code"] == "invalid_token"
-        except ConnectionClosed as closed:  # the close may overtake the message
-            assert closed.reason == 1008
-        with contextlib.suppress(ConnectionClosed, OSError):  # the server may have closed it
-            bad.close()
-    finally:
-        server.shutdown()
-        server.server_close()
+            ws.hang_up()
+        seen, code = websockets.connect(f"{url}?token=nope").until_closed()
+        assert [m["error"]["code"] for m in seen] == ["invalid_token"]
+        assert code == 1008
 
 
 # -- the memory panel --------------------------------------------------------------------

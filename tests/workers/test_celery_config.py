@@ -131,3 +131,14 @@ def test_every_job_name_has_a_task(celery_app: Celery) -> None:
     names = {value for key, value in vars(jobs).items() if key.isupper() and isinstance(value, str)}
     assert jobs.TEAMS_TURN in names
     assert names <= set(celery_app.tasks)
+
+
+def test_beat_ends_stuck_titles_within_minutes(celery_app: Celery) -> None:
+    import workers.tasks  # noqa: F401
+    from shared.core.jobs import SESSION_TITLE, SWEEP_TITLES
+
+    assert SESSION_TITLE in celery_app.tasks
+    schedule = {
+        entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
+    }
+    assert schedule[SWEEP_TITLES] <= 5 * 60

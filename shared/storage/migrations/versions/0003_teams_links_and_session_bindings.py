@@ -1,13 +1,13 @@
 """Teams user links and session bindings (Teams conversations, OpenAI-style histories).
 
-Revision ID: 0003_integrations
+Revision ID: 0003
 Revises: 0002
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_integrations"
+revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import marshmallow as ma
+
+from api.schemas import StrictSchema
+from shared.sessions.folders import NAME_MAX, PALETTE, SECTIONS
+
+COLOR = ma.validate.OneOf(list(PALETTE), error="color must be one of the palette: {choices}")
+NAME = ma.validate.Length(min=1, max=NAME_MAX)
+
+
+class FolderSchema(ma.Schema):
+    id = ma.fields.String()
+    name = ma.fields.String()
+    color = ma.fields.String(metadata={"description": "a palette name"})
+    position = ma.fields.Integer(metadata={"description": "0 for the first folder"})
+    created_at = ma.fields.AwareDateTime()
+    updated_at = ma.fields.AwareDateTime()
+
+
+class ColorSchema(ma.Schema):
+    name = ma.fields.String()
+    hex = ma.fields.String()
+
+
+class FolderListSchema(ma.Schema):
+    items = ma.fields.List(ma.fields.Nested(FolderSchema))
+    palette = ma.fields.List(ma.fields.Nested(ColorSchema))
+
+
+class NewFolderSchema(StrictSchema):
+    name = ma.fields.String(required=True, validate=NAME)
+    color = ma.fields.String(load_default=None, validate=COLOR)
+
+
+class FolderPatchSchema(StrictSchema):
+    name = ma.fields.String(validate=NAME)
+    color = ma.fields.String(validate=COLOR)
+
+
+class FolderOrderSchema(StrictSchema):
+    ids = ma.fields.List(
+        ma.fields.String(validate=ma.validate.Length(max=32)),
+        required=True,
+        validate=ma.validate.Length(max=1000),
+        metadata={"description": "folder ids, first to last; folders not named follow"},
+    )
+
+
+class UiStateSchema(ma.Schema):
+    device_id = ma.fields.String()
+    sections_collapsed = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.Boolean(),
+        metadata={"description": "the Folders and Chats sections; both start expanded"},
+    )
+    folders_collapsed = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.Boolean(),
+        metadata={"description": "folder id -> collapsed; folders start collapsed"},
+    )
+
+
+class UiStatePutSchema(StrictSchema):
+    sections_collapsed = ma.fields.Dict(
+        keys=ma.fields.String(validate=ma.validate.OneOf(SECTIONS)),
+        values=ma.fields.Boolean(),
+        load_default=dict,
+    )
+    folders_collapsed = ma.fields.Dict(
+        keys=ma.fields.String(validate=ma.validate.Length(max=32)),
+        values=ma.fields.Boolean(),
+        load_default=dict,
+        validate=ma.validate.Length(max=1000),
+    )

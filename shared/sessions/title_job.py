@@ -1,0 +1,128 @@
+"""The `llm` title mode's background half: the job that names a session, and its sweep.
+
+The job writes only if the title is still pending and not locked by a rename, checked under
+the session file's lock in the same step as the write (`SessionStore.append_if`), so a rename
+made while the model is answering wins. Whatever happens, the job ends the pending state and
+pushes `session.title` with the title the session keeps.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, true
+
+from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.errors import NotFound, StorageError
+from shared.core.jobs import SESSION_TITLE, JobQueue
+from shared.llm import catalog
+from shared.llm.client import LLMError
+from shared.sessions import service
+from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
+from shared.storage import events
+from shared.storage.orm import SessionRow
+from shared.storage.session_store import SessionState
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+log = logging.getLogger(__name__)
+EVENT = "session.title"
+STUCK_AFTER = timedelta(minutes=2)  # a title pending this long has its job sent again
+GIVE_UP_AFTER = timedelta(minutes=6)  # and this long keeps the truncated title
+SWEEP_BATCH = 100
+
+
+def generate_title(rt: Runtime, user_id: str, session_id: str) -> dict[str, Any]:
+    """The worker's job: name a pending session from its opening exchange, or end the
+    pending state with the truncated title. Idempotent: a session no longer pending (named,
+    renamed, given up on) is left alone."""
+    state, _ = rt.store.load(user_id, session_id)
+    if not state.title_pending or is_locked(state):
+        return {"written": False, "reason": "not pending"}
+    exchange = opening_exchange(state)
+    title, reason = None, None
+    if exchange is None:
+        reason = "the first reply has no text"
+    else:
+        try:
+            offering = catalog.offering_for(rt, "session_title")
+            completion = rt.llm.complete(offering, title_request(*exchange))
+            title = clean_reply(completion.content or "")
+            reason = None if title else "the model's reply held no title"
+        except (LLMError, catalog.NoModel) as exc:
+            reason = f"the model failed: {exc}"
+    if reason:
+        log.info("session %s keeps its truncated title: %s", session_id, reason)
+    written = finish(rt, user_id, session_id, title)
+    return {"written": written, "title": title, "reason": reason}
+
+
+def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> bool:
+    """End a pending title, with `title` or (None) keeping the one the session has; only if
+    it is still pending and not renamed, decided under the file's lock. Pushes the result."""
+    written: list[dict[str, Any]] = []
+    final: dict[str, Any] = {}
+
+    def decide(state: SessionState) -> list[dict[str, Any]] | None:
+        if not state.title_pending or is_locked(state):
+            return None
+        changes: dict[str, Any] = {"title_pending": False}
+        if title:
+            changes["title"] = title
+        final["title"] = title or state.title
+        written.append({"type": "meta", "at": isoformat(utcnow()), "set": changes})
+        return written
+
+    try:
+        appended = rt.store.append_if(user_id, session_id, decide)
+    except NotFound:
+        return False  # deleted meanwhile
+    if appended is None:
+        return False
+    service.index_appended(rt, user_id, session_id, written, appended.size_before, appended.info)
+    event = {"type": EVENT, "session_id": session_id, "title": final["title"]}
+    events.publish(rt.redis, user_id, event | {"title_pending": False})
+    return True
+
+
+def pending_since(state: SessionState) -> datetime:
+    """When the title started waiting: the first message (which set it), else creation."""
+    for message in state.messages:
+        if message.get("role") == "user" and message.get("created_at"):
+            return parse_time(message["created_at"])
+    return state.created_at
+
+
+def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
+    """Titles left pending by a lost job or a worker that died mid-call: the job is sent
+    again once the title has waited STUCK_AFTER, and the truncated title is kept (pending
+    ended without the model) once it has waited GIVE_UP_AFTER."""
+    now = utcnow()
+    with rt.db.session() as db:
+        candidates = db.execute(
+            select(SessionRow.user_id, SessionRow.id)
+            .where(
+                SessionRow.title_pending == true(),
+                SessionRow.message_count > 0,
+                SessionRow.created_at < now - STUCK_AFTER,
+            )
+            .limit(SWEEP_BATCH)
+        ).all()
+    report = {"resent": 0, "ended": 0}
+    for user_id, session_id in candidates:
+        try:
+            state, _ = rt.store.load(user_id, session_id)
+            if not state.title_pending or is_locked(state):
+                continue
+            waited = now - pending_since(state)
+            if waited >= GIVE_UP_AFTER:
+                report["ended"] += finish(rt, user_id, session_id, None)
+            elif waited >= STUCK_AFTER:
+                jobs.enqueue(SESSION_TITLE, user_id, session_id)
+                report["resent"] += 1
+        except (NotFound, StorageError) as exc:
+            log.warning("cannot sweep the pending title of %s: %s", session_id, exc)
+    return report

@@ -1,0 +1,142 @@
+"""Session titles, in the mode SESSION_TITLE_MODE names.
+
+- `truncate` (the default): the first message, cut to TRUNCATE_CHARS, set by the first turn.
+- `sequential`: `1`, `2`, `3`… per user, given when the session is created. The counter is a
+  small file per user (`users/<id>/session-numbers.json`), advanced under a lock.
+- `llm`: the session is listed at once with `title_pending: true`; the first turn sets the
+  truncated title as the fallback, and once the first answer is saved a worker
+  (`eonyx.sessions.title`) asks the `session_title` role for a short name of the opening
+  exchange, cleans it (reasoning blocks, quotes, markdown) and bounds it, writes it and pushes
+  `session.title`. Every failure (model error, empty or unusable reply, a first reply that
+  failed or was stopped, no queue) keeps the truncated title and ends `title_pending`; a
+  sweep re-sends a lost job and, past GIVE_UP_AFTER, ends the wait without the model.
+
+An explicit rename is final: it sets `title_locked`, and no mode or job changes the title
+after it (the job is in title_job.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from shared.storage.filestore import atomic_write
+from shared.storage.session_store import SessionState, content_text
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+TITLE_LOCKED = "title_locked"  # set by an explicit rename: no mode or job changes it after
+TRUNCATE_CHARS = 60
+LLM_TITLE_CHARS = 80
+EXCHANGE_CHARS = 2000  # of each message of the opening exchange sent to the model
+
+INSTRUCTIONS = (
+    "Name this conversation for a list of chats: at most six words, in the language of the "
+    "user's message. Answer with the title only: no quotes, no markdown, no final period."
+)
+
+
+def truncate_title(content: str) -> str:
+    text = " ".join(content.split())
+    return text if len(text) <= TRUNCATE_CHARS else text[: TRUNCATE_CHARS - 1].rstrip() + "…"
+
+
+def is_locked(state: SessionState) -> bool:
+    return bool(state.extra.get(TITLE_LOCKED))
+
+
+def for_new_session(
+    rt: Runtime, user_id: str, title: str | None, temporary: bool
+) -> tuple[str | None, bool]:
+    """(title, title_pending) of a session being created without or with a title."""
+    mode = rt.settings.session_title_mode
+    if title is not None or temporary:
+        return title, False
+    if mode == "sequential":
+        return str(next_number(rt, user_id)), False
+    return None, mode == "llm"
+
+
+def next_number(rt: Runtime, user_id: str) -> int:
+    """The user's next sequential title: 1 for their first session, never given twice."""
+    path = rt.store.sessions_dir(user_id).parent / "session-numbers.json"
+    with rt.locks.hold(f"session-numbers:{user_id}", wait=10, ttl=30):
+        try:
+            last = int(json.loads(path.read_bytes()).get("last", 0))
+        except (FileNotFoundError, ValueError, AttributeError, TypeError):
+            last = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({"last": last + 1}).encode())
+    return last + 1
+
+
+def first_message_changes(rt: Runtime, state: SessionState, content: str | None) -> dict[str, Any]:
+    """What the first message of a session sets: the truncated title (in `llm` mode the
+    fallback shown while the model names the session, marked pending)."""
+    mode = rt.settings.session_title_mode
+    if not content or state.title or is_locked(state) or mode == "sequential":
+        return {}
+    if mode == "llm" and not state.temporary:
+        return {"title": truncate_title(content), "title_pending": True}
+    return {"title": truncate_title(content)}
+
+
+# -- the llm mode ------------------------------------------------------------------------------
+
+
+_TAGS = "think|thinking|reasoning|reflection"
+_FLAGS = re.IGNORECASE | re.DOTALL
+_REASONING = re.compile(rf"<({_TAGS})>.*?</\1>", _FLAGS)
+_UNCLOSED = re.compile(rf"<({_TAGS})>.*", _FLAGS)
+_CLOSER = re.compile(rf"^.*</({_TAGS})>", _FLAGS)
+_LABEL = re.compile(r"^(chat\s+)?(title|name|subject)\s*[:：-]\s*", flags=re.IGNORECASE)
+_LEADING = re.compile(r"^(#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
+_WRAPPERS = "\"'`*_~“”‘’«»„‚「」『』"
+
+
+def clean_reply(reply: str) -> str | None:
+    """The title in a model's reply, or None when there is none: reasoning blocks (closed,
+    unclosed, or only their end tag left), a `Title:` label, markdown and quotes removed, one
+    line, bounded to LLM_TITLE_CHARS at a word."""
+    text = _REASONING.sub(" ", reply)
+    text = _CLOSER.sub(" ", text)  # "...reasoning</think> Title": keep what follows
+    text = _UNCLOSED.sub(" ", text)  # reasoning that never ended holds no title
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = _LEADING.sub("", _LABEL.sub("", lines[0]))
+    line = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)  # [text](link) -> text
+    line = re.sub(r"[*`]|~~", "", line)  # emphasis and code marks
+    line = " ".join(line.split()).strip(_WRAPPERS + " ").rstrip(".:;,!。 ").strip(_WRAPPERS + " ")
+    if not line:
+        return None
+    if len(line) > LLM_TITLE_CHARS:
+        cut = line[: LLM_TITLE_CHARS - 1]
+        line = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:-") + "…"
+    return line
+
+
+def answered(state: SessionState) -> bool:
+    """Whether the session has a final answer (an assistant message that calls no tool)."""
+    return any(m.get("role") == "assistant" and not m.get("tool_calls") for m in state.messages)
+
+
+def opening_exchange(state: SessionState) -> tuple[str, str] | None:
+    """The first user message and the first final answer after it, as text; None when the
+    session has no answered first message."""
+    user = None
+    for message in state.messages:
+        role = message.get("role")
+        if role == "user" and user is None:
+            user = content_text(message.get("content")).strip()
+        elif role == "assistant" and user is not None and not message.get("tool_calls"):
+            answer = content_text(message.get("content")).strip()
+            return (user, answer) if user and answer else None
+    return None
+
+
+def title_request(user: str, answer: str) -> list[dict[str, Any]]:
+    exchange = f"User:\n{user[:EXCHANGE_CHARS]}\n\nAssistant:\n{answer[:EXCHANGE_CHARS]}"
+    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": exchange}]

@@ -1,0 +1,300 @@
+"""Session titles in each SESSION_TITLE_MODE: truncate, llm (a job names the session from
+its opening exchange; every failure keeps the truncated title), sequential; a rename wins."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from shared import accounts
+from shared.chat import turns
+from shared.core.jobs import SESSION_TITLE
+from shared.sessions import title_job
+from shared.sessions.titles import clean_reply
+from tests.api.conftest import API, Chat, RecordingJobs, live_events
+from tests.conftest import create_account
+from tests.fake_llm import RecordedRequest, Reply, error, text
+
+OPENING = "How should I plan a week in Paris in spring, with two kids and a small budget?"
+TRUNCATED = "How should I plan a week in Paris in spring, with two kids…"
+
+
+def llm_chat(make_chat: Callable[..., Chat]) -> Chat:
+    chat = make_chat(SESSION_TITLE_MODE="llm")
+    chat.rt.jobs = RecordingJobs()  # no worker here: the tests run the job themselves
+    return chat
+
+
+def session(chat: Chat, session_id: str) -> dict[str, Any]:
+    response = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def title_of(chat: Chat, session_id: str) -> tuple[str | None, bool]:
+    item = session(chat, session_id)
+    return item["title"], item["title_pending"]
+
+
+def listed(chat: Chat) -> list[dict[str, Any]]:
+    return chat.client.get(f"{API}/sessions", headers=chat.user.headers).get_json()["items"]
+
+
+def first_exchange(chat: Chat, answer: str = "Start with the Jardin du Luxembourg.") -> str:
+    session_id = chat.new_session()
+    chat.llm.script(text(answer))
+    assert chat.turn(session_id, content=OPENING).status_code == 200
+    return session_id
+
+
+def test_truncate_mode_titles_the_session_with_its_first_message(chat: Chat) -> None:
+    session_id = first_exchange(chat)
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    chat.turn(session_id, content="And in summer?")
+    assert session(chat, session_id)["title"] == TRUNCATED
+
+
+def test_llm_mode_lists_a_session_as_pending_then_names_it_and_pushes_the_title(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = llm_chat(make_chat)
+    session_id = chat.new_session()
+    assert [(s["id"], s["title"], s["title_pending"]) for s in listed(chat)] == [
+        (session_id, None, True)
+    ]
+    chat.llm.script(text("Start with the Jardin du Luxembourg."))
+    assert chat.turn(session_id, content=OPENING).status_code == 200
+    assert title_of(chat, session_id) == (TRUNCATED, True)
+    jobs = chat.rt.jobs
+    assert isinstance(jobs, RecordingJobs)
+    assert jobs.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]
+
+    chat.llm.script(text('<think>\nThe user wants a trip.\n</think>\n\n**"Paris with kids."**'))
+    with live_events(chat) as pushed:
+        outcome = title_job.generate_title(chat.rt, chat.user.user_id, session_id)
+    assert outcome["written"] is True
+    assert title_of(chat, session_id) == ("Paris with kids", False)
+    assert pushed == [
+        {
+            "type": "session.title",
+            "session_id": session_id,
+            "title": "Paris with kids",
+            "title_pending": False,
+        }
+    ]
+    request = chat.llm.requests[-1].messages
+    assert request[0]["role"] == "system" and "title" in request[0]["content"]
+    assert OPENING in request[1]["content"] and "Jardin du Luxembourg" in request[1]["content"]
+
+    # Done: running the job again (a duplicate, the sweep) changes nothing.
+    assert title_job.generate_title(chat.rt, chat.user.user_id, session_id)["written"] is False
+    chat.turn(session_id, content="What about museums?")
+    assert len(jobs.of(SESSION_TITLE)) == 1
+    assert session(chat, session_id)["title"] == "Paris with kids"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        error(400, "this model cannot do that"),
+        text(""),
+        text("<think>I should name it something about Paris"),
+        text('""'),
+    ],
+    ids=["model-error", "empty", "only-reasoning", "only-quotes"],
+)
+def test_a_failing_title_job_keeps_the_truncated_title_and_ends_pending(
+    make_chat: Callable[..., Chat], reply: Reply
+) -> None:
+    chat = llm_chat(make_chat)
+    session_id = first_exchange(chat)
+    chat.llm.script(reply)
+    with live_events(chat) as pushed:
+        outcome = title_job.generate_title(chat.rt, chat.user.user_id, session_id)
+    assert outcome["written"] is True and outcome["reason"]
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    assert [(e["title"], e["title_pending"]) for e in pushed] == [(TRUNCATED, False)]
+
+
+def test_a_failed_first_reply_ends_pending_at_once(make_chat: Callable[..., Chat]) -> None:
+    chat = llm_chat(make_chat)
+    session_id = chat.new_session()
+    chat.llm.script(error(500, "down"), error(500, "still down"))
+    with live_events(chat) as pushed:
+        assert chat.turn(session_id, content=OPENING).status_code == 502
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    assert [e["title_pending"] for e in pushed if e["type"] == "session.title"] == [False]
+    assert chat.rt.jobs.of(SESSION_TITLE) == []  # type: ignore[union-attr]
+
+    # A retry that succeeds later does not bring the spinner back.
+    chat.llm.script(text("Here is a plan."))
+    assert chat.turn(session_id, retry=True).status_code == 200
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+
+
+def test_a_first_reply_without_text_ends_pending_at_once(make_chat: Callable[..., Chat]) -> None:
+    chat = llm_chat(make_chat)
+    session_id = first_exchange(chat, answer="")
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    assert chat.rt.jobs.of(SESSION_TITLE) == []  # type: ignore[union-attr]
+
+
+def test_a_stopped_first_reply_ends_pending(make_chat: Callable[..., Chat]) -> None:
+    chat = llm_chat(make_chat)
+    session_id = chat.new_session()
+    with chat.rt.db.session() as db:
+        principal = accounts.authenticate(db, chat.user.token)
+    chat.llm.script(text("A long answer that the user stops early. " * 20, chunk_delay=0.01))
+    stream = turns.iter_turn(
+        chat.rt, principal, session_id, turns.TurnRequest(content=OPENING), stream=True
+    )
+    assert isinstance(next(stream), turns.TextDelta)
+    stream.close()  # what Flask does when the client goes away
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    assert chat.rt.jobs.of(SESSION_TITLE) == []  # type: ignore[union-attr]
+
+
+def test_without_a_queue_the_truncated_title_stays(make_chat: Callable[..., Chat]) -> None:
+    chat = make_chat(SESSION_TITLE_MODE="llm")
+    chat.rt.jobs = None
+    session_id = first_exchange(chat)
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+
+
+def test_a_rename_wins_against_a_title_job_already_running(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = llm_chat(make_chat)
+    session_id = first_exchange(chat)
+    asked, release = threading.Event(), threading.Event()
+
+    def slow_title(_request: RecordedRequest) -> Reply:
+        asked.set()
+        release.wait(30)
+        return text("The model's title")
+
+    chat.llm.set_default(slow_title)
+    outcome: dict[str, Any] = {}
+    job = threading.Thread(
+        target=lambda: outcome.update(
+            title_job.generate_title(chat.rt, chat.user.user_id, session_id)
+        )
+    )
+    with live_events(chat) as pushed:
+        job.start()
+        assert asked.wait(30), "the title job never called the model"
+        renamed = chat.client.patch(
+            f"{API}/sessions/{session_id}", json={"title": "Our trip"}, headers=chat.user.headers
+        )
+        assert renamed.status_code == 200
+        release.set()  # the model answers only now, after the rename
+        job.join(30)
+    assert outcome["written"] is False
+    assert title_of(chat, session_id) == ("Our trip", False)
+    assert [e for e in pushed if e["type"] == "session.title"] == []
+
+    # Final: neither a late job, nor the sweep, nor a later message changes it.
+    chat.llm.set_default(None)
+    assert title_job.generate_title(chat.rt, chat.user.user_id, session_id)["written"] is False
+    assert session(chat, session_id)["title"] == "Our trip"
+
+
+def test_a_session_renamed_to_nothing_is_not_titled_by_its_first_message(chat: Chat) -> None:
+    session_id = chat.new_session()
+    chat.client.patch(
+        f"{API}/sessions/{session_id}", json={"title": None}, headers=chat.user.headers
+    )
+    chat.turn(session_id, content=OPENING)
+    assert session(chat, session_id)["title"] is None
+
+
+def test_the_sweep_resends_a_lost_job_then_gives_up_on_it(
+    make_chat: Callable[..., Chat], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = llm_chat(make_chat)
+    session_id = first_exchange(chat)
+    sweeper = RecordingJobs()
+    assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}  # too soon
+
+    now = title_job.utcnow()
+    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(minutes=3))
+    assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 1, "ended": 0}
+    assert sweeper.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]
+    assert session(chat, session_id)["title_pending"] is True
+
+    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(minutes=7))
+    with live_events(chat) as pushed:
+        assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 1}
+    assert title_of(chat, session_id) == (TRUNCATED, False)
+    assert [(e["title"], e["title_pending"]) for e in pushed] == [(TRUNCATED, False)]
+    assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}
+
+
+def test_sequential_titles_count_per_user(make_chat: Callable[..., Chat]) -> None:
+    chat = make_chat(SESSION_TITLE_MODE="sequential")
+    other = create_account(chat.rt, "other")
+
+    def create(headers: dict[str, str], **body: object) -> dict[str, Any]:
+        response = chat.client.post(f"{API}/sessions", json=body, headers=headers)
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()
+
+    mine = [create(chat.user.headers)["title"] for _ in range(3)]
+    assert mine == ["1", "2", "3"]
+    assert create(other.headers)["title"] == "1"
+    assert create(chat.user.headers, title="Named")["title"] == "Named"  # takes no number
+    assert create(chat.user.headers, temporary=True)["title"] is None
+    last = create(chat.user.headers)
+    assert last["title"] == "4" and last["title_pending"] is False
+    chat.client.delete(f"{API}/sessions/{last['id']}", headers=chat.user.headers)
+    assert create(chat.user.headers)["title"] == "5"  # a number is never given twice
+
+    # The title never changes by itself: not with the first message, only by a rename.
+    first = create(other.headers)
+    chat.llm.script(text("Hello."))
+    chat.client.post(
+        f"{API}/sessions/{first['id']}/turns", json={"content": OPENING}, headers=other.headers
+    )
+    got = chat.client.get(f"{API}/sessions/{first['id']}", headers=other.headers).get_json()
+    assert got["title"] == "2"
+
+
+def test_sequential_numbers_are_unique_under_concurrent_creates(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = make_chat(SESSION_TITLE_MODE="sequential")
+    titles: list[str] = []
+
+    def create() -> None:
+        client = chat.app.test_client()
+        for _ in range(5):
+            response = client.post(f"{API}/sessions", json={}, headers=chat.user.headers)
+            titles.append(response.get_json()["title"])
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(titles, key=int) == [str(n) for n in range(1, 21)]
+
+
+@pytest.mark.parametrize(
+    ("reply", "title"),
+    [
+        ("<think>hmm</think>\n\n**Fixing a Flask bug**", "Fixing a Flask bug"),
+        ("Thinking it over...</think>Garden ideas", "Garden ideas"),
+        ('Title: "Paris trip plan."', "Paris trip plan"),
+        ("## `Rust` lifetimes\nMore text", "Rust lifetimes"),
+        ("«Recette de crêpes»", "Recette de crêpes"),
+        ("<think>never ends", None),
+        ("  \n ", None),
+        ("word " * 40, "word " * 14 + "word…"),
+    ],
+)
+def test_clean_reply(reply: str, title: str | None) -> None:
+    assert clean_reply(reply) == title
