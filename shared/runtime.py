@@ -56,7 +56,7 @@ class Runtime:
         return cls(
             settings=settings,
             db=Database(settings.database_url),
-            store=SessionStore(settings.data_dir),
+            store=SessionStore(settings.data_dir, cache_bytes=settings.session_cache_bytes),
             locks=locks,
             redis=client,
             llm=LLMClient(

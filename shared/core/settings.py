@@ -37,6 +37,7 @@ class Settings:
     user_memory_extraction_every_n_turns: int = 4
     session_title_mode: str = "truncate"
     session_import_max_bytes: int = 25 * MIB
+    session_cache_bytes: int = 64 * MIB
     demo_mode: bool = False
     max_request_bytes: int = 1 * MIB
     login_token_ttl_hours: int = 24 * 30
@@ -151,6 +152,10 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
         lambda env, name, default: _choice(env, name, default, TITLE_MODES),
     ),
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
+    "SESSION_CACHE_BYTES": (
+        "session_cache_bytes",
+        lambda env, name, default: _int(env, name, default, minimum=0),
+    ),
     "DEMO_MODE": ("demo_mode", _bool),
     "MAX_REQUEST_BYTES": ("max_request_bytes", _int),
     "LOGIN_TOKEN_TTL_HOURS": ("login_token_ttl_hours", _int),
