@@ -21,7 +21,7 @@ STEPS = [
     ("auth", "authenticate (token check, own transaction)"),
     ("run_turn", "run_turn"),
     ("get_session", "  get_session (ownership check)"),
-    ("offering", "  catalog.offering_for (own transaction)"),
+    ("offering", "  catalog.offering_for"),
     ("lock_acquire", "  turn lock acquire"),
     ("load", "  SessionStore.load (read + fold)"),
     ("store_append_1", "  SessionStore.append, user message (write + fsync)"),
