@@ -109,15 +109,11 @@ def note_appended(
         "size": info.size,
         "mtime": info.mtime_ns,
     }
-    result = db.connection().execute(_APPENDED, params)
-    if result.rowcount != 1:
-        return False
-    if meta:
-        for key in ("pinned", "archived", "title_pending"):
-            if key in meta:
-                meta[key] = bool(meta[key])
-        db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**meta))
-    return True
+    for key in ("pinned", "archived", "title_pending"):
+        if key in meta:
+            meta[key] = bool(meta[key])
+    statement = _APPENDED.values(**meta) if meta else _APPENDED  # one UPDATE either way
+    return bool(db.connection().execute(statement, params).rowcount == 1)
 
 
 def record(db: Session, state: SessionState, info: FileInfo) -> None:
