@@ -71,8 +71,9 @@ class SessionCache:
 
     def read(
         self, key: Key, fd: int, stat: os.stat_result, name: str, *, keep_messages: bool = True
-    ) -> SessionState:
-        """The state of the open file `fd` up to `stat.st_size` (the caller's copy).
+    ) -> tuple[SessionState, os.stat_result]:
+        """The state of the open file `fd` (the caller's copy) and the stat it goes with:
+        `stat`, or a newer one when another thread already folded further than `stat`.
         ValueError/KeyError when the file does not fold (no header, a broken one)."""
         with self._lock:
             entry = self._entries.get(key)
@@ -80,13 +81,16 @@ class SessionCache:
                 self._entries.move_to_end(key)
         if entry is not None and (entry.device, entry.inode) == (stat.st_dev, stat.st_ino):
             with entry.lock:
+                if stat.st_size < entry.offset:
+                    stat = os.fstat(fd)  # the file grew since we looked: look again
                 if self._extend(entry, fd, stat.st_size, name):
-                    return entry.state.copy(keep_messages=keep_messages)
+                    return entry.state.copy(keep_messages=keep_messages), stat
         if not keep_messages and entry is None:
-            return self._fold(fd, stat.st_size, name, keep_messages=False)[0]
+            return self._fold(fd, stat.st_size, name, keep_messages=False)[0], stat
         entry = self._load(key, fd, stat, name)
+        state = entry.state.copy(keep_messages=keep_messages)  # before others can extend it
         self._insert(entry)
-        return entry.state.copy(keep_messages=keep_messages)
+        return state, stat
 
     def forget(self, key: Key) -> None:
         with self._lock:

@@ -164,8 +164,9 @@ class SessionStore:
             self.cache.forget(key)
             raise NotFound("session not found") from None
         try:
-            stat = os.fstat(fd)
-            state = self.cache.read(key, fd, stat, path.name, keep_messages=keep_messages)
+            state, stat = self.cache.read(
+                key, fd, os.fstat(fd), path.name, keep_messages=keep_messages
+            )
         except (ValueError, KeyError) as exc:
             # Damage is not deletion: say so (503) rather than pretend the session is gone.
             raise StorageError(f"session {session_id} cannot be read: {exc}") from None
