@@ -30,6 +30,7 @@ transactions, statements and pool checkouts, Redis commands and jobs counted per
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -119,6 +120,7 @@ def main() -> int:
                 f"{args.turns} turns per length, window {WINDOW:,} tokens, "
                 f"redis: {args.redis_url or 'embedded'}",
             )
+            print(f"   load average at start: {load_average()} (the machine is shared)")
             with (
                 eonyx_serve(env, log=ws.root / "serve.log", args=args.serve_arg) as server,
                 httpx.Client(timeout=120) as client,
@@ -154,6 +156,10 @@ def main() -> int:
     finally:
         fake.stop()
     return report(times, firsts, lengths, compacted, breakdown_text)
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def report(
@@ -192,6 +198,7 @@ def report(
         " summary's model call when the history needs it); not in the targets."
     )
     print(f"   timed turns that compacted: {compacted} (0 expected)")
+    print(f"   load average at the end: {load_average()}")
     if breakdown_text:
         print()
         print(breakdown_text)
