@@ -6,7 +6,9 @@ A session of 2,000 message records (user and assistant alternating, 200-800 char
 every 40th turn an assistant tool call and its tool result) is written through the real store.
 Then, interleaved and in rotating order, `--runs` times each:
 
-- SessionStore.load of the file (read, parse every JSON line, fold): what a turn does first;
+- SessionStore.load of the file from the runtime's store (its cache: only what was appended
+  since is read, here nothing), and from a store without a cache (read, parse every JSON
+  line, fold: a session's first turn in a process);
 - assemble_context(summarize=False) with a 128,000-token window, so the token estimate runs
   (what GET /sessions/<id>/context does after its load);
 - assemble_context(summarize=True) with a window large enough that nothing is compacted, so
@@ -50,6 +52,7 @@ from shared.core.settings import load_settings
 from shared.llm.client import Offering
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
+from shared.storage.session_store import SessionStore
 
 TARGET_P50_MS = 20.0
 WINDOW = 128_000
@@ -107,8 +110,13 @@ def main() -> int:
                 print("FAIL: the compacted session's summary was not applied")
                 return 1
 
+            uncached = SessionStore(rt.settings.data_dir, cache_bytes=0)
+
             def load() -> Any:
                 return rt.store.load(user_id, row.id)
+
+            def load_cold() -> Any:
+                return uncached.load(user_id, row.id)
 
             def assemble_plain() -> Any:
                 return assemble_context(rt, state, project, windowed, summarize=False)
@@ -125,6 +133,7 @@ def main() -> int:
 
             variants: list[tuple[str, Callable[[], Any]]] = [
                 ("load", load),
+                ("cold", load_cold),
                 ("plain", assemble_plain),
                 ("planned", assemble_planned),
                 ("compacted", assemble_compacted),
@@ -144,7 +153,8 @@ def main() -> int:
             rt.close()
 
     titles = {
-        "load": "SessionStore.load (read + parse + fold)",
+        "load": "SessionStore.load, cached (nothing appended since)",
+        "cold": "SessionStore.load, no cache (read + parse + fold)",
         "plain": "assemble_context summarize=False, window 128k (TARGET)",
         "planned": "assemble_context summarize=True, no compaction due",
         "compacted": f"  same, summary covers all but last {args.messages - boundary} msgs",

@@ -16,6 +16,7 @@ import redis
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
 from shared.llm.client import LLMClient, ModelClient
+from shared.llm.offering_cache import OfferingCache
 from shared.llm.tools import ToolRegistry
 from shared.memory.files import MemoryStore
 from shared.memory.tools import register_memory_tools
@@ -41,6 +42,7 @@ class Runtime:
     tools: ToolRegistry
     memory: MemoryStore
     identity: str
+    offerings: OfferingCache
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
     closed: bool = False
@@ -58,10 +60,11 @@ class Runtime:
         memory = MemoryStore(settings, locks)
         tools = ToolRegistry()
         register_memory_tools(tools, memory, settings)
+        database = Database(settings.database_url)
         return cls(
             settings=settings,
-            db=Database(settings.database_url),
-            store=SessionStore(settings.data_dir),
+            db=database,
+            store=SessionStore(settings.data_dir, cache_bytes=settings.session_cache_bytes),
             locks=locks,
             redis=client,
             llm=LLMClient(
@@ -73,6 +76,7 @@ class Runtime:
             tools=tools,
             memory=memory,
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
+            offerings=OfferingCache(database, client),
             jobs=jobs,
             teams=_teams_channel(settings),
         )

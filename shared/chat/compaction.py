@@ -47,14 +47,13 @@ Typical turn:
 from __future__ import annotations
 
 import copy
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.storage.session_store import content_text
+from shared.storage.session_state import content_text, message_chars, tool_call_parts
 
 CHARS_PER_TOKEN = 4
 THRESHOLD = 0.8
@@ -160,51 +159,12 @@ class SummaryState:
 SummaryLike = SummaryState | Mapping[str, Any]
 
 
-def _content_chars(content: Any) -> int:
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):  # OpenAI content parts: only text is counted
-        total = 0
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                total += len(part["text"])
-            elif isinstance(part, str):
-                total += len(part)
-        return total
-    return len(str(content))
-
-
-def _tool_call_parts(call: Any) -> tuple[str, str]:
-    """(name, arguments as text) of a tool call in OpenAI or flat form."""
-    if not isinstance(call, Mapping):
-        return "", ""
-    function = call.get("function")
-    source = function if isinstance(function, Mapping) else call
-    name = source.get("name")
-    arguments = source.get("arguments")
-    if arguments is None:
-        arguments = ""
-    elif not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    return (name if isinstance(name, str) else ""), arguments
-
-
-def _message_chars(message: Record) -> int:
-    total = _content_chars(message.get("content"))
-    for call in message.get("tool_calls") or ():
-        name, arguments = _tool_call_parts(call)
-        total += len(name) + len(arguments)
-    return total
-
-
 def _chars(value: str | Iterable[Record] | None) -> int:
     if value is None:
         return 0
     if isinstance(value, str):
         return len(value)
-    return sum(_message_chars(message) for message in value)
+    return sum(message_chars(message) for message in value)
 
 
 def estimate_tokens(value: str | Iterable[Record] | None) -> int:
@@ -215,9 +175,13 @@ def estimate_tokens(value: str | Iterable[Record] | None) -> int:
 
 def context_usage(system_prompt: str, messages: Iterable[Record], window: int | None) -> Usage:
     """The estimate for a system prompt plus messages against a context window."""
+    return _usage(len(system_prompt) + _chars(messages), window)
+
+
+def _usage(chars: int, window: int | None) -> Usage:
     if window is not None and window <= 0:
         raise ValueError("a context window must be a positive number of tokens")
-    tokens = math.ceil((len(system_prompt) + _chars(messages)) / CHARS_PER_TOKEN)
+    tokens = math.ceil(chars / CHARS_PER_TOKEN)
     percent = None if window is None else round(100 * tokens / window, 1)
     return Usage(tokens=tokens, window=window, percent=percent)
 
@@ -226,17 +190,23 @@ def _is_message(record: Record) -> bool:
     return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
 
 
-def _conversation(records: Iterable[Record]) -> list[Record]:
-    return [r for r in records if _is_message(r)]
-
-
-def _index_of(messages: Sequence[Record], message_id: str | None) -> int | None:
+def _position(records: Sequence[Record], message_id: str | None) -> int | None:
+    """Where the last message with this id is in `records`, searched from the end: for a
+    summary's boundary that costs the part of the history the summary does not cover, not
+    the whole history."""
     if not message_id:
         return None
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("id") == message_id:
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        if record.get("id") == message_id and _is_message(record):
             return index
     return None
+
+
+def _start(records: Sequence[Record], message_id: str | None) -> int:
+    """The first position after the message a summary covers through (0 without one)."""
+    index = _position(records, message_id)
+    return 0 if index is None else index + 1
 
 
 def _covered(summary_state: SummaryLike | None) -> tuple[str | None, str | None]:
@@ -259,7 +229,7 @@ def current_summary(
         if isinstance(summary_state, SummaryState)
         else SummaryState.from_dict(summary_state)
     )
-    if _index_of(_conversation(records), state.covered_through) is None:
+    if _position(records, state.covered_through) is None:
         return None
     return state
 
@@ -303,29 +273,34 @@ def plan_compaction(
     window: int | None,
     previous_summary: str | None,
     summarized_upto: str | None,
+    sizes: Sequence[int] | None = None,
 ) -> CompactionPlan | None:
     """Decide whether to compact now and what.
 
     `messages`: the session's records (non-message records are ignored). `system_prompt`:
     the prompt as it would be sent now, current summary included. `summarized_upto`: the id
     of the last message the previous summary covers; the estimate and the new summary only
-    consider messages after it. An id that is not in `messages` means the previous summary
-    is stale: it is dropped and the whole history is considered.
+    consider messages after it, and only those are looked at (the search for it starts at
+    the end). An id that is not in `messages` means the previous summary is stale: it is
+    dropped and the whole history is considered. `sizes`, when given, is `message_chars` of
+    each record, computed once when the session was read.
 
     None when `window` is None, when usage is below `THRESHOLD` of the window, or when there
     is nothing older than the last `KEEP_USER_TURNS` user turns to summarize.
     """
     if window is None:
         return None
-    conversation = _conversation(messages)
-    start = 0
-    covered_index = _index_of(conversation, summarized_upto)
-    if covered_index is None:
+    covered = _position(messages, summarized_upto)
+    if covered is None:
         previous_summary = None
+    start = 0 if covered is None else covered + 1
+    positions = [i for i in range(start, len(messages)) if _is_message(messages[i])]
+    live = [messages[i] for i in positions]
+    if sizes is not None and len(sizes) == len(messages):
+        chars = sum(sizes[i] for i in positions)
     else:
-        start = covered_index + 1
-    live = conversation[start:]
-    usage = context_usage(system_prompt, live, window)
+        chars = _chars(live)
+    usage = _usage(len(system_prompt) + chars, window)
     if not usage.over_threshold:
         return None
     boundary = find_boundary(live)
@@ -368,7 +343,7 @@ def render_transcript(records: Iterable[Record]) -> str:
             if text:
                 lines.append(f"[assistant]\n{text}")
             for call in record.get("tool_calls") or ():
-                name, arguments = _tool_call_parts(call)
+                name, arguments = tool_call_parts(call)
                 if isinstance(call, Mapping) and isinstance(call.get("id"), str):
                     names[call["id"]] = name
                 clipped = _clip(arguments, MAX_TRANSCRIPT_ARGUMENT_CHARS)
@@ -399,7 +374,7 @@ def summary_request(plan: CompactionPlan) -> list[dict[str, str]]:
 
 
 def _model_tool_call(call: Any) -> dict[str, Any]:
-    name, arguments = _tool_call_parts(call)
+    name, arguments = tool_call_parts(call)
     call_id = call.get("id") if isinstance(call, Mapping) else None
     return {
         "id": call_id,
@@ -451,8 +426,6 @@ def apply_summary(
     """The model messages to send after compaction: those after the state's
     `covered_through` message, or all of them without a (current) state (images only for
     those: a summarized message's images are not sent again)."""
-    conversation = _conversation(messages)
     _, covered_through = _covered(summary_state)
-    index = _index_of(conversation, covered_through)
-    start = 0 if index is None else index + 1
-    return to_model_messages(conversation[start:], image_parts=image_parts)
+    start = _start(messages, covered_through)
+    return to_model_messages(messages[start:], image_parts=image_parts)

@@ -175,6 +175,7 @@ def assemble_context(
             window=window,
             previous_summary=summary.summary if summary else None,
             summarized_upto=summary.covered_through if summary else None,
+            sizes=state.sizes,
         )
         if plan is not None:
             try:

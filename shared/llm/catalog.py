@@ -22,6 +22,7 @@ from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
 from shared.llm.client import Offering
+from shared.llm.offering_cache import mark_changed
 from shared.storage.orm import OfferingRow, RoleBinding
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -140,6 +141,7 @@ def add_offering(
     )
     db.add(row)
     db.flush()
+    mark_changed(db)
     return _info(row, os.environ)
 
 
@@ -149,6 +151,7 @@ def delete_offering(db: Session, offering_id: str) -> None:
         raise NotFound(f"no offering {offering_id!r}")
     db.execute(delete(RoleBinding).where(RoleBinding.offering_id == offering_id))
     db.delete(row)
+    mark_changed(db)
 
 
 def _check_role(role: str) -> None:
@@ -159,6 +162,7 @@ def _check_role(role: str) -> None:
 def set_role(db: Session, settings: Settings, role: str, offering_id: str) -> None:
     _check_role(role)
     get_offering(db, settings, offering_id)
+    mark_changed(db)
     if offering_id == DEFAULT_ID:
         # The built-in offering is not a row; binding to it means "no explicit binding".
         db.execute(delete(RoleBinding).where(RoleBinding.role == role))
@@ -210,10 +214,15 @@ def _offering(db: Session, settings: Settings, offering_id: str, role: str | Non
 
 
 def offering_for(rt: Runtime, role: str) -> Offering:
-    """The offering that serves `role`, looked up in a database session of its own that is
-    closed before the caller talks to the model (never hold one across a model call)."""
-    with rt.db.session() as db:
-        return resolve(db, rt.settings, role)
+    """The offering that serves `role`: the one this process keeps (`offering_cache`), else
+    looked up in a database session of its own that is closed before the caller talks to
+    the model (never hold one across a model call)."""
+
+    def lookup() -> Offering:
+        with rt.db.session() as db:
+            return resolve(db, rt.settings, role)
+
+    return rt.offerings.get(role, lookup)
 
 
 def offering_named(rt: Runtime, offering_id: str) -> Offering:

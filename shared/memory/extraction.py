@@ -192,7 +192,7 @@ def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
     sweep catches up), never an error for the turn, whose answer is already saved."""
     if not extraction_enabled(rt.settings) or state.temporary or rt.jobs is None:
         return False
-    count = sum(1 for m in state.messages if m.get("role") == "user")
+    count = state.user_messages
     every = rt.settings.user_memory_extraction_every_n_turns
     if count == 0 or count % every:
         return False

@@ -148,9 +148,11 @@ def index_appended(
     if this fails the file still holds everything, and the next reconcile repairs the row,
     so a failure is logged, never raised past a write that succeeded."""
     try:
-        with rt.db.session() as db:
-            if not index.note_appended(db, user_id, session_id, records, size_before, info):
-                state, info = rt.store.load(user_id, session_id, keep_messages=False)
+        with rt.db.engine.begin() as connection:  # one statement: no ORM session needed
+            done = index.note_appended(connection, user_id, session_id, records, size_before, info)
+        if not done:
+            state, info = rt.store.load(user_id, session_id, keep_messages=False)
+            with rt.db.session() as db:
                 index.record(db, state, info)
     except (SQLAlchemyError, NotFound) as exc:
         log.warning(

@@ -6,7 +6,7 @@ Alembic migrations in shared/storage/migrations; `migrate()` brings a database t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +93,11 @@ class Database:
         with self.engine.connect() as connection:
             applied = set(MigrationContext.configure(connection).get_current_heads())
         return applied == set(script.get_heads())
+
+
+    def after_commit(self, callback: Callable[[Session], None]) -> None:
+        """Call `callback(session)` after every commit of this database's sessions."""
+        event.listen(self._factory, "after_commit", callback)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -5,7 +5,8 @@
   failure the file is cut back to its previous length, so it stays valid.
 - `atomic_write`: temp file, fsync, rename, fsync of the directory.
 - `backup_file`: a timestamped copy taken before a whole-file rewrite.
-- `read_jsonl`: records of a JSONL file, ignoring a torn last line.
+- `read_jsonl`: records of a JSONL file, ignoring a torn last line; `parse_lines` and
+  `read_range` do the same for a part of a file (an incremental read).
 - `safe_path`: joins parts under a root and refuses anything that would escape it.
 """
 
@@ -179,27 +180,49 @@ def backup_file(path: Path, backups_dir: Path) -> Path | None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The records of a JSONL file. A torn last line is ignored; a bad middle line is logged."""
     data = path.read_bytes()
-    lines = data.split(b"\n")
-    torn = lines.pop()  # after the last newline: b"" unless the last line is torn
-    if torn:
+    if data and not data.endswith(b"\n"):
         log.info("ignoring torn last line of %s", path)
+    records, _ = parse_lines(data, path.name)
+    return records
+
+
+def parse_lines(data: bytes, name: str, first_line: int = 1) -> tuple[list[dict[str, Any]], int]:
+    """The records of the complete lines of `data`, and how many bytes those lines take (up
+    to the last b"\n"): what follows is a torn or still-growing last line, left for later.
+    A complete line that is not a JSON object is logged (with its number, counting from
+    `first_line`) and skipped."""
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].split(b"\n")
+    lines.pop()  # b"" after the last newline
     try:  # one parse for the whole file; line by line only when some line is bad
         parsed = json.loads(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
-        return [record for record in parsed if isinstance(record, dict)]
+        return [record for record in parsed if isinstance(record, dict)], end
     except ValueError:
         pass
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(lines, first_line):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
-            log.warning("skipping unreadable line %d of %s", number, path)
+            log.warning("skipping unreadable line %d of %s", number, name)
             continue
         if isinstance(record, dict):
             records.append(record)
-    return records
+    return records, end
+
+
+def read_range(fd: int, start: int, end: int) -> bytes:
+    """Bytes [start, end) of an open file (fewer if it is shorter now)."""
+    chunks: list[bytes] = []
+    while start < end:
+        chunk = os.pread(fd, end - start, start)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        start += len(chunk)
+    return b"".join(chunks)
 
 
 def remove_tree(path: Path) -> None:

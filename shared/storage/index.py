@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from shared.core.clock import isoformat, parse_time, utcnow
@@ -81,7 +82,7 @@ _APPENDED = (
 
 
 def note_appended(
-    db: Session,
+    connection: Connection,
     user_id: str,
     session_id: str,
     records: list[dict[str, Any]],
@@ -109,15 +110,11 @@ def note_appended(
         "size": info.size,
         "mtime": info.mtime_ns,
     }
-    result = db.connection().execute(_APPENDED, params)
-    if result.rowcount != 1:
-        return False
-    if meta:
-        for key in ("pinned", "archived", "title_pending"):
-            if key in meta:
-                meta[key] = bool(meta[key])
-        db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**meta))
-    return True
+    for key in ("pinned", "archived", "title_pending"):
+        if key in meta:
+            meta[key] = bool(meta[key])
+    statement = _APPENDED.values(**meta) if meta else _APPENDED  # one UPDATE either way
+    return bool(connection.execute(statement, params).rowcount == 1)
 
 
 def record(db: Session, state: SessionState, info: FileInfo) -> None:

@@ -2,10 +2,10 @@
 
     users/<user-id>/sessions/<session-id>.jsonl
 
-The first record is the header (`type: session`); then `message` records (user, assistant,
-tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in the order
-they happened. A session's state is the fold of its file (`fold`), so everything else (the
-SQL index, listings) can be rebuilt from these files.
+The records and their fold are described in `session_state`. A session's state is the fold
+of its file, so everything else (the SQL index, listings) can be rebuilt from these files.
+`load` serves it from a per-process cache (`session_cache`) that reads only the bytes
+appended since the last read, and checks the file every time.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
+from shared.core.settings import Settings
 from shared.storage.filestore import (
     append_locked,
     atomic_write,
@@ -31,12 +32,33 @@ from shared.storage.filestore import (
     read_jsonl,
     remove_tree,
 )
+from shared.storage.session_cache import SessionCache
+from shared.storage.session_state import (  # re-exported: the store's vocabulary
+    CHAT_ROLES,
+    META_FIELDS,
+    SessionState,
+    content_text,
+    fold,
+)
+
+__all__ = [
+    "CHAT_ROLES",
+    "META_FIELDS",
+    "Appended",
+    "FileInfo",
+    "SessionState",
+    "SessionStore",
+    "check_session_id",
+    "content_text",
+    "fold",
+    "new_message_id",
+    "new_session_id",
+]
 
 SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
-META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
-CHAT_ROLES = ("user", "assistant")
+DEFAULT_CACHE_BYTES = Settings.session_cache_bytes  # the default lives with the settings
 
 
 def new_session_id(moment: datetime | None = None) -> str:
@@ -54,101 +76,6 @@ def check_session_id(session_id: str) -> str:
             "session ids look like 20260705T091500-1a2b3c4d", code="invalid_session_id"
         )
     return session_id
-
-
-def content_text(content: Any) -> str:
-    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, Mapping) and part.get("type"):
-                texts.append(f"[{part['type']}]")
-            elif isinstance(part, str):
-                texts.append(part)
-        return "\n".join(texts)
-    return str(content)
-
-
-@dataclass
-class SessionState:
-    """What folding a session file gives. `messages` is empty when folded for the index."""
-
-    id: str
-    user_id: str
-    source: str
-    created_at: datetime
-    updated_at: datetime
-    temporary: bool = False
-    title: str | None = None
-    title_pending: bool = False
-    pinned: bool = False
-    archived: bool = False
-    folder_id: str | None = None
-    message_count: int = 0
-    image_count: int = 0
-    snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_header(cls, header: dict[str, Any]) -> SessionState:
-        if header.get("type") != "session":
-            raise ValueError("a session file must start with a session header")
-        created = parse_time(header["created_at"])
-        return cls(
-            id=header["id"],
-            user_id=header["user_id"],
-            source=header.get("source", "web"),
-            created_at=created,
-            updated_at=created,
-            temporary=bool(header.get("temporary", False)),
-            title=header.get("title"),
-            title_pending=bool(header.get("title_pending", False)),
-            folder_id=header.get("folder_id"),
-            snapshot=header.get("snapshot"),
-        )
-
-    def apply(self, record: dict[str, Any], *, keep_messages: bool = True) -> None:
-        """Fold one record (after the header) into the state."""
-        kind = record.get("type")
-        if kind == "message":
-            if record.get("role") in CHAT_ROLES:
-                self.message_count += 1
-            self.image_count += len(record.get("images") or ())
-            if keep_messages:
-                self.messages.append(record)
-        elif kind == "meta":
-            changes = record.get("set") or {}
-            for key, value in changes.items():
-                if key in META_FIELDS:
-                    setattr(self, key, value)
-                else:
-                    self.extra[key] = value
-            if not any(key in META_FIELDS for key in changes):
-                return  # bookkeeping (likes, extraction progress) does not reorder the list
-        else:
-            return
-        stamp = record.get("at") or record.get("created_at")
-        if stamp:
-            self.updated_at = parse_time(stamp)
-
-
-def fold(records: Iterable[dict[str, Any]], *, keep_messages: bool = True) -> SessionState:
-    """Replay a session's records into its current state."""
-    iterator = iter(records)
-    header = next(iterator, None)
-    if header is None:
-        raise ValueError("empty session file")
-    state = SessionState.from_header(header)
-    for record in iterator:
-        state.apply(record, keep_messages=keep_messages)
-    return state
 
 
 @dataclass(frozen=True)
@@ -172,9 +99,10 @@ class Appended:
 class SessionStore:
     """Reads and writes session files under DATA_DIR/users; writers hold the file's flock."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.data_dir = data_dir
         self.users_dir = data_dir / "users"
+        self.cache = SessionCache(cache_bytes)
 
     def sessions_dir(self, user_id: str) -> Path:
         # The id patterns admit no separator and no dot-dir, so the join cannot escape.
@@ -252,17 +180,24 @@ class SessionStore:
     def load(
         self, user_id: str, session_id: str, *, keep_messages: bool = True
     ) -> tuple[SessionState, FileInfo]:
+        """The session's state (the caller's own copy) and the file it was folded from.
+        NotFound for a missing session, StorageError for one that cannot be read."""
         path = self.path(user_id, session_id)
+        key = (user_id, session_id)
         try:
-            stat = path.stat()
-            records = read_jsonl(path)
+            fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
+            self.cache.forget(key)
             raise NotFound("session not found") from None
         try:
-            state = fold(records, keep_messages=keep_messages)
+            state, stat = self.cache.read(
+                key, fd, os.fstat(fd), path.name, keep_messages=keep_messages
+            )
         except (ValueError, KeyError) as exc:
             # Damage is not deletion: say so (503) rather than pretend the session is gone.
             raise StorageError(f"session {session_id} cannot be read: {exc}") from None
+        finally:
+            os.close(fd)
         return state, FileInfo.of(stat)
 
     def delete(self, user_id: str, session_id: str) -> None:
@@ -272,6 +207,8 @@ class SessionStore:
                 path.unlink()
         except FileNotFoundError:
             raise NotFound("session not found") from None
+        finally:
+            self.cache.forget((user_id, session_id))
         remove_tree(path.with_suffix(""))
 
     def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
@@ -289,6 +226,7 @@ class SessionStore:
                 path.unlink()
         except FileNotFoundError:
             return False
+        self.cache.forget((user_id, session_id))
         remove_tree(path.with_suffix(""))
         return True
 

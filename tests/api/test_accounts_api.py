@@ -118,3 +118,18 @@ def test_unknown_route_and_method_are_json(client: FlaskClient, alice: Account) 
     wrong = client.put(f"{API}/sessions", headers=alice.headers)
     assert wrong.status_code == 405
     assert wrong.get_json()["error"]["code"] == "method_not_allowed"
+
+
+def test_a_token_shows_when_it_was_last_used(client: FlaskClient, alice: Account) -> None:
+    key = client.post(f"{API}/tokens", json={"name": "cli"}, headers=alice.headers).get_json()
+
+    def last_used() -> str | None:
+        listed = client.get(f"{API}/tokens", headers=alice.headers).get_json()
+        return next(t["last_used_at"] for t in listed if t["id"] == key["id"])
+
+    assert last_used() is None
+    client.get(f"{API}/sessions", headers={"Authorization": f"Bearer {key['token']}"})
+    first = last_used()
+    assert first is not None
+    client.get(f"{API}/sessions", headers={"Authorization": f"Bearer {key['token']}"})
+    assert last_used() == first  # written at most every five minutes, not on every request

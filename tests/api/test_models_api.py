@@ -174,3 +174,28 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
     assert "session_title           (none)  (falls back to chat)" in roles
     bad = runner.invoke(main, ["models", "role", "set", "chat", "nope"])
     assert bad.exit_code == 1 and "no offering 'nope'" in bad.output
+
+
+def test_a_catalog_change_by_another_process_is_used_by_the_next_lookup(
+    tmp_path: Path, backend: Backend
+) -> None:
+    """Each process keeps the offerings it resolved; a change anywhere reaches them all."""
+    settings = make_settings(
+        tmp_path / "d", backend, EONYX_LLM_BASE_URL="http://127.0.0.1:9/v1", EONYX_LLM_MODEL="m"
+    )
+    with Runtime.build(settings) as server, Runtime.build(settings) as other:
+        server.db.migrate()
+        assert catalog.offering_for(server, "chat").model == "m"
+        assert catalog.offering_for(server, "chat").model == "m"  # kept: no database query
+        with other.db.session() as db:
+            catalog.add_offering(db, id="big", base_url="http://127.0.0.1:9/v1", model="big")
+            catalog.set_role(db, other.settings, "chat", "big")
+        assert catalog.offering_for(server, "chat").model == "big"
+        assert catalog.offering_for(server, "summarization").model == "big"
+        with other.db.session() as db:
+            catalog.delete_offering(db, "big")
+        assert catalog.offering_for(server, "chat").model == "m"
+        with server.db.session() as db:  # and a change in the same process
+            catalog.add_offering(db, id="small", base_url="http://127.0.0.1:9/v1", model="s")
+            catalog.set_role(db, server.settings, "summarization", "small")
+        assert catalog.offering_for(server, "summarization").model == "s"

@@ -1,0 +1,181 @@
+"""A session's state: the fold of its file's records, and what one message record holds.
+
+The first record is the header (`type: session`); then `message` records (user, assistant,
+tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in the order
+they happened. Folding them in order gives the state (`fold`, `SessionState.apply`).
+
+Beside each kept message the state keeps its size as the model sees it (`message_chars`:
+text parts plus tool calls' names and arguments), computed once when the record is folded,
+so that estimating a context never re-measures old messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from shared.core.clock import parse_time
+
+META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
+CHAT_ROLES = ("user", "assistant")
+
+
+def content_text(content: Any) -> str:
+    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, Mapping) and part.get("type"):
+                texts.append(f"[{part['type']}]")
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return str(content)
+
+
+def content_chars(content: Any) -> int:
+    """Characters of a message's content the model reads (text parts only)."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):  # OpenAI content parts: only text is counted
+        total = 0
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                total += len(part["text"])
+            elif isinstance(part, str):
+                total += len(part)
+        return total
+    return len(str(content))
+
+
+def tool_call_parts(call: Any) -> tuple[str, str]:
+    """(name, arguments as text) of a tool call in OpenAI or flat form."""
+    if not isinstance(call, Mapping):
+        return "", ""
+    function = call.get("function")
+    source = function if isinstance(function, Mapping) else call
+    name = source.get("name")
+    arguments = source.get("arguments")
+    if arguments is None:
+        arguments = ""
+    elif not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return (name if isinstance(name, str) else ""), arguments
+
+
+def message_chars(message: Mapping[str, Any]) -> int:
+    """A message's size as the model sees it: content text plus tool calls' names and
+    arguments (the basis of every token estimate)."""
+    total = content_chars(message.get("content"))
+    for call in message.get("tool_calls") or ():
+        name, arguments = tool_call_parts(call)
+        total += len(name) + len(arguments)
+    return total
+
+
+@dataclass
+class SessionState:
+    """What folding a session file gives. `messages` is empty when folded for the index.
+
+    A state handed out by the store is the caller's own (`copy`): applying records to it or
+    changing its fields never reaches the store's cache. The records themselves are shared
+    and must not be modified.
+    """
+
+    id: str
+    user_id: str
+    source: str
+    created_at: datetime
+    updated_at: datetime
+    temporary: bool = False
+    title: str | None = None
+    title_pending: bool = False
+    pinned: bool = False
+    archived: bool = False
+    folder_id: str | None = None
+    message_count: int = 0
+    image_count: int = 0
+    user_messages: int = 0
+    snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)  # message_chars of each kept message
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> SessionState:
+        if header.get("type") != "session":
+            raise ValueError("a session file must start with a session header")
+        created = parse_time(header["created_at"])
+        return cls(
+            id=header["id"],
+            user_id=header["user_id"],
+            source=header.get("source", "web"),
+            created_at=created,
+            updated_at=created,
+            temporary=bool(header.get("temporary", False)),
+            title=header.get("title"),
+            title_pending=bool(header.get("title_pending", False)),
+            folder_id=header.get("folder_id"),
+            snapshot=header.get("snapshot"),
+        )
+
+    def apply(self, record: dict[str, Any], *, keep_messages: bool = True) -> None:
+        """Fold one record (after the header) into the state."""
+        kind = record.get("type")
+        if kind == "message":
+            role = record.get("role")
+            if role in CHAT_ROLES:
+                self.message_count += 1
+                if role == "user":
+                    self.user_messages += 1
+            self.image_count += len(record.get("images") or ())
+            if keep_messages:
+                self.messages.append(record)
+                self.sizes.append(message_chars(record))
+        elif kind == "meta":
+            changes = record.get("set") or {}
+            for key, value in changes.items():
+                if key in META_FIELDS:
+                    setattr(self, key, value)
+                else:
+                    self.extra[key] = value
+            if not any(key in META_FIELDS for key in changes):
+                return  # bookkeeping (likes, extraction progress) does not reorder the list
+        else:
+            return
+        stamp = record.get("at") or record.get("created_at")
+        if stamp:
+            self.updated_at = parse_time(stamp)
+
+    def copy(self, *, keep_messages: bool = True) -> SessionState:
+        """A state of the caller's own (the lists and `extra` copied, the records shared)."""
+        return dataclasses.replace(
+            self,
+            messages=list(self.messages) if keep_messages else [],
+            sizes=list(self.sizes) if keep_messages else [],
+            extra=dict(self.extra),
+        )
+
+
+def fold(records: Iterable[dict[str, Any]], *, keep_messages: bool = True) -> SessionState:
+    """Replay a session's records into its current state."""
+    iterator = iter(records)
+    header = next(iterator, None)
+    if header is None:
+        raise ValueError("empty session file")
+    state = SessionState.from_header(header)
+    for record in iterator:
+        state.apply(record, keep_messages=keep_messages)
+    return state
