@@ -18,6 +18,7 @@ from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
 from api.memory import views as memory_views
+from api.paths import register_converters
 from api.sessions import likes, turns
 from api.sessions import views as sessions_views
 from shared.core.jobs import JobQueue
@@ -57,6 +58,7 @@ def register_api(app: Flask) -> None:
             "security": [{"bearerAuth": []}],
         },
     )
+    register_converters(app, api)
     for blueprint in (
         accounts_views.blp,
         sessions_views.blp,

@@ -22,6 +22,7 @@ from shared.storage.db import Database
 from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.locks import FileLocks, Locks, RedisLocks
 from shared.storage.session_store import SessionStore
+from shared.storage.throttle import Throttle
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class Runtime:
     tools: ToolRegistry
     memory: MemoryStore
     identity: str
+    throttle: Throttle  # failed-login counters (Redis, or per process without it)
     jobs: JobQueue | None = None
     closed: bool = False
 
@@ -68,6 +70,7 @@ class Runtime:
             tools=tools,
             memory=memory,
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
+            throttle=Throttle(client),
             jobs=jobs,
         )
 

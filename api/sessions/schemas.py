@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import PageArgsSchema, StrictSchema
+from api.schemas import Line, PageArgsSchema, StrictSchema, Text
 
 Length = ma.validate.Length
 TITLE = Length(max=200)
+FOLDER = Length(max=32)
 
 
 class SessionSchema(ma.Schema):
@@ -29,22 +30,22 @@ class SessionPageSchema(ma.Schema):
 
 
 class SessionListArgsSchema(PageArgsSchema):
-    q = ma.fields.String(load_default=None, validate=Length(max=200))
-    folder_id = ma.fields.String(load_default=None, validate=Length(max=32))
+    q = Line(load_default=None, validate=Length(max=200), metadata={"description": "in titles"})
+    folder_id = Line(load_default=None, validate=FOLDER)
     archived = ma.fields.Boolean(load_default=False)
 
 
 class NewSessionSchema(StrictSchema):
-    title = ma.fields.String(load_default=None, allow_none=True, validate=TITLE)
-    folder_id = ma.fields.String(load_default=None, allow_none=True, validate=Length(max=32))
+    title = Line(load_default=None, allow_none=True, validate=TITLE)
+    folder_id = Line(load_default=None, allow_none=True, validate=FOLDER)
     temporary = ma.fields.Boolean(load_default=False)
 
 
 class SessionPatchSchema(StrictSchema):
-    title = ma.fields.String(allow_none=True, validate=TITLE)
+    title = Line(allow_none=True, validate=TITLE)
     pinned = ma.fields.Boolean()
     archived = ma.fields.Boolean()
-    folder_id = ma.fields.String(allow_none=True, validate=Length(max=32))
+    folder_id = Line(allow_none=True, validate=FOLDER)
 
 
 class MessageSchema(ma.Schema):
@@ -64,17 +65,17 @@ class MessagesSchema(ma.Schema):
 
 
 class ContextFileSchema(StrictSchema):
-    path = ma.fields.String(required=True, validate=Length(min=1, max=1024))
-    content = ma.fields.String(required=True)
+    path = Line(required=True, validate=Length(min=1, max=1024))
+    content = Text(required=True)
 
 
 class TurnSchema(StrictSchema):
-    content = ma.fields.String(load_default=None, validate=Length(max=200_000))
+    content = Text(load_default=None, validate=Length(max=200_000))
     project_context = ma.fields.List(
         ma.fields.Nested(ContextFileSchema), load_default=None, validate=Length(max=32)
     )
-    cwd = ma.fields.String(load_default=None, validate=Length(min=1, max=4096))
-    system_prompt = ma.fields.String(load_default=None, validate=Length(max=100_000))
+    cwd = Line(load_default=None, validate=Length(min=1, max=4096))
+    system_prompt = Text(load_default=None, validate=Length(max=100_000))
     stream = ma.fields.Boolean(load_default=False)
     retry = ma.fields.Boolean(
         load_default=False,

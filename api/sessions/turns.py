@@ -9,11 +9,10 @@ from typing import Any
 
 from flask import Response, stream_with_context
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
-from api.extensions import error_payload
+from api.extensions import Blueprint, error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.core.errors import EonyxError
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 
 
-@blp.route("/sessions/<session_id>/turns")
+@blp.route("/sessions/<session_id:session_id>/turns")
 class Turns(MethodView):
     @login_required
     @blp.arguments(TurnSchema)
@@ -66,7 +65,7 @@ def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
         yield _event("error", {**body, "status": 500})
 
 
-@blp.route("/sessions/<session_id>/context")
+@blp.route("/sessions/<session_id:session_id>/context")
 class Context(MethodView):
     @login_required
     @blp.response(200, ContextViewSchema)

@@ -24,14 +24,16 @@ from shared.chat.compaction import (
     apply_summary,
     context_usage,
     current_summary,
+    estimate_tokens,
     plan_compaction,
     summary_request,
     to_model_messages,
 )
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import build_system_prompt, choose_override
+from shared.core import text
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.core.errors import Conflict, InvalidInput, NotFound, TooLarge
 from shared.core.jobs import PRECOMPUTE_SUMMARY
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
@@ -190,10 +192,10 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
     """Ask the summarization role for the running summary and keep it beside the session."""
     offering = catalog.offering_for(rt, "summarization")
     completion = rt.llm.complete(offering, summary_request(plan))
-    text = (completion.content or "").strip()
-    if not text:
+    summary_text = (completion.content or "").strip()
+    if not summary_text:
         raise LLMInvalidResponse(offering.id, "returned an empty summary")
-    summary = SummaryState.from_plan(plan, text)
+    summary = SummaryState.from_plan(plan, summary_text)
     rt.store.write_summary(state.user_id, state.id, summary.to_dict())
     return summary
 
@@ -261,6 +263,10 @@ def iter_turn(
         raise NotFound("session not found")  # another user's session is not under this user
     if not request.retry and not (request.content or "").strip():
         raise InvalidInput("content must not be empty", code="empty_message")
+    for name in ("content", "system_prompt"):
+        value = getattr(request, name)
+        if value is not None:
+            text.check(value, name)
     project = resolve_project(rt, request)  # every 4xx before anything is written
     offering = catalog.offering_for(rt, "chat")
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
@@ -319,6 +325,7 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     else:
         user_message = message_record("user", request.content)
         records = [user_message]
+    _check_fits(rt, state, turn.project, offering, user_message.get("content"))
     meta = _meta_changes(rt, state, turn.project, request.content)
     if meta:
         records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
@@ -367,6 +374,36 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     raise AssertionError("the last round offers no tools, so it always answers")
 
 
+def _check_fits(
+    rt: Runtime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
+) -> None:
+    """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
+    even with no history at all: compaction shrinks the history, never the message or the
+    system prompt."""
+    window = offering.context_window
+    if not window or not content:
+        return
+    identity, profile, memory = prompt_sources(rt, state)
+    prompt = build_system_prompt(
+        identity=identity,
+        user_profile=profile,
+        agent_memory=memory,
+        project_files=project.files,
+        summary=None,
+        override=project.override,
+    )
+    usage = context_usage(prompt, [{"role": "user", "content": content}], window)
+    if usage.tokens <= window:
+        return
+    raise TooLarge(
+        f"the message is about {estimate_tokens(content):,} tokens; with the system prompt "
+        f"that is {usage.tokens:,} tokens, {usage.tokens - window:,} more than the model's "
+        f"context window of {window:,} tokens (offering {offering.id!r}); shorten it, nothing "
+        "was saved",
+        code="message_too_long",
+    )
+
+
 def _meta_changes(
     rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
 ) -> dict[str, Any]:
@@ -381,8 +418,10 @@ def _meta_changes(
 
 
 def truncate_title(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
+    """The first words of a message as its title: one line, without what the text rule
+    refuses (the message itself is kept exactly)."""
+    title = " ".join(text.strip_forbidden(content, single_line=True).split())
+    return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 def run_turn(

@@ -16,7 +16,7 @@ import re
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from shared.storage.filestore import (
     remove_tree,
 )
 
-SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
+SESSION_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
 META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
@@ -48,7 +48,7 @@ def new_message_id() -> str:
 
 
 def check_session_id(session_id: str) -> str:
-    if not SESSION_ID_RE.match(session_id):
+    if not SESSION_ID_RE.fullmatch(session_id):
         raise InvalidInput(
             "session ids look like 20260705T091500-1a2b3c4d", code="invalid_session_id"
         )
@@ -99,7 +99,7 @@ class SessionState:
     def from_header(cls, header: dict[str, Any]) -> SessionState:
         if header.get("type") != "session":
             raise ValueError("a session file must start with a session header")
-        created = parse_time(header["created_at"])
+        created = _stamp(header["created_at"])
         return cls(
             id=header["id"],
             user_id=header["user_id"],
@@ -135,7 +135,15 @@ class SessionState:
             return
         stamp = record.get("at") or record.get("created_at")
         if stamp:
-            self.updated_at = parse_time(stamp)
+            self.updated_at = _stamp(stamp)
+
+
+def _stamp(value: Any) -> datetime:
+    """A record's time; one written without a zone (a hand-edited file) is taken as UTC."""
+    if not isinstance(value, str):
+        raise ValueError(f"a time must be an ISO 8601 string, not {type(value).__name__}")
+    moment = parse_time(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def fold(records: Iterable[dict[str, Any]], *, keep_messages: bool = True) -> SessionState:
@@ -177,7 +185,7 @@ class SessionStore:
 
     def sessions_dir(self, user_id: str) -> Path:
         # The id patterns admit no separator and no dot-dir, so the join cannot escape.
-        if not USER_ID_RE.match(user_id):
+        if not USER_ID_RE.fullmatch(user_id):
             raise InvalidInput("invalid user id", code="invalid_id")
         return self.users_dir / user_id / "sessions"
 
@@ -234,7 +242,7 @@ class SessionStore:
             raise NotFound("session not found") from None
         try:
             state = fold(records, keep_messages=keep_messages)
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # Damage is not deletion: say so (503) rather than pretend the session is gone.
             raise StorageError(f"session {session_id} cannot be read: {exc}") from None
         return state, FileInfo.of(stat)
@@ -256,7 +264,7 @@ class SessionStore:
             with locked(path):
                 try:
                     state = fold(read_jsonl(path), keep_messages=False)
-                except (ValueError, KeyError):
+                except (ValueError, KeyError, TypeError, AttributeError):
                     return False  # unreadable: leave it for a person to look at
                 if state.message_count or state.image_count or state.updated_at > older_than:
                     return False
@@ -284,7 +292,9 @@ class SessionStore:
 
     def user_ids(self) -> list[str]:
         try:
-            return sorted(e.name for e in os.scandir(self.users_dir) if USER_ID_RE.match(e.name))
+            return sorted(
+                e.name for e in os.scandir(self.users_dir) if USER_ID_RE.fullmatch(e.name)
+            )
         except FileNotFoundError:
             return []
 
@@ -296,7 +306,7 @@ class SessionStore:
             return
         for entry in entries:
             name = entry.name
-            if name.endswith(".jsonl") and SESSION_ID_RE.match(name[:-6]):
+            if name.endswith(".jsonl") and SESSION_ID_RE.fullmatch(name[:-6]):
                 try:
                     yield name[:-6], FileInfo.of(entry.stat())
                 except FileNotFoundError:

@@ -19,7 +19,7 @@ OFFERING = {
     "id": "big",
     "base_url": "http://127.0.0.1:9/v1",
     "model": "big-model",
-    "api_key_env": "BIG_KEY",
+    "api_key_env": "EONYX_KEY_BIG",
     "context_window": 128000,
 }
 
@@ -27,16 +27,18 @@ OFFERING = {
 def test_admins_write_everyone_reads_and_no_key_value_is_returned(
     client: FlaskClient, admin: Account, alice: Account, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("BIG_KEY", "sk-secret-value")
+    monkeypatch.setenv("EONYX_KEY_BIG", "sk-secret-value")
     url = f"{API}/models/offerings"
     assert client.post(url, json=OFFERING, headers=alice.headers).status_code == 403
     created = client.post(url, json=OFFERING, headers=admin.headers)
     assert created.status_code == 201
-    listed = client.get(url, headers=alice.headers)
-    assert listed.get_json() == [
-        {**OFFERING, "api_key_set": True, "max_output_tokens": None, "builtin": False}
-    ]
+    shown = {**OFFERING, "max_output_tokens": None, "builtin": False}
+    listed = client.get(url, headers=admin.headers)
+    assert listed.get_json() == [{**shown, "api_key_set": True}]
     assert b"sk-secret-value" not in listed.data
+    # a plain user is not told which variable holds the key, nor whether it is set
+    del shown["api_key_env"]
+    assert client.get(url, headers=alice.headers).get_json() == [shown]
     assert client.post(url, json=OFFERING, headers=admin.headers).status_code == 409
 
 
@@ -114,8 +116,6 @@ def test_env_variables_give_a_default_offering_for_every_role(
             "id": "default",
             "base_url": "http://127.0.0.1:9/v1",
             "model": "m",
-            "api_key_env": "EONYX_LLM_API_KEY",
-            "api_key_set": True,
             "context_window": 8000,
             "max_output_tokens": None,
             "builtin": True,
@@ -142,7 +142,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
         "DATA_DIR": str(rt.settings.data_dir),
         "DATABASE_URL": backend.database_url,
         "REDIS_URL": backend.redis_url,
-        "BIG_KEY": "sk-x",
+        "EONYX_KEY_BIG": "sk-x",
     }
     runner = CliRunner(env=env)
     added = runner.invoke(
@@ -156,7 +156,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
             "--model",
             "big-model",
             "--api-key-env",
-            "BIG_KEY",
+            "EONYX_KEY_BIG",
             "--context-window",
             "128000",
         ],
@@ -164,7 +164,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
     assert added.exit_code == 0, added.output
     listed = runner.invoke(main, ["models", "list"])
     assert (
-        "big  big-model at http://127.0.0.1:9/v1  [128,000 tokens; key from BIG_KEY]"
+        "big  big-model at http://127.0.0.1:9/v1  [128,000 tokens; key from EONYX_KEY_BIG]"
         in listed.output
     )
     assert "sk-x" not in listed.output
