@@ -18,21 +18,27 @@ from shared.core import text
 Length = ma.validate.Length
 
 
-class _Rule(ma.validate.Validator):
-    """The text rule as a marshmallow validator: the error says which character and where."""
+class _Rule(ma.validate.Regexp):
+    """The text rule, then the field's own shape when it has one. A Regexp, so apispec
+    documents its `regex` as the field's pattern: the shape, or else the rule itself."""
 
-    def __init__(self, single_line: bool) -> None:
-        self.single_line = single_line
+    def __init__(self, single_line: bool, pattern: str | None, pattern_error: str | None) -> None:
+        rule = text.SINGLE_LINE_PATTERN if single_line else text.MULTI_LINE_PATTERN
+        super().__init__(pattern or rule, error=pattern_error or "does not have the right form")
+        self.single_line, self.shaped = single_line, pattern is not None
 
-    def __call__(self, value: str) -> str:
+    def __call__(self, value: str) -> str:  # type: ignore[override]
         found = text.problem(value, single_line=self.single_line)
         if found is not None:
             raise ma.ValidationError(found)
+        if self.shaped and self.regex.fullmatch(value) is None:
+            raise ma.ValidationError(self.error)
         return value
 
 
 class Text(ma.fields.String):
-    """A multi-line string from a client, held to the text rule."""
+    """A multi-line string from a client, held to the text rule. `pattern` is a stricter
+    shape (an id's); its character class must leave out what the rule refuses."""
 
     single_line = False
 
@@ -40,23 +46,43 @@ class Text(ma.fields.String):
         self, *, pattern: str | None = None, pattern_error: str | None = None, **kwargs: Any
     ) -> None:
         given = kwargs.pop("validate", None)
-        validators: list[Any] = [_Rule(self.single_line)]
+        validators: list[Any] = [_Rule(self.single_line, pattern, pattern_error)]
         validators += list(given) if isinstance(given, (list, tuple)) else [given] if given else []
-        metadata = dict(kwargs.pop("metadata", None) or {})
-        if pattern is not None:
-            # A stricter shape (its class must exclude what the rule refuses): documented as
-            # the field's pattern by apispec, which reads the Regexp validator.
-            validators.append(ma.validate.Regexp(pattern, error=pattern_error or "bad format"))
-        else:
-            rule = text.SINGLE_LINE_PATTERN if self.single_line else text.MULTI_LINE_PATTERN
-            metadata.setdefault("pattern", rule)
-        super().__init__(validate=validators, metadata=metadata, **kwargs)
+        super().__init__(validate=validators, **kwargs)
 
 
 class Line(Text):
     """A one-line string from a client: no tab or line break either."""
 
     single_line = True
+
+
+class Flag(ma.fields.Boolean):
+    """A JSON boolean: `true` or `false`, not 0, 1 or "yes" (what the document says)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
+class Int(ma.fields.Integer):
+    """A JSON integer: not a string of digits, not 2.0, not `true`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class QueryFlag(ma.fields.Boolean):
+    """A boolean query argument: `true` or `false`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(truthy={"true"}, falsy={"false"}, **kwargs)
 
 
 class StrictSchema(ma.Schema):

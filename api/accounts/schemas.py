@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Line, StrictSchema
+from api.schemas import Flag, Line, StrictSchema
 from shared.accounts import (
     MAX_PASSWORD,
     MIN_PASSWORD,
@@ -52,7 +52,7 @@ class NewUserSchema(StrictSchema):
         validate=Length(min=MIN_PASSWORD, max=MAX_PASSWORD),
         metadata={"description": PASSWORD_RULE},
     )
-    is_admin = ma.fields.Boolean(load_default=False)
+    is_admin = Flag(load_default=False)
 
 
 class NewTokenSchema(StrictSchema):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Line, StrictSchema
+from api.schemas import Int, Line, StrictSchema
 from shared.core.text import NON_BLANK_LINE_PATTERN
 from shared.llm.catalog import (
     API_KEY_ENV_PATTERN,
@@ -58,8 +58,8 @@ class NewOfferingSchema(StrictSchema):
         pattern_error=f"api_key_env must be {API_KEY_ENV_RULE}",
         metadata={"description": API_KEY_ENV_RULE},
     )
-    context_window = ma.fields.Integer(load_default=None, allow_none=True, validate=Tokens)
-    max_output_tokens = ma.fields.Integer(load_default=None, allow_none=True, validate=Tokens)
+    context_window = Int(load_default=None, allow_none=True, validate=Tokens)
+    max_output_tokens = Int(load_default=None, allow_none=True, validate=Tokens)
 
 
 class RoleSchema(ma.Schema):

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Line, PageArgsSchema, StrictSchema, Text
+from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
+from shared.core.text import NON_BLANK_TEXT_PATTERN
 
 Length = ma.validate.Length
 TITLE = Length(max=200)
@@ -32,19 +33,19 @@ class SessionPageSchema(ma.Schema):
 class SessionListArgsSchema(PageArgsSchema):
     q = Line(load_default=None, validate=Length(max=200), metadata={"description": "in titles"})
     folder_id = Line(load_default=None, validate=FOLDER)
-    archived = ma.fields.Boolean(load_default=False)
+    archived = QueryFlag(load_default=False)
 
 
 class NewSessionSchema(StrictSchema):
     title = Line(load_default=None, allow_none=True, validate=TITLE)
     folder_id = Line(load_default=None, allow_none=True, validate=FOLDER)
-    temporary = ma.fields.Boolean(load_default=False)
+    temporary = Flag(load_default=False)
 
 
 class SessionPatchSchema(StrictSchema):
     title = Line(allow_none=True, validate=TITLE)
-    pinned = ma.fields.Boolean()
-    archived = ma.fields.Boolean()
+    pinned = Flag()
+    archived = Flag()
     folder_id = Line(allow_none=True, validate=FOLDER)
 
 
@@ -70,14 +71,20 @@ class ContextFileSchema(StrictSchema):
 
 
 class TurnSchema(StrictSchema):
-    content = Text(load_default=None, validate=Length(max=200_000))
+    content = Text(
+        load_default=None,
+        validate=Length(min=1, max=200_000),
+        pattern=NON_BLANK_TEXT_PATTERN,
+        pattern_error="content must not be empty",
+        metadata={"description": "the message; leave it out with `retry: true`"},
+    )
     project_context = ma.fields.List(
         ma.fields.Nested(ContextFileSchema), load_default=None, validate=Length(max=32)
     )
     cwd = Line(load_default=None, validate=Length(min=1, max=4096))
     system_prompt = Text(load_default=None, validate=Length(max=100_000))
-    stream = ma.fields.Boolean(load_default=False)
-    retry = ma.fields.Boolean(
+    stream = Flag(load_default=False)
+    retry = Flag(
         load_default=False,
         metadata={"description": "answer the last unanswered user message again"},
     )

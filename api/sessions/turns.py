@@ -18,6 +18,12 @@ from shared.chat import turns
 from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
+STREAM_DOC = (
+    "The finished turn as JSON; with `stream: true`, server-sent events (text/event-stream): "
+    '`token` events with `{"text"}` as the answer arrives, then `done` with the finished turn '
+    '(the JSON form), or `error` with `{"error": {"code", "message"}, "status"}`. Errors '
+    "before the model answers are plain JSON errors."
+)
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 
 
@@ -25,8 +31,14 @@ blp = Blueprint("turns", __name__, description="Chat turns and the context gauge
 class Turns(MethodView):
     @login_required
     @blp.arguments(TurnSchema)
-    @blp.response(200, TurnResultSchema)
-    @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
+    @blp.response(200, TurnResultSchema, description=STREAM_DOC)
+    @blp.alt_response(
+        200,
+        schema={"type": "string"},
+        content_type="text/event-stream",
+        description=STREAM_DOC,
+        success=True,
+    )
     def post(self, body: dict[str, Any], session_id: str) -> Any:
         stream = body.pop("stream")
         request = turns.TurnRequest(**body)

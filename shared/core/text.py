@@ -22,21 +22,24 @@ import re
 from shared.core.errors import InvalidInput
 
 # The refused characters as regular-expression classes, written once: Python's `re` and the
-# JSON Schema patterns of the OpenAPI document (ECMA-262) read these escapes alike.
-_BIDI_AND_SURROGATES = r"\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-MULTI_LINE_CLASS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI_AND_SURROGATES
-SINGLE_LINE_CLASS = r"\x00-\x1f\x7f-\x9f" + _BIDI_AND_SURROGATES
+# JSON Schema patterns of the OpenAPI document (ECMA-262) read these escapes alike. The
+# documented classes leave out the lone surrogates, which no UTF-8 text can carry (only a
+# JSON `\ud800` escape can) and which many regular-expression engines cannot name.
+_BIDI = r"\u202a-\u202e\u2066-\u2069"
+MULTI_LINE_CLASS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI
+SINGLE_LINE_CLASS = r"\x00-\x1f\x7f-\x9f" + _BIDI
 MULTI_LINE_PATTERN = f"^[^{MULTI_LINE_CLASS}]*$"
 SINGLE_LINE_PATTERN = f"^[^{SINGLE_LINE_CLASS}]*$"
-# One line with at least one character that is not white space (names).
+# With at least one character that is not white space (names, messages).
 NON_BLANK_LINE_PATTERN = (
     f"^[^{SINGLE_LINE_CLASS}]*[^\\s{SINGLE_LINE_CLASS}][^{SINGLE_LINE_CLASS}]*$"
 )
-
-_MULTI = re.compile(f"[{MULTI_LINE_CLASS}]")
-_SINGLE = re.compile(f"[{SINGLE_LINE_CLASS}]")
-_MULTI_SHOWN = re.compile(f"[{MULTI_LINE_CLASS}\\r]")  # a lone CR rewrites a terminal line
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+NON_BLANK_TEXT_PATTERN = f"^[^{MULTI_LINE_CLASS}]*[^\\s{MULTI_LINE_CLASS}][^{MULTI_LINE_CLASS}]*$"
+_SURROGATES = r"\ud800-\udfff"
+_MULTI = re.compile(f"[{MULTI_LINE_CLASS}{_SURROGATES}]")
+_SINGLE = re.compile(f"[{SINGLE_LINE_CLASS}{_SURROGATES}]")
+_MULTI_SHOWN = re.compile(f"[{MULTI_LINE_CLASS}{_SURROGATES}\\r]")  # a lone CR rewrites a line
+_SURROGATE = re.compile(f"[{_SURROGATES}]")
 
 
 def _describe(char: str) -> tuple[str, str]:

@@ -54,9 +54,9 @@ API_KEY_ENV_RULE = (
     f"digits and '_'), or {DEFAULT_KEY_ENV}"
 )
 _URL_TEXT = text.SINGLE_LINE_CLASS
+# scheme://[userinfo@]host[:port][/path?query#fragment]: a host name or IPv4 address
 BASE_URL_PATTERN = (
-    rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?"
-    rf"(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]{_URL_TEXT}]+)(?::[0-9]{{1,4}})?"
+    rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?[^\s/?#@:\[\]{_URL_TEXT}]+(?::[0-9]{{1,4}})?"
     rf"(?:[/?#][^\s{_URL_TEXT}]*)?$"
 )
 BASE_URL_RE = re.compile(BASE_URL_PATTERN)
@@ -116,7 +116,7 @@ def check_base_url(base_url: str) -> str:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
         raise InvalidInput(f"base_url is not a URL: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not BASE_URL_RE.fullmatch(base_url) or not parts.hostname:
         raise InvalidInput("base_url must be an http(s) URL with a host, such as https://host/v1")
     return base_url
 
