@@ -255,8 +255,7 @@ def rebuild(
                 report = reconcile_user(db, store, user_id)
         except (SQLAlchemyError, OSError, EonyxError, ValueError) as exc:
             log.warning("index of user %s not rebuilt: %s", user_id, exc)
-            scanned = sum(1 for _ in store.scan(user_id))
-            report = ReconcileReport(scanned=scanned, failed=[f"{user_id}: {_short(exc)}"])
+            report = ReconcileReport(failed=[f"{user_id}: {_short(exc)}"])
         total.add(report)
         if progress:
             progress(report.scanned)
