@@ -9,7 +9,8 @@ the latest one.
 The counters live in Redis when there is one, so every API process and replica sees the same
 counts. Without Redis (an app built with no REDIS_URL and no embedded Redis), or while Redis
 cannot be reached, an in-process table stands in: the limits then hold per process, and a
-warning says so.
+warning says so. After a Redis error the table is used for RETRY_REDIS_AFTER seconds before
+Redis is tried again, so an outage does not slow every login down.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import redis
 
 log = logging.getLogger(__name__)
 PREFIX = "eonyx:throttle:"
+RETRY_REDIS_AFTER = 30.0
 
 
 @dataclass(frozen=True)
@@ -78,31 +80,39 @@ class Throttle:
         self.client = client
         self._table = _Table()
         self._warned = False
+        self._redis_down_until = 0.0
+
+    def _redis(self) -> redis.Redis | None:
+        if self.client is not None and time.monotonic() >= self._redis_down_until:
+            return self.client
+        return None
 
     def blocked_for(self, key: str) -> int:
         """Seconds until `key` may try again (0: now)."""
-        if self.client is not None:
+        client = self._redis()
+        if client is not None:
             try:
-                ttl = self.client.pttl(PREFIX + "block:" + key)
+                ttl = client.pttl(PREFIX + "block:" + key)
                 return math.ceil(ttl / 1000) if isinstance(ttl, int) and ttl > 0 else 0
             except redis.RedisError as exc:
                 self._fallback(exc)
-        elif not self._warned:
+        elif self.client is None and not self._warned:
             self._warned = True
             log.warning("no Redis: login attempts are counted per process only")
         return self._table.blocked_for(key)
 
     def fail(self, key: str, policy: Policy) -> int:
         """Count a failure of `key`; the seconds of the block it starts (0: none)."""
-        if self.client is not None:
+        client = self._redis()
+        if client is not None:
             try:
-                pipe = self.client.pipeline()
+                pipe = client.pipeline()
                 pipe.incr(PREFIX + "fails:" + key)
                 pipe.expire(PREFIX + "fails:" + key, policy.window)
                 failures = int(pipe.execute()[0])
                 block = policy.block_after(failures)
                 if block:
-                    self.client.set(PREFIX + "block:" + key, failures, ex=block)
+                    client.set(PREFIX + "block:" + key, failures, ex=block)
                 return block
             except redis.RedisError as exc:
                 self._fallback(exc)
@@ -110,13 +120,19 @@ class Throttle:
 
     def reset(self, key: str) -> None:
         """Forget the failures of `key` (a success)."""
-        if self.client is not None:
+        client = self._redis()
+        if client is not None:
             try:
-                self.client.delete(PREFIX + "fails:" + key, PREFIX + "block:" + key)
+                client.delete(PREFIX + "fails:" + key, PREFIX + "block:" + key)
                 return
             except redis.RedisError as exc:
                 self._fallback(exc)
         self._table.reset(key)
 
     def _fallback(self, exc: redis.RedisError) -> None:
-        log.warning("Redis unavailable for login throttling (%s); counting in this process", exc)
+        self._redis_down_until = time.monotonic() + RETRY_REDIS_AFTER
+        log.warning(
+            "Redis unavailable for login throttling (%s); counting in this process for %.0f s",
+            exc,
+            RETRY_REDIS_AFTER,
+        )
