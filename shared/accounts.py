@@ -37,8 +37,8 @@ USERNAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter o
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 PASSWORD_RULE = (
-    f"{MIN_PASSWORD} to {MAX_PASSWORD} characters on one line (spaces are fine; "
-    "tabs, line breaks and other control characters are not)"
+    f"at least {MIN_PASSWORD} and at most {MAX_PASSWORD} characters on one line (spaces are "
+    "fine; tabs, line breaks and other control characters are not)"
 )
 TOKEN_NAME_MAX = 100
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{32}$")

@@ -9,8 +9,11 @@ from flask.testing import FlaskClient
 from api import create_app
 from api.context import runtime_of
 from cli import main
+from shared.core.clock import utcnow
+from shared.core.errors import InvalidInput
 from shared.llm import catalog
 from shared.runtime import Runtime
+from shared.storage.orm import OfferingRow, RoleBinding
 from tests.conftest import Account, Backend, create_account, make_settings
 from workers.queue import celery_jobs
 
@@ -174,3 +177,69 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
     assert "session_title           (none)  (falls back to chat)" in roles
     bad = runner.invoke(main, ["models", "role", "set", "chat", "nope"])
     assert bad.exit_code == 1 and "no offering 'nope'" in bad.output
+
+
+@pytest.mark.parametrize(
+    "variable", ["HOME", "DATABASE_URL", "PATH", "EONYX_KEY_", "EONYX_KEYS", "eonyx_key_x"]
+)
+def test_api_key_env_must_be_a_variable_meant_for_keys(
+    client: FlaskClient, admin: Account, variable: str
+) -> None:
+    body = {**OFFERING, "api_key_env": variable}
+    response = client.post(f"{API}/models/offerings", json=body, headers=admin.headers)
+    assert response.status_code == 422
+    assert response.get_json()["error"]["message"].startswith("api_key_env: ")
+    for allowed in ("EONYX_KEY_OPENAI", "EONYX_LLM_API_KEY"):
+        body = {**OFFERING, "id": allowed.lower().replace("_", "-"), "api_key_env": allowed}
+        assert (
+            client.post(f"{API}/models/offerings", json=body, headers=admin.headers).status_code
+            == 201
+        )
+
+
+def test_an_offering_naming_another_variable_is_never_sent_its_value(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offering added before the allow-list may name DATABASE_URL: it is refused, and the
+    variable is not even read."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://user:secret@db/eonyx")
+    with rt.db.session() as db:
+        db.add(
+            OfferingRow(
+                id="old",
+                base_url="http://127.0.0.1:9/v1",
+                model="m",
+                api_key_env="DATABASE_URL",
+                created_at=utcnow(),
+            )
+        )
+        db.flush()
+        db.add(RoleBinding(role="chat", offering_id="old"))
+    with rt.db.session() as db, pytest.raises(catalog.NoModel, match="not allowed"):
+        catalog.resolve(db, rt.settings, "chat")
+    # the domain refuses it too (the CLI's `eonyx models add` goes straight to it)
+    with rt.db.session() as db, pytest.raises(InvalidInput, match="api_key_env must be"):
+        catalog.add_offering(
+            db, id="x", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HOME"
+        )
+
+
+def test_url_credentials_and_the_key_variable_are_for_admins_only(
+    client: FlaskClient, admin: Account, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EONYX_KEY_BIG", "sk-secret-value")
+    body = {**OFFERING, "base_url": "https://user:pw@llm.example/v1?key=sk-q&api-version=2"}
+    assert (
+        client.post(f"{API}/models/offerings", json=body, headers=admin.headers).status_code == 201
+    )
+    seen_by_admin = client.get(f"{API}/models/offerings/big", headers=admin.headers).get_json()
+    assert seen_by_admin["base_url"] == body["base_url"]
+    assert seen_by_admin["api_key_env"] == "EONYX_KEY_BIG" and seen_by_admin["api_key_set"]
+    for url in (f"{API}/models/offerings/big", f"{API}/models/offerings"):
+        shown = client.get(url, headers=alice.headers)
+        seen = shown.get_json()
+        seen = seen[0] if isinstance(seen, list) else seen
+        assert seen["base_url"] == "https://***@llm.example/v1?key=***&api-version=***"
+        assert "api_key_env" not in seen and "api_key_set" not in seen
+        for secret in (b"user:pw", b"sk-q", b"EONYX_KEY_BIG", b"sk-secret-value"):
+            assert secret not in shown.data
