@@ -168,16 +168,16 @@ LOCATIONS = ("json", "query", "path", "view_args", "headers", "form", "files", "
 def _field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(`project_context.0.content`-style field name, what is wrong) for each problem of a
     validation error; the location (`json`, `query`) is left out of the name."""
+    found: list[tuple[str, str]] = []
     if isinstance(details, list):
         texts = [_sentence(item) for item in details if isinstance(item, str)]
-        nested = [item for item in details if isinstance(item, dict)]
         found = [(prefix, "; ".join(texts))] if texts else []
-        for item in nested:
-            found.extend(_field_problems(item, prefix))
+        for item in details:
+            if isinstance(item, dict):
+                found.extend(_field_problems(item, prefix))
         return found or [(prefix, "invalid")]
     if not isinstance(details, dict):
         return [(prefix, _sentence(str(details)))]
-    found: list[tuple[str, str]] = []
     for key, value in details.items():
         if not prefix and key in LOCATIONS and isinstance(value, dict):
             found.extend(_field_problems(value, ""))

@@ -9,6 +9,7 @@ as each field's `pattern`, or the field's own stricter pattern (an id's shape).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import marshmallow as ma
@@ -25,13 +26,14 @@ class _Rule(ma.validate.Regexp):
     def __init__(self, single_line: bool, pattern: str | None, pattern_error: str | None) -> None:
         rule = text.SINGLE_LINE_PATTERN if single_line else text.MULTI_LINE_PATTERN
         super().__init__(pattern or rule, error=pattern_error or "does not have the right form")
-        self.single_line, self.shaped = single_line, pattern is not None
+        self.single_line = single_line
+        self.shape = re.compile(pattern) if pattern is not None else None
 
     def __call__(self, value: str) -> str:  # type: ignore[override]
         found = text.problem(value, single_line=self.single_line)
         if found is not None:
             raise ma.ValidationError(found)
-        if self.shaped and self.regex.fullmatch(value) is None:
+        if self.shape is not None and self.shape.fullmatch(value) is None:
             raise ma.ValidationError(self.error)
         return value
 
