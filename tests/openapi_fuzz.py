@@ -126,7 +126,7 @@ def _queue(settings: Settings) -> Any:
 class Outcome:
     requests: int  # answered by the server
     server_errors: Counter[str]
-    failures: Counter[str]  # schemathesis failures by check, 5xx included
+    failures: Counter[str]  # schemathesis failures by kind (SERVER_ERROR_TYPES are 5xx)
     failure_lines: list[str]
     exit_code: int
     output: str
@@ -141,6 +141,7 @@ def run_schemathesis(
     max_examples: int | None = None,
     seed: int | None = None,
     workers: int = 1,
+    phases: str = "examples,coverage,fuzzing,stateful",
 ) -> Outcome:
     """One `schemathesis run` against `target`; the server's and the fuzzer's figures."""
     report = report_dir / "report.json"
@@ -153,7 +154,7 @@ def run_schemathesis(
         "--checks",
         ",".join(CHECKS),
         "--phases",
-        "examples,coverage,fuzzing,stateful",
+        phases,
         "--exclude-path",
         "/api/v1/auth/logout",  # revokes the fuzzer's own token
         "--workers",
@@ -194,30 +195,23 @@ def run_schemathesis(
     )
 
 
+SERVER_ERROR_TYPES = {"ServerError", "ContentTypeServerError"}
+
+
 def _failures(report: Path) -> tuple[Counter[str], list[str]]:
-    """Failures by check name from schemathesis' JSON report, and one line for each kind."""
-    counts: Counter[str] = Counter()
-    lines: list[str] = []
+    """Failures by kind (`ServerError`, `JsonSchemaError`...) from schemathesis' JSON report,
+    with the run's errors as `error`, and one line per kind naming the operations."""
     try:
         data = json.loads(report.read_text())
     except (FileNotFoundError, ValueError):
-        return Counter({"no report": 1}), ["schemathesis wrote no report"]
-    for failure in _walk_failures(data):
-        check = str(failure.get("check") or failure.get("name") or failure.get("title"))
-        counts[check] += 1
-        line = f"{check}: {failure.get('operation', '')} {failure.get('title', '')}".strip()
-        if line not in lines:
-            lines.append(line)
+        return Counter({"error": 1}), ["schemathesis wrote no report"]
+    counts: Counter[str] = Counter()
+    lines: list[str] = []
+    for group in data.get("failures") or []:
+        counts[group["type"]] += group["count"]
+        operations = ", ".join(group.get("operations") or [])
+        lines.append(f"{group['code']} {group['title']} (x{group['count']}): {operations}")
+    for error in data.get("errors") or []:
+        counts["error"] += error.get("count", 1)
+        lines.append(f"error: {error['title']}")
     return counts, lines
-
-
-def _walk_failures(data: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key == "failures" and isinstance(value, list):
-                yield from (v for v in value if isinstance(v, dict))
-            else:
-                yield from _walk_failures(value)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _walk_failures(item)

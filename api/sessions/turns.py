@@ -18,6 +18,15 @@ from shared.chat import turns
 from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
+# One server-sent event of a streamed turn; `data` is JSON ({"text"}, the turn, or an error).
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["token", "done", "error"]},
+        "data": {"type": "string", "description": "JSON"},
+    },
+    "required": ["event", "data"],
+}
 STREAM_DOC = (
     "The finished turn as JSON; with `stream: true`, server-sent events (text/event-stream): "
     '`token` events with `{"text"}` as the answer arrives, then `done` with the finished turn '
@@ -34,7 +43,7 @@ class Turns(MethodView):
     @blp.response(200, TurnResultSchema, description=STREAM_DOC)
     @blp.alt_response(
         200,
-        schema={"type": "string"},
+        schema=SSE_EVENT,
         content_type="text/event-stream",
         description=STREAM_DOC,
         success=True,
