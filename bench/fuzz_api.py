@@ -58,7 +58,10 @@ def fuzz_backend(
                             max_time=args.chunk_seconds,
                             seed=args.seed + runs,
                             workers=args.workers,
+                            extra=tuple(args.schemathesis_args),
                         )
+                    log = args.log_dir / f"{name.split()[0].lower()}-{runs}.txt"
+                    log.write_text(outcome.output)
                     failures.update(outcome.failures)
                     lines += [line for line in outcome.failure_lines if line not in lines]
                     print(
@@ -96,6 +99,12 @@ def main() -> int:
     parser.add_argument("--chunk-seconds", type=int, default=300, help="one schemathesis run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument(
+        "--log-dir", type=Path, default=Path("."), help="where each run's output is kept"
+    )
+    parser.add_argument(
+        "schemathesis_args", nargs="*", help="after --: more `schemathesis run` options"
+    )
     args = parser.parse_args()
     backends = []
     if args.backend in ("embedded", "both"):

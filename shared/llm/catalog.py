@@ -56,7 +56,7 @@ API_KEY_ENV_RULE = (
 _URL_TEXT = text.SINGLE_LINE_CLASS
 # scheme://[userinfo@]host[:port][/path?query#fragment]: a host name or IPv4 address
 BASE_URL_PATTERN = (
-    rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?[^\s/?#@:\[\]{_URL_TEXT}]+(?::[0-9]{{1,4}})?"
+    rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?[^\s/?#@:\[\]{_URL_TEXT}]+(?::[0-9]{{1,5}})?"
     rf"(?:[/?#][^\s{_URL_TEXT}]*)?$"
 )
 BASE_URL_RE = re.compile(BASE_URL_PATTERN)

@@ -243,3 +243,27 @@ def test_url_credentials_and_the_key_variable_are_for_admins_only(
         assert "api_key_env" not in seen and "api_key_set" not in seen
         for secret in (b"user:pw", b"sk-q", b"EONYX_KEY_BIG", b"sk-secret-value"):
             assert secret not in shown.data
+
+
+@pytest.mark.parametrize(
+    ("base_url", "taken"),
+    [
+        ("http://127.0.0.1:65535/v1", True),
+        ("https://llm.example/v1", True),
+        ("http://localhost", True),
+        ("http://[::1", False),
+        ("http://:80/v1", False),
+        ("ftp://llm.example/v1", False),
+        ("http://llm.example:99999/v1", False),
+        ("", False),
+    ],
+)
+def test_base_url_is_an_http_url_with_a_host(
+    client: FlaskClient, admin: Account, base_url: str, taken: bool
+) -> None:
+    body = {**OFFERING, "base_url": base_url, "api_key_env": None}
+    response = client.post(f"{API}/models/offerings", json=body, headers=admin.headers)
+    assert (response.status_code == 201) == taken, response.get_json()
+    if not taken:
+        assert response.status_code in (400, 422)
+        assert "base_url" in response.get_json()["error"]["message"]

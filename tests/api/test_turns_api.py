@@ -226,7 +226,7 @@ def test_no_model_configured_is_503_and_nothing_is_saved(
 
 def test_bad_turns_are_4xx_and_save_nothing(chat: Chat) -> None:
     session_id = chat.new_session()
-    assert chat.turn(session_id, content="   ").status_code == 400
+    assert chat.turn(session_id, content="   ").status_code == 422  # the schema says non-blank
     assert chat.turn(session_id, content="x", cwd="/etc").status_code == 400  # no PROJECTS_DIR
     bad_context = chat.turn(
         session_id, content="x", project_context=[{"path": "../AGENTS.md", "content": "x"}]
