@@ -35,7 +35,12 @@ def listen(client: redis.Redis, user_id: str, *, poll: float = 1.0) -> Iterator[
     """The user's events as JSON text; None every `poll` seconds of silence (so the caller
     can check that its client is still there)."""
     pubsub = client.pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(channel(user_id))
+    try:
+        pubsub.subscribe(channel(user_id))
+    except (redis.RedisError, OSError) as exc:  # Redis went away before the stream began
+        log.info("event stream for %s not started: %s", user_id, exc)
+        pubsub.close()
+        return
     try:
         while True:
             try:

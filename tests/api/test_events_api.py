@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 from flask import Flask
 from simple_websocket import Client as WebSocket
 from simple_websocket import ConnectionClosed
@@ -19,6 +20,7 @@ from werkzeug.serving import make_server
 
 import api.events
 from shared import accounts
+from shared.storage import events
 from shared.storage.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 
@@ -120,3 +122,8 @@ def test_the_socket_closes_when_the_servers_redis_goes_away(
             assert [m["error"]["code"] for m in seen] in ([], ["events_unavailable"])
     finally:
         own.stop()
+
+
+def test_a_stream_whose_redis_is_gone_before_it_starts_just_ends() -> None:
+    gone = redis.Redis(unix_socket_path="/nonexistent/redis.sock")
+    assert list(events.listen(gone, "u" * 32)) == []
