@@ -21,6 +21,7 @@ from api.facade import views as facade_views
 from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
+from api.paths import register_converters
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from shared.core.jobs import JobQueue
@@ -61,6 +62,7 @@ def register_api(app: Flask) -> None:
             "security": [{"bearerAuth": []}],
         },
     )
+    register_converters(app, api)
     for blueprint in (
         accounts_views.blp,
         sessions_views.blp,

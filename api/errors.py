@@ -1,4 +1,9 @@
-"""Domain errors to HTTP statuses, in one place."""
+"""Domain errors to HTTP statuses, in one place.
+
+A failure of something outside Eonyx (the model, Redis, the job queue) is logged as one line
+with its reason: the operator needs the reason, not a traceback of Eonyx's own code. Any other
+5xx is logged with its traceback.
+"""
 
 from __future__ import annotations
 
@@ -21,26 +26,38 @@ STATUS = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.TooLarge: 413,
+    errors.TooManyRequests: 429,
     errors.StorageError: 503,
     errors.Unavailable: 503,
     LLMError: 502,
     NoModel: 503,
 }
+OUTAGES = (LLMError, NoModel, errors.Unavailable)  # one line each, no traceback
 
 
 def render_error(exc: errors.EonyxError) -> tuple[dict[str, Any], int]:
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
-    if status >= 500:
+    if isinstance(exc, OUTAGES):
+        log.warning("request failed (%s %s): %s", status, exc.code, exc.message)
+    elif status >= 500:
         log.error("request failed: %s", exc.message, exc_info=exc)
     return error_payload(exc.code, exc.message), status
+
+
+def error_headers(exc: errors.EonyxError, status: int) -> dict[str, str]:
+    if status == 401:
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, errors.TooManyRequests):
+        return {"Retry-After": str(exc.retry_after)}
+    return {}
 
 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(errors.EonyxError)
     def _domain_error(exc: errors.EonyxError):  # type: ignore[no-untyped-def]
         body, status = render_error(exc)
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
-        return body, status, headers
+        return body, status, error_headers(exc, status)
 
     @app.errorhandler(SettingsError)
     def _settings_error(exc: SettingsError):  # type: ignore[no-untyped-def]

@@ -1,12 +1,33 @@
-"""The flask-smorest `Api` with Eonyx's error format: {"error": {"code", "message", "details"?}}."""
+"""The flask-smorest `Api` and `Blueprint` of Eonyx: its error format
+{"error": {"code", "message", "details"?}}, and the limits every request body meets before
+marshmallow sees it.
+
+- A body nested deeper than MAX_JSON_DEPTH is refused with a 400 (Python's JSON parser would
+  otherwise recurse until it fails); a body that is not JSON is refused with a 415 instead of
+  being read as no body; a request whose body is required refuses a missing one with a 422.
+- A validation error's message names each field and says what is wrong with it
+  (`content: longer than maximum length 200000`), so every client can show it as it is.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
+import flask_smorest
 import marshmallow as ma
+from flask import request
 from flask_smorest import Api
+from webargs import core
+from webargs.flaskparser import FlaskParser, abort, is_json_request
 from werkzeug.exceptions import HTTPException
+
+MAX_JSON_DEPTH = 64  # no request schema nests more than a few levels
+# A JSON string, or an unterminated one up to the end (so a search never restarts inside one).
+_STRINGS = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 # One code per HTTP status for errors that do not come from the domain.
 HTTP_CODES = {
@@ -43,6 +64,68 @@ def error_payload(code: str, message: str, details: Any = None) -> dict[str, Any
     return {"error": body}
 
 
+def json_too_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a JSON text nests arrays and objects more than `limit` levels deep. Counting
+    the brackets is enough in the common case; otherwise strings are cut out and the
+    brackets alone are walked, all at C speed but the last loop."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    depth = 0
+    for byte in _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS):
+        depth += 1 if byte in b"[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+class EonyxParser(FlaskParser):
+    """webargs' parser with the body limits of this module."""
+
+    def _raw_load_json(self, req: Any) -> Any:
+        data = req.get_data(cache=True)
+        if not is_json_request(req):
+            if data:
+                abort(415, message="send the request body as JSON (Content-Type: application/json)")
+            return core.missing
+        if json_too_deep(data):
+            abort(
+                400,
+                message=f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep",
+                error_code="invalid_json",
+            )
+        return core.parse_json(data)
+
+
+class Blueprint(flask_smorest.Blueprint):
+    """Every blueprint of the API: Eonyx's parser, and a required body that is really required."""
+
+    ARGUMENTS_PARSER = EonyxParser()
+
+    def arguments(  # type: ignore[override]
+        self, schema: Any, *, location: str = "json", required: bool = True, **kwargs: Any
+    ) -> Callable[..., Any]:
+        decorator = super().arguments(schema, location=location, required=required, **kwargs)
+        if location != "json" or not required:
+            return decorator
+
+        def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
+            parsed = decorator(view)
+
+            @wraps(parsed)
+            def needs_body(*args: Any, **kw: Any) -> Any:
+                if not request.get_data(cache=True):
+                    abort(
+                        422,
+                        message="this request needs a JSON body",
+                        messages={"json": ["a JSON body is required"]},
+                    )
+                return parsed(*args, **kw)
+
+            return needs_body
+
+        return wrap
+
+
 class EonyxApi(Api):
     ERROR_SCHEMA = ErrorSchema
 
@@ -52,7 +135,9 @@ class EonyxApi(Api):
         details = data.get("errors") or data.get("messages")
         message = data.get("message") or _describe(status, details, error)
         code = data.get("error_code") or _code_for(status, details)
-        headers = data.get("headers") or {}
+        # werkzeug's own headers first (`Allow` on a 405), without its HTML content type
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        headers.update(data.get("headers") or {})
         return error_payload(code, message, details), status, headers
 
 
@@ -64,26 +149,49 @@ def _code_for(status: int, details: Any) -> str:
 
 def _describe(status: int, details: Any, error: HTTPException) -> str:
     if details:
-        fields = _field_paths(details)
-        if status == 400 and fields == ["json"]:
+        problems = _field_problems(details)
+        if status == 400 and [name for name, _ in problems] == ["json"]:
             return "the request body is not valid JSON"
-        return "invalid request: " + ", ".join(fields) if fields else "invalid request"
+        if problems:
+            return "; ".join(
+                f"{name}: {text}" if name else f"body: {text}" for name, text in problems
+            )
+        return "invalid request"
     if status == 413:
         return "the request body is too large"
     return error.description or error.name
 
 
-def _field_paths(details: Any, prefix: str = "") -> list[str]:
-    """`json.title`-style names of the fields a validation error is about."""
+LOCATIONS = ("json", "query", "path", "view_args", "headers", "form", "files", "cookies")
+
+
+def _field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(`project_context.0.content`-style field name, what is wrong) for each problem of a
+    validation error; the location (`json`, `query`) is left out of the name."""
+    found: list[tuple[str, str]] = []
+    if isinstance(details, list):
+        texts = [_sentence(item) for item in details if isinstance(item, str)]
+        found = [(prefix, "; ".join(texts))] if texts else []
+        for item in details:
+            if isinstance(item, dict):
+                found.extend(_field_problems(item, prefix))
+        return found or [(prefix, "invalid")]
     if not isinstance(details, dict):
-        return [prefix] if prefix else []
-    paths: list[str] = []
+        return [(prefix, _sentence(str(details)))]
     for key, value in details.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        nested = (
-            isinstance(value, dict)
-            and value
-            and all(isinstance(v, (dict, list)) for v in value.values())
-        )
-        paths.extend(_field_paths(value, name) if nested else [name])
-    return paths
+        if not prefix and key in LOCATIONS and isinstance(value, dict):
+            found.extend(_field_problems(value, ""))
+            continue
+        if key == "_schema":  # marshmallow's key for the object as a whole
+            name = prefix
+        else:
+            name = f"{prefix}.{key}" if prefix else str(key)
+        found.extend(_field_problems(value, name))
+    return found
+
+
+def _sentence(text: str) -> str:
+    """marshmallow's "Longer than maximum length 200000." as "longer than maximum length
+    200000", to follow a field name."""
+    text = text.strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) == 1 else text

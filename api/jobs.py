@@ -6,15 +6,14 @@ from typing import Any
 
 import marshmallow as ma
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import admin_required, runtime
+from api.extensions import Blueprint
 from shared.core import jobs
-from shared.core.errors import NotFound, Unavailable
+from shared.core.errors import Unavailable
 from shared.core.jobs import JobQueue
 
 blp = Blueprint("jobs", __name__, description="Background jobs")
-JOB_ID = ma.validate.Regexp(r"^[0-9a-f-]{36}$")
 
 
 class JobSchema(ma.Schema):
@@ -42,13 +41,9 @@ class IndexRebuild(MethodView):
         return {"id": job_id, "state": "PENDING"}
 
 
-@blp.route("/jobs/<job_id>")
+@blp.route("/jobs/<job_id:job_id>")
 class JobById(MethodView):
     @admin_required
     @blp.response(200, JobSchema)
     def get(self, job_id: str) -> dict[str, object]:
-        try:
-            JOB_ID(job_id)
-        except ma.ValidationError:
-            raise NotFound("job not found") from None
         return _jobs().status(job_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cli.server import server_runtime
+from shared.core.text import printable
 from shared.llm import catalog
 
 
@@ -27,7 +28,8 @@ def models_list() -> None:
             window = f"{o.context_window:,} tokens" if o.context_window else "no window set"
             key = f"key from {o.api_key_env}" + ("" if o.api_key_set else " (unset here)")
             key = key if o.api_key_env else "no key"
-            click.echo(f"{o.id}  {o.model} at {o.base_url}  [{window}; {key}]")
+            shown = printable(f"{o.id}  {o.model} at {o.base_url}")
+            click.echo(f"{shown}  [{window}; {key}]")
 
 
 @models.command("add")

@@ -1,4 +1,9 @@
-"""Client commands: they talk HTTP to EONYX_URL with a token saved by `eonyx login`."""
+"""Client commands: they talk HTTP to EONYX_URL with a token saved by `eonyx login`.
+
+What they print of stored text (titles, names, the server's messages) goes through
+`shared.core.text.printable`: a control character or a bidirectional override shows as an
+escape such as `\x1b`, so a stored title cannot recolour the terminal or reorder a line.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any
 
 import click
 import httpx
+
+from shared.core.text import printable
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -57,11 +64,15 @@ class Client:
             raise click.ClickException("not logged in: run `eonyx login` first")
         return cls(server_url(), token)
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self.send(method, path, **kwargs)
+    def request(self, method: str, path: str, *, login_hint: bool = True, **kwargs: Any) -> Any:
+        """The JSON answer; an API error becomes a click error with the server's reason
+        (and, on a 401, a hint to log in again unless `login_hint` is off)."""
+        response = self.send(method, path, login_hint=login_hint, **kwargs)
         return response.json() if response.content else None
 
-    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def send(
+        self, method: str, path: str, *, login_hint: bool = True, **kwargs: Any
+    ) -> httpx.Response:
         """The raw response of a successful call (a download); errors as `request` gives."""
         try:
             response = self.http.request(method, path, **kwargs)
@@ -70,19 +81,20 @@ class Client:
         if response.status_code >= 400:
             code, message = error_of(response)
             message = f"{message} ({code})" if code else message
-            if response.status_code == 401:
+            if response.status_code == 401 and login_hint:
                 message += "; run `eonyx login`"
             raise click.ClickException(message)
         return response
 
 
 def error_of(response: httpx.Response) -> tuple[str, str]:
-    """(code, message) of an API error; the raw text when the body is not Eonyx's JSON."""
+    """(code, message) of an API error, safe to print; the raw text when the body is not
+    Eonyx's JSON."""
     try:
         error = response.json()["error"]
-        return str(error["code"]), str(error["message"])
+        return printable(str(error["code"])), printable(str(error["message"]))
     except (ValueError, KeyError, TypeError):
-        return "", response.text[:200] or response.reason_phrase
+        return "", printable(response.text[:200] or response.reason_phrase)
 
 
 def format_time(iso: str) -> str:
@@ -99,10 +111,13 @@ def login(url: str | None, username: str, password: str) -> None:
     """Log in and save a token for the other client commands."""
     base = server_url(url)
     result = Client(base, None).request(
-        "POST", "/auth/login", json={"username": username, "password": password}
+        "POST",
+        "/auth/login",
+        json={"username": username, "password": password},
+        login_hint=False,  # this is `eonyx login`: the server's reason says it all
     )
     save_config({**load_config(), "url": base, "token": result["token"]})
-    click.echo(f"logged in to {base} as {result['user']['username']}")
+    click.echo(f"logged in to {base} as {printable(result['user']['username'])}")
 
 
 @click.group(invoke_without_command=True)
@@ -125,11 +140,11 @@ def sessions_list(query: str | None, limit: int) -> None:
         params["q"] = query
     page = Client.from_config().request("GET", "/sessions", params=params)
     if not page["items"]:
-        click.echo("no sessions" + (f" matching {query!r}" if query else ""))
+        click.echo("no sessions" + (f" matching {printable(repr(query))}" if query else ""))
         return
     for item in page["items"]:
         pin = "*" if item["pinned"] else " "
-        title = item["title"] or "(untitled)"
+        title = printable(item["title"]) if item["title"] else "(untitled)"
         when = format_time(item["updated_at"])
         click.echo(f"{item['id']}  {when}  {item['message_count']:>5}{pin} {title}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cli.client import Client
+from shared.core.text import printable
 
 KINDS = click.Choice(["identity", "user", "agent"])
 
@@ -23,7 +24,8 @@ def memory() -> None:
 def memory_show(kind: str) -> None:
     """Print a memory file and how full it is."""
     file = Client.from_config().request("GET", f"/memory/{kind}")
-    click.echo(file["content"], nl=not file["content"].endswith("\n"))
+    content = printable(file["content"], multiline=True)
+    click.echo(content, nl=not content.endswith("\n"))
     click.echo(_usage(file), err=True)
 
 

@@ -51,6 +51,7 @@ from cli.client import Client, error_of
 from shared.chat.project_context import collect_agents_files, read_project_config, walk_up
 from shared.chat.prompt import choose_override
 from shared.core.errors import EonyxError
+from shared.core.text import printable
 
 HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
 ALARM_PERCENT = 90.0
@@ -74,8 +75,8 @@ def stdout_is_tty() -> bool:
 
 
 def echo_token(text: str) -> None:
-    """Print one streamed piece of the answer at once."""
-    click.echo(text, nl=False)
+    """Print one streamed piece of the answer at once (control characters escaped)."""
+    click.echo(printable(text, multiline=True), nl=False)
 
 
 def read_message(message: str | None) -> str:
@@ -233,8 +234,8 @@ def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[s
                     error = data.get("error") or {}
                     raise _error(
                         int(data.get("status") or MODEL_FAILED),
-                        str(error.get("code", "")),
-                        str(error.get("message", "the turn failed")),
+                        printable(str(error.get("code", ""))),
+                        printable(str(error.get("message", "the turn failed"))),
                         session_id,
                     )
     except httpx.HTTPError as exc:
@@ -261,7 +262,7 @@ def _discard_if_empty(client: Client, session_id: str) -> None:
 
 def print_answer(turn: dict[str, Any]) -> None:
     content = (turn.get("assistant_message") or {}).get("content") or ""
-    click.echo(content.rstrip("\n"))
+    click.echo(printable(content, multiline=True).rstrip("\n"))
 
 
 def print_footer(session_id: str, turn: dict[str, Any]) -> None:

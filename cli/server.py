@@ -20,6 +20,7 @@ from cli.serve import serve
 from shared import accounts
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
+from shared.core.text import printable
 from shared.runtime import Runtime
 from shared.storage import index
 from shared.storage.db import Database
@@ -51,7 +52,7 @@ def server_runtime() -> Iterator[Runtime]:
         try:
             yield rt
         except EonyxError as exc:
-            raise click.ClickException(exc.message) from None
+            raise click.ClickException(printable(exc.message)) from None
 
 
 @click.command()
@@ -102,12 +103,18 @@ def users() -> None:
     """Manage accounts."""
 
 
-@users.command("create")
+@users.command(
+    "create",
+    help=(
+        "Create a user (the first one should be an --admin).\n\n"
+        f"USERNAME: {accounts.USERNAME_RULE} (not case-sensitive).\n\n"
+        f"Password: {accounts.PASSWORD_RULE}."
+    ),
+)
 @click.argument("username")
-@click.option("--password", help="Asked for when not given.")
+@click.option("--password", help="Asked for when not given (see the rules above).")
 @click.option("--admin", is_flag=True, help="Make the user an administrator.")
 def users_create(username: str, password: str | None, admin: bool) -> None:
-    """Create a user (the first one should be an --admin)."""
     if password is None:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     with server_runtime() as rt:
@@ -122,7 +129,8 @@ def users_list() -> None:
     with server_runtime() as rt:
         with rt.db.session() as db:
             for user in accounts.list_users(db):
-                click.echo(f"{user.id}  {user.username}{'  (admin)' if user.is_admin else ''}")
+                name = printable(user.username)
+                click.echo(f"{user.id}  {name}{'  (admin)' if user.is_admin else ''}")
 
 
 @users.command("link")
@@ -157,6 +165,10 @@ def index_rebuild(drop: bool) -> None:
             report = index.rebuild(rt.db.session, rt.store, progress=bar.update)
         removed = f"{report.removed} stale rows removed"
         click.echo(f"{report.scanned} sessions: {report.reread} re-read, {removed}")
+        if report.failed:
+            click.echo(f"{len(report.failed)} not indexed (their files are kept as they are):")
+            for failure in report.failed:
+                click.echo(f"  {printable(failure)}")
 
 
 @click.group()

@@ -3,11 +3,18 @@
 Passwords are hashed with werkzeug's scrypt. Tokens are 32 random bytes shown once; only their
 SHA-256 is stored (a token has enough entropy that a slow hash adds nothing). A login token
 (source `web`) expires; an API key (source `api`) lives until it is revoked.
+
+Logins are throttled (`attempt_login`): per account and per client address, failures past a
+few free ones block further attempts with a doubling backoff, answered 429 with the wait and
+without hashing anything. An unknown username costs the same hash as a known one, so the
+answer's timing does not tell whether an account exists.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import math
 import re
 import secrets
 import uuid
@@ -18,14 +25,28 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from shared.core.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from shared.core import text
+from shared.core.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
 from shared.storage.db import UTCDateTime
 from shared.storage.orm import ApiToken, User
+from shared.storage.throttle import Policy, Throttle
 
 TOKEN_PREFIX = "eyx_"
-USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+USERNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+USERNAME_RE = re.compile(USERNAME_PATTERN)
+USERNAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 MIN_PASSWORD = 8
+MAX_PASSWORD = 1024
+PASSWORD_RULE = (
+    f"at least {MIN_PASSWORD} and at most {MAX_PASSWORD} characters on one line (spaces are "
+    "fine; tabs, line breaks and other control characters are not)"
+)
+TOKEN_NAME_MAX = 100
+TOKEN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 SOURCES = ("web", "api")
+# Failures before a block, how long they are remembered, first and longest block (seconds).
+ACCOUNT_POLICY = Policy(free=5, window=15 * 60, base=2, ceiling=15 * 60)
+ADDRESS_POLICY = Policy(free=30, window=15 * 60, base=2, ceiling=15 * 60)
 
 
 @dataclass(frozen=True)
@@ -47,14 +68,17 @@ def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def check_password_rule(password: str) -> None:
+    found = text.problem(password, single_line=True)
+    if found is not None or not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        reason = f" (it {found})" if found else ""
+        raise InvalidInput(f"a password must be {PASSWORD_RULE}{reason}", code="bad_password")
+
+
 def create_user(db: Session, username: str, password: str, *, is_admin: bool = False) -> User:
-    if not USERNAME_RE.match(username):
-        raise InvalidInput(
-            "username must be 1-64 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    if len(password) < MIN_PASSWORD:
-        raise InvalidInput(f"password must be at least {MIN_PASSWORD} characters")
+    if not USERNAME_RE.fullmatch(username):
+        raise InvalidInput(f"a username must be {USERNAME_RULE}", code="bad_username")
+    check_password_rule(password)
     if db.scalar(select(User).where(func.lower(User.username) == username.lower())):
         raise Conflict(f"user {username!r} already exists", code="user_exists")
     user = User(
@@ -92,18 +116,74 @@ def _issue(
     return row, token
 
 
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash to check the password of an unknown user against, so that the answer costs
+    the same time as for a known one."""
+    return generate_password_hash(secrets.token_urlsafe(16))
+
+
 def login(db: Session, username: str, password: str, ttl: timedelta) -> tuple[ApiToken, str]:
     """A new expiring `web` token for the right password; one vague error otherwise."""
-    user = db.scalar(select(User).where(func.lower(User.username) == username.lower()))
-    if user is None or not check_password_hash(user.password_hash, password):
+    user = None
+    if USERNAME_RE.fullmatch(username):  # anything else cannot name an account
+        user = db.scalar(select(User).where(func.lower(User.username) == username.lower()))
+    ok = check_password_hash(user.password_hash if user else _dummy_hash(), password)
+    if user is None or not ok:
         raise Unauthorized("wrong username or password", code="bad_credentials")
     return _issue(db, user, "login", "web", ttl)
 
 
+def attempt_login(
+    db: Session,
+    throttle: Throttle,
+    address: str,
+    username: str,
+    password: str,
+    ttl: timedelta,
+) -> tuple[ApiToken, str]:
+    """`login`, throttled per account and per client `address` (see the module doc)."""
+    account_key = "login:user:" + hashlib.sha256(username.lower().encode()).hexdigest()
+    address_key = "login:addr:" + address
+    for key, whose in ((account_key, "for this account"), (address_key, "from this address")):
+        wait = throttle.blocked_for(key)
+        if wait:
+            raise TooManyRequests(
+                f"too many failed logins {whose}: try again in {wait_text(wait)}",
+                retry_after=wait,
+                code="too_many_logins",
+            )
+    try:
+        issued = login(db, username, password, ttl)
+    except Unauthorized:
+        block = max(
+            throttle.fail(account_key, ACCOUNT_POLICY), throttle.fail(address_key, ADDRESS_POLICY)
+        )
+        if block:
+            raise Unauthorized(
+                "wrong username or password; after too many failures the next try must wait "
+                f"{wait_text(block)}",
+                code="bad_credentials",
+            ) from None
+        raise
+    throttle.reset(account_key)
+    return issued
+
+
+def wait_text(seconds: int) -> str:
+    """`1 second`, `40 seconds`, `3 minutes`: a wait as a person reads it (rounded up)."""
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{math.ceil(seconds / 60)} minutes"
+
+
 def create_api_key(db: Session, principal: Principal, name: str) -> tuple[ApiToken, str]:
+    text.check(name, "name", single_line=True)
     name = name.strip()
     if not name:
         raise InvalidInput("an API key needs a name")
+    if len(name) > TOKEN_NAME_MAX:
+        raise InvalidInput(f"an API key's name is at most {TOKEN_NAME_MAX} characters")
     user = db.get(User, principal.user_id)
     if user is None:
         raise NotFound("user not found")
@@ -120,7 +200,7 @@ def list_tokens(db: Session, principal: Principal) -> list[ApiToken]:
 
 
 def revoke_token(db: Session, principal: Principal, token_id: str) -> None:
-    row = db.get(ApiToken, token_id)
+    row = db.get(ApiToken, token_id) if TOKEN_ID_RE.fullmatch(token_id) else None
     if row is None or row.user_id != principal.user_id or row.revoked_at is not None:
         raise NotFound("token not found")
     row.revoked_at = now()

@@ -24,6 +24,7 @@ from shared.storage.db import Database
 from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.locks import FileLocks, Locks, RedisLocks
 from shared.storage.session_store import SessionStore
+from shared.storage.throttle import Throttle
 
 if TYPE_CHECKING:
     from shared.integrations.teams.channel import TeamsChannel
@@ -43,6 +44,7 @@ class Runtime:
     memory: MemoryStore
     identity: str
     offerings: OfferingCache
+    throttle: Throttle  # failed-login counters (Redis, or per process without it)
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
     closed: bool = False
@@ -77,6 +79,7 @@ class Runtime:
             memory=memory,
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
             offerings=OfferingCache(database, client),
+            throttle=Throttle(client),
             jobs=jobs,
             teams=_teams_channel(settings),
         )

@@ -2,14 +2,34 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import StrictSchema
+from api.schemas import Flag, Line, StrictSchema
+from shared.accounts import (
+    MAX_PASSWORD,
+    MIN_PASSWORD,
+    PASSWORD_RULE,
+    TOKEN_NAME_MAX,
+    USERNAME_PATTERN,
+    USERNAME_RULE,
+)
+from shared.core.text import NON_BLANK_LINE_PATTERN
 
 Length = ma.validate.Length
 
 
+def username(**kwargs: object) -> Line:
+    return Line(
+        required=True,
+        validate=Length(min=1, max=64),
+        pattern=USERNAME_PATTERN,
+        pattern_error=f"a username is {USERNAME_RULE}",
+        metadata={"description": f"{USERNAME_RULE}; not case-sensitive"},
+        **kwargs,
+    )
+
+
 class LoginSchema(StrictSchema):
-    username = ma.fields.String(required=True, validate=Length(min=1, max=64))
-    password = ma.fields.String(required=True, validate=Length(min=1, max=1024))
+    username = username()
+    password = Line(required=True, validate=Length(min=1, max=MAX_PASSWORD))
 
 
 class UserSchema(ma.Schema):
@@ -26,13 +46,22 @@ class LoginResultSchema(ma.Schema):
 
 
 class NewUserSchema(StrictSchema):
-    username = ma.fields.String(required=True, validate=Length(min=1, max=64))
-    password = ma.fields.String(required=True, validate=Length(min=8, max=1024))
-    is_admin = ma.fields.Boolean(load_default=False)
+    username = username()
+    password = Line(
+        required=True,
+        validate=Length(min=MIN_PASSWORD, max=MAX_PASSWORD),
+        metadata={"description": PASSWORD_RULE},
+    )
+    is_admin = Flag(load_default=False)
 
 
 class NewTokenSchema(StrictSchema):
-    name = ma.fields.String(required=True, validate=Length(min=1, max=100))
+    name = Line(
+        required=True,
+        validate=Length(min=1, max=TOKEN_NAME_MAX),
+        pattern=NON_BLANK_LINE_PATTERN,
+        pattern_error="a name needs at least one character that is not a space",
+    )
 
 
 class TokenSchema(ma.Schema):

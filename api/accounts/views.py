@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from flask import request
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.accounts.schemas import (
     IssuedTokenSchema,
@@ -18,6 +18,7 @@ from api.accounts.schemas import (
     UserSchema,
 )
 from api.context import admin_required, login_required, principal, runtime
+from api.extensions import Blueprint
 from shared import accounts
 from shared.storage.orm import User
 
@@ -29,10 +30,15 @@ class Login(MethodView):
     @blp.arguments(LoginSchema)
     @blp.response(200, LoginResultSchema)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A login token for a person. Failed attempts are throttled per account and per client
+        address: past a few, the answer is 429 with `Retry-After` until the wait is over."""
         rt = runtime()
         ttl = timedelta(hours=rt.settings.login_token_ttl_hours)
+        address = request.remote_addr or "unknown"
         with rt.db.session() as db:
-            row, token = accounts.login(db, body["username"], body["password"], ttl)
+            row, token = accounts.attempt_login(
+                db, rt.throttle, address, body["username"], body["password"], ttl
+            )
             user = db.get(User, row.user_id)
         return {"token": token, "expires_at": row.expires_at, "user": user}
 
@@ -63,7 +69,7 @@ class Tokens(MethodView):
         return {**{k: getattr(row, k) for k in TokenSchema().fields}, "token": token}
 
 
-@blp.route("/tokens/<token_id>")
+@blp.route("/tokens/<token_id:token_id>")
 class TokenById(MethodView):
     @login_required
     @blp.response(204)

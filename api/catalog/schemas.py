@@ -2,31 +2,64 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import StrictSchema
-from shared.llm.catalog import ROLES
+from api.schemas import Int, Line, StrictSchema
+from shared.core.text import NON_BLANK_LINE_PATTERN
+from shared.llm.catalog import (
+    API_KEY_ENV_PATTERN,
+    API_KEY_ENV_RULE,
+    BASE_URL_PATTERN,
+    OFFERING_ID_RE,
+    OFFERING_ID_RULE,
+    ROLES,
+)
 
 Length = ma.validate.Length
 Tokens = ma.validate.Range(min=1, max=10_000_000)
 
 
+def offering_id(**kwargs: object) -> Line:
+    return Line(
+        validate=Length(min=1, max=64),
+        pattern=OFFERING_ID_RE.pattern,
+        pattern_error=f"an offering id is {OFFERING_ID_RULE}",
+        **kwargs,
+    )
+
+
 class OfferingSchema(ma.Schema):
     id = ma.fields.String()
-    base_url = ma.fields.String()
+    base_url = ma.fields.String(
+        metadata={"description": "for non-admins, without credentials: userinfo and query values"}
+    )
     model = ma.fields.String()
-    api_key_env = ma.fields.String(allow_none=True)
-    api_key_set = ma.fields.Boolean()
+    api_key_env = ma.fields.String(allow_none=True, metadata={"description": "admins only"})
+    api_key_set = ma.fields.Boolean(
+        metadata={"description": "admins only: whether the variable is set on this server"}
+    )
     context_window = ma.fields.Integer(allow_none=True)
     max_output_tokens = ma.fields.Integer(allow_none=True)
     builtin = ma.fields.Boolean()
 
 
 class NewOfferingSchema(StrictSchema):
-    id = ma.fields.String(required=True, validate=Length(min=1, max=64))
-    base_url = ma.fields.URL(required=True, schemes={"http", "https"}, require_tld=False)
-    model = ma.fields.String(required=True, validate=Length(min=1, max=200))
-    api_key_env = ma.fields.String(load_default=None, allow_none=True, validate=Length(max=100))
-    context_window = ma.fields.Integer(load_default=None, allow_none=True, validate=Tokens)
-    max_output_tokens = ma.fields.Integer(load_default=None, allow_none=True, validate=Tokens)
+    id = offering_id(required=True)
+    base_url = Line(
+        required=True,
+        validate=Length(min=1, max=500),
+        pattern=BASE_URL_PATTERN,
+        pattern_error="base_url must be an http(s) URL with a host",
+    )
+    model = Line(required=True, validate=Length(min=1, max=200), pattern=NON_BLANK_LINE_PATTERN)
+    api_key_env = Line(
+        load_default=None,
+        allow_none=True,
+        validate=Length(max=100),
+        pattern=API_KEY_ENV_PATTERN,
+        pattern_error=f"api_key_env must be {API_KEY_ENV_RULE}",
+        metadata={"description": API_KEY_ENV_RULE},
+    )
+    context_window = Int(load_default=None, allow_none=True, validate=Tokens)
+    max_output_tokens = Int(load_default=None, allow_none=True, validate=Tokens)
 
 
 class RoleSchema(ma.Schema):
@@ -38,4 +71,4 @@ class RoleSchema(ma.Schema):
 
 
 class RoleUpdateSchema(StrictSchema):
-    offering_id = ma.fields.String(required=True, validate=Length(min=1, max=64))
+    offering_id = offering_id(required=True)

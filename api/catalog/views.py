@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.catalog.schemas import NewOfferingSchema, OfferingSchema, RoleSchema, RoleUpdateSchema
-from api.context import admin_required, login_required, runtime
+from api.context import admin_required, login_required, principal, runtime
+from api.extensions import Blueprint
 from shared.core.errors import NotFound
 from shared.llm import catalog
 
@@ -29,27 +29,28 @@ def _role(role: str) -> dict[str, Any]:
 class Offerings(MethodView):
     @login_required
     @blp.response(200, OfferingSchema(many=True))
-    def get(self) -> list[catalog.OfferingInfo]:
-        rt = runtime()
+    def get(self) -> list[dict[str, Any]]:
+        """Every offering; a plain user sees no key variable and no URL credentials."""
+        rt, admin = runtime(), principal().is_admin
         with rt.db.session() as db:
-            return catalog.list_offerings(db, rt.settings)
+            return [o.shown_to(admin=admin) for o in catalog.list_offerings(db, rt.settings)]
 
     @admin_required
     @blp.arguments(NewOfferingSchema)
     @blp.response(201, OfferingSchema)
-    def post(self, body: dict[str, Any]) -> catalog.OfferingInfo:
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
         with runtime().db.session() as db:
-            return catalog.add_offering(db, **body)
+            return catalog.add_offering(db, **body).shown_to(admin=True)
 
 
-@blp.route("/models/offerings/<offering_id>")
+@blp.route("/models/offerings/<offering_id:offering_id>")
 class OfferingById(MethodView):
     @login_required
     @blp.response(200, OfferingSchema)
-    def get(self, offering_id: str) -> catalog.OfferingInfo:
-        rt = runtime()
+    def get(self, offering_id: str) -> dict[str, Any]:
+        rt, admin = runtime(), principal().is_admin
         with rt.db.session() as db:
-            return catalog.get_offering(db, rt.settings, offering_id)
+            return catalog.get_offering(db, rt.settings, offering_id).shown_to(admin=admin)
 
     @admin_required
     @blp.response(204)
@@ -66,7 +67,7 @@ class Roles(MethodView):
         return [_role(role) for role in catalog.ROLES]
 
 
-@blp.route("/models/roles/<role>")
+@blp.route(f"/models/roles/<any({', '.join(catalog.ROLES)}):role>")
 class RoleByName(MethodView):
     @login_required
     @blp.response(200, RoleSchema)

@@ -14,14 +14,15 @@ from typing import Any
 
 import marshmallow as ma
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
-from api.schemas import StrictSchema
+from api.extensions import Blueprint
+from api.schemas import Line, StrictSchema, Text
 from shared.memory import files as memory
 from shared.memory.files import MemoryFile
 
 blp = Blueprint("memory", __name__, description="Memory files")
+KIND_PATH = f"/memory/<any({', '.join(memory.KINDS)}):kind>"
 
 
 class MemoryFileSchema(ma.Schema):
@@ -34,8 +35,13 @@ class MemoryFileSchema(ma.Schema):
 
 
 class MemoryEditSchema(StrictSchema):
-    content = ma.fields.String(required=True, validate=ma.validate.Length(max=1_000_000))
-    version = ma.fields.String(load_default=None, validate=ma.validate.Length(max=64))
+    content = Text(required=True, validate=ma.validate.Length(max=1_000_000))
+    version = Line(
+        load_default=None,
+        allow_none=True,
+        validate=ma.validate.Length(max=64),
+        metadata={"description": "the `version` the editor read; a changed file is refused"},
+    )
 
 
 class BackupSchema(ma.Schema):
@@ -53,7 +59,7 @@ def _show(file: MemoryFile) -> dict[str, Any]:
     }
 
 
-@blp.route("/memory/<kind>")
+@blp.route(KIND_PATH)
 class MemoryByKind(MethodView):
     @login_required
     @blp.response(200, MemoryFileSchema)
@@ -71,7 +77,7 @@ class MemoryByKind(MethodView):
         return _show(saved)
 
 
-@blp.route("/memory/<kind>/backups")
+@blp.route(KIND_PATH + "/backups")
 class MemoryBackups(MethodView):
     @login_required
     @blp.response(200, BackupSchema(many=True))
@@ -80,7 +86,7 @@ class MemoryBackups(MethodView):
         return [{"name": name} for name in names]
 
 
-@blp.route("/memory/<kind>/backups/<name>/restore")
+@blp.route(KIND_PATH + "/backups/<backup_name:name>/restore")
 class MemoryRestore(MethodView):
     @login_required
     @blp.response(200, MemoryFileSchema)

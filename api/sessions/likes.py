@@ -6,9 +6,9 @@ from typing import Any
 
 import marshmallow as ma
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
+from api.extensions import Blueprint
 from shared.memory import curation
 
 blp = Blueprint("likes", __name__, description="Remember this turn")
@@ -22,7 +22,7 @@ class LikeSchema(ma.Schema):
     changes = ma.fields.Integer(allow_none=True)
 
 
-@blp.route("/sessions/<session_id>/messages/<message_id>/like")
+@blp.route("/sessions/<session_id:session_id>/messages/<message_id:message_id>/like")
 class MessageLike(MethodView):
     @login_required
     @blp.response(202, LikeSchema, description="the turn is being remembered")

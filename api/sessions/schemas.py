@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import PageArgsSchema, StrictSchema
+from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
+from shared.core import text
+from shared.core.text import NON_BLANK_TEXT_PATTERN
 
 Length = ma.validate.Length
 TITLE = Length(max=200)
+FOLDER = Length(max=32)
 
 
 class SessionSchema(ma.Schema):
@@ -29,22 +32,22 @@ class SessionPageSchema(ma.Schema):
 
 
 class SessionListArgsSchema(PageArgsSchema):
-    q = ma.fields.String(load_default=None, validate=Length(max=200))
-    folder_id = ma.fields.String(load_default=None, validate=Length(max=32))
-    archived = ma.fields.Boolean(load_default=False)
+    q = Line(load_default=None, validate=Length(max=200), metadata={"description": "in titles"})
+    folder_id = Line(load_default=None, validate=FOLDER)
+    archived = QueryFlag(load_default=False)
 
 
 class NewSessionSchema(StrictSchema):
-    title = ma.fields.String(load_default=None, allow_none=True, validate=TITLE)
-    folder_id = ma.fields.String(load_default=None, allow_none=True, validate=Length(max=32))
-    temporary = ma.fields.Boolean(load_default=False)
+    title = Line(load_default=None, allow_none=True, validate=TITLE)
+    folder_id = Line(load_default=None, allow_none=True, validate=FOLDER)
+    temporary = Flag(load_default=False)
 
 
 class SessionPatchSchema(StrictSchema):
-    title = ma.fields.String(allow_none=True, validate=TITLE)
-    pinned = ma.fields.Boolean()
-    archived = ma.fields.Boolean()
-    folder_id = ma.fields.String(allow_none=True, validate=Length(max=32))
+    title = Line(allow_none=True, validate=TITLE)
+    pinned = Flag()
+    archived = Flag()
+    folder_id = Line(allow_none=True, validate=FOLDER)
 
 
 class MessageSchema(ma.Schema):
@@ -64,8 +67,8 @@ class MessagesSchema(ma.Schema):
 
 
 class ContextFileSchema(StrictSchema):
-    path = ma.fields.String(required=True, validate=Length(min=1, max=1024))
-    content = ma.fields.String(required=True)
+    path = Line(required=True, validate=Length(min=1, max=1024))
+    content = Text(required=True)
 
 
 class ContentField(ma.fields.Field):
@@ -77,31 +80,48 @@ class ContentField(ma.fields.Field):
 
     def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
         if isinstance(value, str):
-            if len(value) > self.MAX_TEXT:
-                raise ma.ValidationError(f"Longer than maximum length {self.MAX_TEXT}.")
-            return value
-        if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+            return self._text(value)
+        if isinstance(value, list) and value and all(isinstance(part, dict) for part in value):
             if len(value) > self.MAX_PARTS:
                 raise ma.ValidationError(f"At most {self.MAX_PARTS} content parts.")
+            for part in value:
+                if isinstance(part.get("text"), str):
+                    self._text(part["text"])
             return value
         raise ma.ValidationError("Text, or a list of content parts.")
+
+    def _text(self, value: str) -> str:
+        """The text rule, as for every string a client sends, and no blank message."""
+        if len(value) > self.MAX_TEXT:
+            raise ma.ValidationError(f"Longer than maximum length {self.MAX_TEXT}.")
+        found = text.problem(value)
+        if found is not None:
+            raise ma.ValidationError(found)
+        if not value.strip():
+            raise ma.ValidationError("content must not be empty")
+        return value
 
 
 class TurnSchema(StrictSchema):
     content = ContentField(
         load_default=None,
         metadata={
-            "description": "text, or content parts: {type: text, text} and "
-            "{type: image_url, image_url: {url: 'data:image/png;base64,...'}}"
+            "description": "the message: text, or content parts {type: text, text} and "
+            "{type: image_url, image_url: {url: 'data:image/png;base64,...'}}; leave it out "
+            "with `retry: true`",
+            "oneOf": [
+                {"type": "string", "maxLength": 200_000, "pattern": NON_BLANK_TEXT_PATTERN},
+                {"type": "array", "items": {"type": "object"}, "minItems": 1, "maxItems": 64},
+            ],
         },
     )
     project_context = ma.fields.List(
         ma.fields.Nested(ContextFileSchema), load_default=None, validate=Length(max=32)
     )
-    cwd = ma.fields.String(load_default=None, validate=Length(min=1, max=4096))
-    system_prompt = ma.fields.String(load_default=None, validate=Length(max=100_000))
-    stream = ma.fields.Boolean(load_default=False)
-    retry = ma.fields.Boolean(
+    cwd = Line(load_default=None, validate=Length(min=1, max=4096))
+    system_prompt = Text(load_default=None, validate=Length(max=100_000))
+    stream = Flag(load_default=False)
+    retry = Flag(
         load_default=False,
         metadata={"description": "answer the last unanswered user message again"},
     )

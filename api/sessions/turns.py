@@ -10,17 +10,31 @@ from typing import Any
 import marshmallow as ma
 from flask import Response, request, stream_with_context
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import body_limit, login_required, principal, runtime
 from api.errors import render_error
-from api.extensions import error_payload
+from api.extensions import Blueprint, error_payload
 from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
 
 log = logging.getLogger(__name__)
+# One server-sent event of a streamed turn; `data` is JSON ({"text"}, the turn, or an error).
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["token", "done", "error"]},
+        "data": {"type": "string", "description": "JSON"},
+    },
+    "required": ["event", "data"],
+}
+STREAM_DOC = (
+    "The finished turn as JSON; with `stream: true`, server-sent events (text/event-stream): "
+    '`token` events with `{"text"}` as the answer arrives, then `done` with the finished turn '
+    '(the JSON form), or `error` with `{"error": {"code", "message"}, "status"}`. Errors '
+    "before the model answers are plain JSON errors."
+)
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 RESULT = TurnResultSchema()  # built once: building one costs ten times a dump
 
@@ -31,13 +45,19 @@ def turn_body_limit(settings: Settings) -> int:
     return settings.max_request_bytes + images
 
 
-@blp.route("/sessions/<session_id>/turns")
+@blp.route("/sessions/<session_id:session_id>/turns")
 class Turns(MethodView):
     @login_required
     @body_limit(turn_body_limit)
     @blp.arguments(TurnSchema)
-    @blp.response(200, TurnResultSchema)
-    @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
+    @blp.response(200, TurnResultSchema, description=STREAM_DOC)
+    @blp.alt_response(
+        200,
+        schema=SSE_EVENT,
+        content_type="text/event-stream",
+        description=STREAM_DOC,
+        success=True,
+    )
     def post(self, body: dict[str, Any], session_id: str) -> Any:
         """A chat turn. JSON, or multipart/form-data with the same fields (project_context
         as JSON text) and image files in `images`."""
@@ -104,7 +124,7 @@ def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
         yield _event("error", {**body, "status": 500})
 
 
-@blp.route("/sessions/<session_id>/context")
+@blp.route("/sessions/<session_id:session_id>/context")
 class Context(MethodView):
     @login_required
     @blp.response(200, ContextViewSchema)

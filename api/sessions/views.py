@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
+from api.extensions import Blueprint
 from api.sessions.schemas import (
     MessagesSchema,
     NewSessionSchema,
@@ -41,13 +41,13 @@ class Sessions(MethodView):
         return {"items": items, "next_cursor": next_cursor}
 
     @login_required
-    @blp.arguments(NewSessionSchema)
+    @blp.arguments(NewSessionSchema, required=False)
     @blp.response(201, SessionSchema)
     def post(self, body: dict[str, Any]) -> SessionRow:
         return sessions.create_session(runtime(), principal(), **body)
 
 
-@blp.route("/sessions/<session_id>")
+@blp.route("/sessions/<session_id:session_id>")
 class SessionById(MethodView):
     @login_required
     @blp.response(200, SessionSchema)
@@ -66,7 +66,7 @@ class SessionById(MethodView):
         sessions.delete_session(runtime(), principal(), session_id)
 
 
-@blp.route("/sessions/<session_id>/messages")
+@blp.route("/sessions/<session_id:session_id>/messages")
 class SessionMessages(MethodView):
     @login_required
     @blp.response(200, MessagesSchema)

@@ -53,6 +53,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from shared.core.errors import InvalidInput
+from shared.core.text import check, strip_forbidden
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +258,8 @@ def collect_agents_files(walk: ProjectWalk, *, boundary: Path | None = None) -> 
         if data is None:
             continue
         content, truncated = _decode(data, limit)
+        # a stray control character in a file on disk is dropped, as the API would refuse it
+        content = strip_forbidden(content)
         if truncated:
             log.warning("%s is larger than %d bytes; it was truncated", candidate, limit)
         relative = candidate.relative_to(walk.top).as_posix()
@@ -453,6 +456,7 @@ def validate_project_context(items: object) -> list[ContextFile]:
                 f"project_context[{index}].content must be a string",
                 code="invalid_project_context",
             )
+        check(content, f"project_context[{index}].content")
         size = _utf8_size(content)
         if size > MAX_AGENTS_FILE_BYTES:
             raise InvalidInput(

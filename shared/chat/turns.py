@@ -24,14 +24,16 @@ from shared.chat.compaction import (
     apply_summary,
     context_usage,
     current_summary,
+    estimate_tokens,
     plan_compaction,
     summary_request,
     to_model_messages,
 )
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import build_system_prompt, choose_override
+from shared.core import text as text_rule
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.core.errors import Conflict, InvalidInput, NotFound, TooLarge
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
@@ -197,10 +199,10 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
     """Ask the summarization role for the running summary and keep it beside the session."""
     offering = catalog.offering_for(rt, "summarization")
     completion = rt.llm.complete(offering, summary_request(plan))
-    text = (completion.content or "").strip()
-    if not text:
+    summary_text = (completion.content or "").strip()
+    if not summary_text:
         raise LLMInvalidResponse(offering.id, "returned an empty summary")
-    summary = SummaryState.from_plan(plan, text)
+    summary = SummaryState.from_plan(plan, summary_text)
     rt.store.write_summary(state.user_id, state.id, summary.to_dict())
     return summary
 
@@ -208,14 +210,18 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
 def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
     Idempotent: with nothing to compact (or already done) it does nothing."""
-    offering = catalog.offering_for(rt, "chat")
-    # The turn lock: a turn that arrives meanwhile waits for this summary instead of redoing it.
-    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
-        state, _ = rt.store.load(user_id, session_id)
-        project = ProjectInput.from_record(state.extra.get("project_context"))
-        before = rt.store.read_summary(user_id, session_id)
-        assemble_context(rt, state, project, offering, summarize=True)
-        return rt.store.read_summary(user_id, session_id) != before
+    try:
+        offering = catalog.offering_for(rt, "chat")
+        # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
+        with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+            state, _ = rt.store.load(user_id, session_id)
+            project = ProjectInput.from_record(state.extra.get("project_context"))
+            before = rt.store.read_summary(user_id, session_id)
+            assemble_context(rt, state, project, offering, summarize=True)
+            return rt.store.read_summary(user_id, session_id) != before
+    except (LLMError, catalog.NoModel) as exc:  # an outage: one line; the next turn retries
+        log.warning("summary of %s not precomputed: %s", session_id, exc.message)
+        return False
 
 
 def _pending_user_message(state: SessionState) -> dict[str, Any]:
@@ -266,10 +272,13 @@ def iter_turn(
     end, whether the turn succeeded or not (the index is a cache of the file)."""
     if not rt.store.path(principal.user_id, session_id).is_file():
         raise NotFound("session not found")  # another user's session is not under this user
-    text, inline = images.split_content(request.content)
+    message_text, inline = images.split_content(request.content)
     checked = images.check_all(rt, [*inline, *request.images])
-    if not request.retry and not (text or "").strip() and not checked:
+    if not request.retry and not (message_text or "").strip() and not checked:
         raise InvalidInput("content must not be empty", code="empty_message")
+    for name, value in (("content", message_text), ("system_prompt", request.system_prompt)):
+        if value is not None:
+            text_rule.check(value, name)
     project = resolve_project(rt, request)  # every 4xx before anything is written
     offering = (
         catalog.offering_named(rt, request.offering)
@@ -278,7 +287,7 @@ def iter_turn(
     )
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        turn = Turn(rt, principal, state, request, project, offering, stream, text, checked)
+        turn = Turn(rt, principal, state, request, project, offering, stream, message_text, checked)
         opening = not titles.answered(state)  # this turn may give the first answer
         try:
             result = yield from _converse(turn)
@@ -337,8 +346,10 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
     )
     if request.retry:
         user_message = _pending_user_message(state)
+        _check_fits(rt, state, turn.project, offering, user_message.get("content"))
         records: list[dict[str, Any]] = []
     else:
+        _check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
         names = images.save(rt.store, principal.user_id, state.id, turn.images)
         user_message = message_record("user", turn.text or "", images=names or None)
         records = [user_message]
@@ -411,6 +422,36 @@ def _ask_for_title(turn: Turn) -> None:
     no_text = titles.opening_exchange(turn.state) is None
     if no_text or not rt.hint(SESSION_TITLE, user_id, session_id):
         title_job.finish(rt, user_id, session_id, None)
+
+
+def _check_fits(
+    rt: Runtime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
+) -> None:
+    """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
+    even with no history at all: compaction shrinks the history, never the message or the
+    system prompt."""
+    window = offering.context_window
+    if not window or not content:
+        return
+    identity, profile, memory = prompt_sources(rt, state)
+    prompt = build_system_prompt(
+        identity=identity,
+        user_profile=profile,
+        agent_memory=memory,
+        project_files=project.files,
+        summary=None,
+        override=project.override,
+    )
+    usage = context_usage(prompt, [{"role": "user", "content": content}], window)
+    if usage.tokens <= window:
+        return
+    raise TooLarge(
+        f"the message is about {estimate_tokens(content):,} tokens; with the system prompt "
+        f"that is {usage.tokens:,} tokens, {usage.tokens - window:,} more than the model's "
+        f"context window of {window:,} tokens (offering {offering.id!r}); shorten it, nothing "
+        "was saved",
+        code="message_too_long",
+    )
 
 
 def _meta_changes(

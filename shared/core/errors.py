@@ -6,6 +6,8 @@ EonyxError
 ├── Unauthorized      no valid credentials (401)
 ├── Forbidden         valid credentials, not allowed (403)
 ├── Conflict          the request clashes with the current state (409)
+├── TooLarge          the input can never be served, however it is retried (413)
+├── TooManyRequests   too many attempts: wait `retry_after` seconds (429)
 ├── StorageError      the disk refused a write; nothing past it was done (503)
 └── Unavailable       a service Eonyx needs (Redis, the job queue) cannot be reached (503)
 """
@@ -39,6 +41,18 @@ class Forbidden(EonyxError):
 
 class Conflict(EonyxError):
     code = "conflict"
+
+
+class TooLarge(EonyxError):
+    code = "too_large"
+
+
+class TooManyRequests(EonyxError):
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
 
 
 class StorageError(EonyxError):

@@ -44,7 +44,6 @@ class Settings:
     max_image_bytes: int = 5 * MIB
     max_images_per_message: int = 8
 
-
     session_cache_bytes: int = 64 * MIB
     demo_mode: bool = False
     max_request_bytes: int = 1 * MIB
@@ -172,8 +171,6 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
     "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
     "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
-
-
     "SESSION_CACHE_BYTES": (
         "session_cache_bytes",
         lambda env, name, default: _int(env, name, default, minimum=0),

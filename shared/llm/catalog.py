@@ -5,6 +5,11 @@ An unset role falls back to the chat's own offering. With EONYX_LLM_BASE_URL and
 EONYX_LLM_MODEL set, an offering `default` exists (it lives in the settings, not in SQL) and
 serves every role that nothing else serves. API keys are never stored: an offering names the
 environment variable that holds its key, looked up on the host that makes the call.
+
+Only variables meant for keys may be named (`EONYX_KEY_*`, and `EONYX_LLM_API_KEY`), so an
+offering can never send another of the server's variables (DATABASE_URL, HOME...) as a
+bearer token. What a plain user sees of an offering leaves out the variable, whether it is
+set, and any credentials in `base_url` (userinfo, query values): `OfferingInfo.shown_to`.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
@@ -38,7 +45,22 @@ ROLES = (
 DEFAULT_ID = "default"
 DEFAULT_KEY_ENV = "EONYX_LLM_API_KEY"
 OFFERING_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+OFFERING_ID_RULE = (
+    "1-64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit"
+)
+API_KEY_ENV_PATTERN = rf"^(?:EONYX_KEY_[A-Z0-9_]{{1,90}}|{DEFAULT_KEY_ENV})$"
+API_KEY_ENV_RE = re.compile(API_KEY_ENV_PATTERN)
+API_KEY_ENV_RULE = (
+    f"the name of an environment variable that starts with EONYX_KEY_ (upper-case letters, "
+    f"digits and '_'), or {DEFAULT_KEY_ENV}"
+)
+_URL_TEXT = text.SINGLE_LINE_CLASS
+# scheme://[userinfo@]host[:port][/path?query#fragment]: a host name or IPv4 address
+BASE_URL_PATTERN = (
+    rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?[^\s/?#@:\[\]{_URL_TEXT}]+(?::[0-9]{{1,5}})?"
+    rf"(?:[/?#][^\s{_URL_TEXT}]*)?$"
+)
+BASE_URL_RE = re.compile(BASE_URL_PATTERN)
 
 
 class NoModel(EonyxError):
@@ -59,6 +81,45 @@ class OfferingInfo:
     context_window: int | None
     max_output_tokens: int | None
     builtin: bool
+
+    def shown_to(self, *, admin: bool) -> dict[str, Any]:
+        """The offering as the API shows it to an admin, or to a plain user: then without
+        the key's variable, whether it is set, and credentials in the URL."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not admin:
+            del shown["api_key_env"], shown["api_key_set"]
+            shown["base_url"] = redact_url(self.base_url)
+        return shown
+
+
+def redact_url(url: str) -> str:
+    """`url` without credentials: userinfo, and the value of every query parameter, become
+    `***` (query values are where providers put keys: `?key=`, `?api_key=`, `?token=`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = "&".join(
+        f"{name}=***" if sep else name
+        for name, sep, _ in (item.partition("=") for item in parts.query.split("&") if item)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def check_base_url(base_url: str) -> str:
+    """An http(s) URL with a host, or InvalidInput."""
+    text.check(base_url, "base_url", single_line=True)
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise InvalidInput(f"base_url is not a URL: {exc}") from None
+    if not BASE_URL_RE.fullmatch(base_url) or not parts.hostname:
+        raise InvalidInput("base_url must be an http(s) URL with a host, such as https://host/v1")
+    return base_url
 
 
 def _env_offering(settings: Settings) -> OfferingInfo | None:
@@ -114,14 +175,16 @@ def add_offering(
     context_window: int | None = None,
     max_output_tokens: int | None = None,
 ) -> OfferingInfo:
-    if not OFFERING_ID_RE.match(id):
-        raise InvalidInput("offering ids are 1-64 lower-case letters, digits, '.', '_' or '-'")
+    if not OFFERING_ID_RE.fullmatch(id):
+        raise InvalidInput(f"an offering id is {OFFERING_ID_RULE}")
     if id == DEFAULT_ID:
         raise Conflict("'default' is the offering configured by EONYX_LLM_* variables")
-    if not base_url.startswith(("http://", "https://")):
-        raise InvalidInput("base_url must be an http(s) URL")
-    if api_key_env is not None and not ENV_NAME_RE.match(api_key_env):
-        raise InvalidInput("api_key_env must name an environment variable, such as OPENAI_API_KEY")
+    check_base_url(base_url)
+    text.check(model, "model", single_line=True)
+    if not model.strip() or len(model) > 200:
+        raise InvalidInput("model must be the provider's model name (1-200 characters)")
+    if api_key_env is not None and not API_KEY_ENV_RE.fullmatch(api_key_env):
+        raise InvalidInput(f"api_key_env must be {API_KEY_ENV_RULE}", code="bad_api_key_env")
     for name, value in (
         ("context_window", context_window),
         ("max_output_tokens", max_output_tokens),
@@ -146,7 +209,7 @@ def add_offering(
 
 
 def delete_offering(db: Session, offering_id: str) -> None:
-    row = db.get(OfferingRow, offering_id)
+    row = db.get(OfferingRow, offering_id) if OFFERING_ID_RE.fullmatch(offering_id) else None
     if row is None:
         raise NotFound(f"no offering {offering_id!r}")
     db.execute(delete(RoleBinding).where(RoleBinding.offering_id == offering_id))
@@ -203,6 +266,12 @@ def _offering(db: Session, settings: Settings, offering_id: str, role: str | Non
         if role is None:
             raise NotFound(f"no offering {offering_id!r}", code="model_not_found")
         raise NoModel(f"role {role} names offering {offering_id!r}, which no longer exists")
+    if row.api_key_env is not None and not API_KEY_ENV_RE.fullmatch(row.api_key_env):
+        # Added before the allow-list: its variable is never read, let alone sent.
+        raise NoModel(
+            f"offering {row.id!r} takes its key from {row.api_key_env}, which is not allowed: "
+            f"api_key_env must be {API_KEY_ENV_RULE}; an admin must add the offering again"
+        )
     return Offering(
         id=row.id,
         base_url=row.base_url,

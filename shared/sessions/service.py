@@ -6,6 +6,7 @@ session is simply not found), writes the file first and then keeps the index in 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -15,8 +16,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from shared.accounts import Principal
+from shared.core import text
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import InvalidInput, NotFound
+from shared.core.errors import EonyxError, InvalidInput, NotFound
 from shared.sessions import titles
 from shared.storage import index
 from shared.storage.orm import Folder, SessionRow
@@ -27,15 +29,27 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 
 log = logging.getLogger(__name__)
 TITLE_MAX = 200
+FOLDER_ID_MAX = 32
 
 
 def _clean_title(title: str | None) -> str | None:
+    """A title as given, held to the one-line text rule, with runs of spaces collapsed."""
     if title is None:
         return None
+    text.check(title, "title", single_line=True)
     title = " ".join(title.split())
     if len(title) > TITLE_MAX:
         raise InvalidInput(f"title is longer than {TITLE_MAX} characters")
     return title or None
+
+
+def _check_folder_id(folder_id: str | None) -> str | None:
+    """A folder id held to the text rule (it also comes from a query string)."""
+    if folder_id is not None:
+        text.check(folder_id, "folder_id", single_line=True)
+        if len(folder_id) > FOLDER_ID_MAX:
+            raise InvalidInput(f"folder_id is longer than {FOLDER_ID_MAX} characters")
+    return folder_id
 
 
 def create_session(
@@ -46,11 +60,16 @@ def create_session(
     folder_id: str | None = None,
     temporary: bool = False,
 ) -> SessionRow:
+    """A new session: its file, then its index row. Every check comes before the file is
+    written, and a session whose row cannot be written is removed again, so a create the
+    caller is told failed leaves nothing behind."""
+    title = _clean_title(title)
+    _check_folder_id(folder_id)
     if folder_id is not None:
         with rt.db.session() as db:
             check_folder(db, principal.user_id, folder_id)
     snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
-    title, pending = titles.for_new_session(rt, principal.user_id, _clean_title(title), temporary)
+    title, pending = titles.for_new_session(rt, principal.user_id, title, temporary)
     state, info = rt.store.create(
         principal.user_id,
         source=principal.source,
@@ -59,9 +78,14 @@ def create_session(
         temporary=temporary,
         extra={"snapshot": snapshot, "title_pending": pending},
     )
-    with rt.db.session() as db:
-        index.record(db, state, info)
-        return index.get_row(db, principal.user_id, state.id)
+    try:
+        with rt.db.session() as db:
+            index.record(db, state, info)
+            return index.get_row(db, principal.user_id, state.id)
+    except BaseException:
+        with contextlib.suppress(EonyxError, OSError):  # the first error is the one to tell
+            rt.store.delete(principal.user_id, state.id)
+        raise
 
 
 def _ensure_index(db: Session, rt: Runtime, user_id: str) -> None:
@@ -93,6 +117,9 @@ def list_sessions(
     folder_id: str | None = None,
     archived: bool = False,
 ) -> tuple[list[SessionRow], str | None]:
+    if query is not None:
+        text.check(query, "q", single_line=True)
+    _check_folder_id(folder_id)
     with rt.db.session() as db:
         _ensure_index(db, rt, principal.user_id)
         return index.list_page(
@@ -168,6 +195,8 @@ def update_session(
         changes["title"] = _clean_title(changes["title"])
         changes["title_pending"] = False
         changes[titles.TITLE_LOCKED] = True
+    if "folder_id" in changes:
+        _check_folder_id(changes["folder_id"])
     if changes.get("folder_id") is not None:
         with rt.db.session() as db:
             check_folder(db, principal.user_id, changes["folder_id"])

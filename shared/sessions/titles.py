@@ -21,6 +21,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from shared.core.text import strip_forbidden
 from shared.storage.filestore import atomic_write
 from shared.storage.session_store import SessionState, content_text
 
@@ -39,8 +40,10 @@ INSTRUCTIONS = (
 
 
 def truncate_title(content: str) -> str:
-    text = " ".join(content.split())
-    return text if len(text) <= TRUNCATE_CHARS else text[: TRUNCATE_CHARS - 1].rstrip() + "…"
+    """The first words of a message as its title: one line, without what the text rule
+    refuses (the message itself is kept exactly)."""
+    title = " ".join(strip_forbidden(content, single_line=True).split())
+    return title if len(title) <= TRUNCATE_CHARS else title[: TRUNCATE_CHARS - 1].rstrip() + "…"
 
 
 def is_locked(state: SessionState) -> bool:
@@ -106,7 +109,7 @@ def clean_reply(reply: str) -> str | None:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return None
-    line = _LEADING.sub("", _LABEL.sub("", lines[0]))
+    line = _LEADING.sub("", _LABEL.sub("", strip_forbidden(lines[0], single_line=True)))
     line = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)  # [text](link) -> text
     line = re.sub(r"[*`]|~~", "", line)  # emphasis and code marks
     line = " ".join(line.split()).strip(_WRAPPERS + " ").rstrip(".:;,!。 ").strip(_WRAPPERS + " ")

@@ -94,7 +94,6 @@ class Database:
             applied = set(MigrationContext.configure(connection).get_current_heads())
         return applied == set(script.get_heads())
 
-
     def after_commit(self, callback: Callable[[Session], None]) -> None:
         """Call `callback(session)` after every commit of this database's sessions."""
         event.listen(self._factory, "after_commit", callback)

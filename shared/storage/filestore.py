@@ -52,8 +52,17 @@ def fsync_dir(path: Path) -> None:
 
 
 def encode_records(records: Iterable[dict[str, Any]]) -> bytes:
-    lines = (json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records)
-    return "".join(line + "\n" for line in lines).encode()
+    """JSONL as UTF-8. A record holding a lone surrogate (say, from a model's answer) cannot be
+    UTF-8, so that record is written with JSON's ASCII escapes instead: still the exact text."""
+    return b"".join(_encode_record(record) for record in records)
+
+
+def _encode_record(record: dict[str, Any]) -> bytes:
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return line.encode()
+    except UnicodeEncodeError:
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
 
 
 def _end_of_last_complete_line(fd: int, size: int) -> int:

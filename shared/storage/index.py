@@ -12,36 +12,49 @@ import binascii
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from shared.core.clock import isoformat, parse_time, utcnow
-from shared.core.errors import InvalidInput, NotFound, StorageError
+from shared.core.errors import EonyxError, InvalidInput, NotFound, StorageError
+from shared.core.text import for_index
 from shared.storage.db import UTCDateTime
 from shared.storage.orm import IndexState, SessionRow
-from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
+from shared.storage.session_store import (
+    META_FIELDS,
+    SESSION_ID_RE,
+    FileInfo,
+    SessionState,
+    SessionStore,
+)
 
 log = logging.getLogger(__name__)
 MAX_PAGE = 200
+
+
+def _indexable(value: Any) -> str | None:
+    """Text as the index can hold it on every backend (see `text.for_index`)."""
+    return None if value is None else for_index(str(value))
 
 
 def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
     return {
         "id": state.id,
         "user_id": state.user_id,
-        "title": state.title,
-        "title_pending": state.title_pending,
+        "title": _indexable(state.title),
+        "title_pending": bool(state.title_pending),
         "source": state.source,
-        "temporary": state.temporary,
+        "temporary": bool(state.temporary),
         "pinned": bool(state.pinned),
         "archived": bool(state.archived),
-        "folder_id": state.folder_id,
+        "folder_id": _indexable(state.folder_id),
         "message_count": state.message_count,
         "image_count": state.image_count,
         "created_at": state.created_at,
@@ -113,6 +126,9 @@ def note_appended(
     for key in ("pinned", "archived", "title_pending"):
         if key in meta:
             meta[key] = bool(meta[key])
+    for key in ("title", "folder_id"):
+        if key in meta:
+            meta[key] = _indexable(meta[key])
     statement = _APPENDED.values(**meta) if meta else _APPENDED  # one UPDATE either way
     return bool(connection.execute(statement, params).rowcount == 1)
 
@@ -152,10 +168,44 @@ class ReconcileReport:
     scanned: int = 0
     reread: int = 0
     removed: int = 0
+    failed: list[str] = field(default_factory=list)  # "<user>[/<session>]: why", left out
+
+    def add(self, other: ReconcileReport) -> None:
+        self.scanned += other.scanned
+        self.reread += other.reread
+        self.removed += other.removed
+        self.failed.extend(other.failed)
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of an error, without SQLAlchemy's statement and parameters."""
+    inner = getattr(exc, "orig", None) or exc
+    return (str(inner).strip().splitlines() or [type(inner).__name__])[0][:200]
+
+
+def _write_rows(db: Session, rows: list[dict[str, Any]], report: ReconcileReport) -> None:
+    """Upsert rows in batches; a batch that fails is redone row by row, each in a savepoint,
+    so one row the database refuses is reported and left out, and the rest are written."""
+    for start in range(0, len(rows), 1000):
+        batch = rows[start : start + 1000]
+        try:
+            with db.begin_nested():
+                _upsert(db, SessionRow, batch, "id")
+            continue
+        except (SQLAlchemyError, ValueError):
+            pass
+        for row in batch:
+            try:
+                with db.begin_nested():
+                    _upsert(db, SessionRow, [row], "id")
+            except (SQLAlchemyError, ValueError) as exc:
+                log.warning("not indexing session %s/%s: %s", row["user_id"], row["id"], exc)
+                report.failed.append(f"{row['user_id']}/{row['id']}: {_short(exc)}")
 
 
 def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:
-    """Make the user's rows match their files; re-read only new or changed files."""
+    """Make the user's rows match their files; re-read only new or changed files. A file
+    that cannot be read or indexed is reported in `failed` and left out; the rest go on."""
     known = {
         row.id: FileInfo(row.file_size, row.file_mtime_ns)
         for row in db.execute(
@@ -172,16 +222,18 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
             continue
         try:
             state, info = store.load(user_id, session_id, keep_messages=False)
-        except (NotFound, StorageError):  # gone meanwhile, or damaged: leave it out
+        except NotFound:  # gone meanwhile
+            continue
+        except StorageError as exc:  # damaged: leave it out, and say so
             log.warning("skipping unreadable session file %s/%s", user_id, session_id)
+            report.failed.append(f"{user_id}/{session_id}: {exc.message}")
             continue
         fresh.append(row_values(state, info))
     gone = list(known)  # rows whose file is gone
     report.reread, report.removed = len(fresh), len(gone)
     for start in range(0, len(gone), 500):
         db.execute(delete(SessionRow).where(SessionRow.id.in_(gone[start : start + 500])))
-    for start in range(0, len(fresh), 1000):
-        _upsert(db, SessionRow, fresh[start : start + 1000], "id")
+    _write_rows(db, fresh, report)
     _upsert(db, IndexState, [{"user_id": user_id, "built_at": utcnow()}], "user_id")
     return report
 
@@ -191,14 +243,17 @@ def rebuild(
     store: SessionStore,
     progress: Callable[[int], None] | None = None,
 ) -> ReconcileReport:
-    """Reconcile every user found on disk; one transaction per user."""
+    """Reconcile every user found on disk, one transaction per user. A user whose
+    reconcile fails is reported in `failed` and the rebuild goes on with the next one."""
     total = ReconcileReport()
     for user_id in store.user_ids():
-        with session_factory() as db:
-            report = reconcile_user(db, store, user_id)
-        total.scanned += report.scanned
-        total.reread += report.reread
-        total.removed += report.removed
+        try:
+            with session_factory() as db:
+                report = reconcile_user(db, store, user_id)
+        except (SQLAlchemyError, OSError, EonyxError, ValueError) as exc:
+            log.warning("index of user %s not rebuilt: %s", user_id, exc)
+            report = ReconcileReport(failed=[f"{user_id}: {_short(exc)}"])
+        total.add(report)
         if progress:
             progress(report.scanned)
     return total
@@ -216,10 +271,17 @@ def encode_cursor(row: SessionRow) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
+    """The position a cursor of `encode_cursor` names; anything else (a forged or damaged
+    cursor, whatever its types) is InvalidInput."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         pinned, updated, session_id = json.loads(raw)
-        return bool(pinned), parse_time(updated), str(session_id)
+        if pinned not in (0, 1) or not isinstance(updated, str) or not isinstance(session_id, str):
+            raise ValueError("wrong types")
+        moment = parse_time(updated)
+        if moment.tzinfo is None or not SESSION_ID_RE.fullmatch(session_id):
+            raise ValueError("not a time with a zone, or not a session id")
+        return bool(pinned), moment, session_id
     except (ValueError, TypeError, binascii.Error):
         raise InvalidInput(
             "cursor is not one this server gave out", code="invalid_cursor"

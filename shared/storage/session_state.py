@@ -15,7 +15,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from shared.core.clock import parse_time
@@ -117,7 +117,7 @@ class SessionState:
     def from_header(cls, header: dict[str, Any]) -> SessionState:
         if header.get("type") != "session":
             raise ValueError("a session file must start with a session header")
-        created = parse_time(header["created_at"])
+        created = _stamp(header["created_at"])
         return cls(
             id=header["id"],
             user_id=header["user_id"],
@@ -157,7 +157,7 @@ class SessionState:
             return
         stamp = record.get("at") or record.get("created_at")
         if stamp:
-            self.updated_at = parse_time(stamp)
+            self.updated_at = _stamp(stamp)
 
     def copy(self, *, keep_messages: bool = True) -> SessionState:
         """A state of the caller's own (the lists and `extra` copied, the records shared)."""
@@ -167,6 +167,14 @@ class SessionState:
             sizes=list(self.sizes) if keep_messages else [],
             extra=dict(self.extra),
         )
+
+
+def _stamp(value: Any) -> datetime:
+    """A record's time; one written without a zone (a hand-edited file) is taken as UTC."""
+    if not isinstance(value, str):
+        raise ValueError(f"a time must be an ISO 8601 string, not {type(value).__name__}")
+    moment = parse_time(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def fold(records: Iterable[dict[str, Any]], *, keep_messages: bool = True) -> SessionState:

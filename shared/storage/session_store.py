@@ -55,7 +55,7 @@ __all__ = [
     "new_session_id",
 ]
 
-SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
+SESSION_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
 DEFAULT_CACHE_BYTES = Settings.session_cache_bytes  # the default lives with the settings
@@ -71,7 +71,7 @@ def new_message_id() -> str:
 
 
 def check_session_id(session_id: str) -> str:
-    if not SESSION_ID_RE.match(session_id):
+    if not SESSION_ID_RE.fullmatch(session_id):
         raise InvalidInput(
             "session ids look like 20260705T091500-1a2b3c4d", code="invalid_session_id"
         )
@@ -106,7 +106,7 @@ class SessionStore:
 
     def sessions_dir(self, user_id: str) -> Path:
         # The id patterns admit no separator and no dot-dir, so the join cannot escape.
-        if not USER_ID_RE.match(user_id):
+        if not USER_ID_RE.fullmatch(user_id):
             raise InvalidInput("invalid user id", code="invalid_id")
         return self.users_dir / user_id / "sessions"
 
@@ -193,7 +193,7 @@ class SessionStore:
             state, stat = self.cache.read(
                 key, fd, os.fstat(fd), path.name, keep_messages=keep_messages
             )
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # Damage is not deletion: say so (503) rather than pretend the session is gone.
             raise StorageError(f"session {session_id} cannot be read: {exc}") from None
         finally:
@@ -219,7 +219,7 @@ class SessionStore:
             with locked(path):
                 try:
                     state = fold(read_jsonl(path), keep_messages=False)
-                except (ValueError, KeyError):
+                except (ValueError, KeyError, TypeError, AttributeError):
                     return False  # unreadable: leave it for a person to look at
                 if state.message_count or state.image_count or state.updated_at > older_than:
                     return False
@@ -248,7 +248,9 @@ class SessionStore:
 
     def user_ids(self) -> list[str]:
         try:
-            return sorted(e.name for e in os.scandir(self.users_dir) if USER_ID_RE.match(e.name))
+            return sorted(
+                e.name for e in os.scandir(self.users_dir) if USER_ID_RE.fullmatch(e.name)
+            )
         except FileNotFoundError:
             return []
 
@@ -260,7 +262,7 @@ class SessionStore:
             return
         for entry in entries:
             name = entry.name
-            if name.endswith(".jsonl") and SESSION_ID_RE.match(name[:-6]):
+            if name.endswith(".jsonl") and SESSION_ID_RE.fullmatch(name[:-6]):
                 try:
                     yield name[:-6], FileInfo.of(entry.stat())
                 except FileNotFoundError:

@@ -9,8 +9,11 @@ from flask.testing import FlaskClient
 from api import create_app
 from api.context import runtime_of
 from cli import main
+from shared.core.clock import utcnow
+from shared.core.errors import InvalidInput
 from shared.llm import catalog
 from shared.runtime import Runtime
+from shared.storage.orm import OfferingRow, RoleBinding
 from tests.conftest import Account, Backend, create_account, make_settings
 from workers.queue import celery_jobs
 
@@ -19,7 +22,7 @@ OFFERING = {
     "id": "big",
     "base_url": "http://127.0.0.1:9/v1",
     "model": "big-model",
-    "api_key_env": "BIG_KEY",
+    "api_key_env": "EONYX_KEY_BIG",
     "context_window": 128000,
 }
 
@@ -27,16 +30,18 @@ OFFERING = {
 def test_admins_write_everyone_reads_and_no_key_value_is_returned(
     client: FlaskClient, admin: Account, alice: Account, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("BIG_KEY", "sk-secret-value")
+    monkeypatch.setenv("EONYX_KEY_BIG", "sk-secret-value")
     url = f"{API}/models/offerings"
     assert client.post(url, json=OFFERING, headers=alice.headers).status_code == 403
     created = client.post(url, json=OFFERING, headers=admin.headers)
     assert created.status_code == 201
-    listed = client.get(url, headers=alice.headers)
-    assert listed.get_json() == [
-        {**OFFERING, "api_key_set": True, "max_output_tokens": None, "builtin": False}
-    ]
+    shown = {**OFFERING, "max_output_tokens": None, "builtin": False}
+    listed = client.get(url, headers=admin.headers)
+    assert listed.get_json() == [{**shown, "api_key_set": True}]
     assert b"sk-secret-value" not in listed.data
+    # a plain user is not told which variable holds the key, nor whether it is set
+    del shown["api_key_env"]
+    assert client.get(url, headers=alice.headers).get_json() == [shown]
     assert client.post(url, json=OFFERING, headers=admin.headers).status_code == 409
 
 
@@ -114,8 +119,6 @@ def test_env_variables_give_a_default_offering_for_every_role(
             "id": "default",
             "base_url": "http://127.0.0.1:9/v1",
             "model": "m",
-            "api_key_env": "EONYX_LLM_API_KEY",
-            "api_key_set": True,
             "context_window": 8000,
             "max_output_tokens": None,
             "builtin": True,
@@ -142,7 +145,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
         "DATA_DIR": str(rt.settings.data_dir),
         "DATABASE_URL": backend.database_url,
         "REDIS_URL": backend.redis_url,
-        "BIG_KEY": "sk-x",
+        "EONYX_KEY_BIG": "sk-x",
     }
     runner = CliRunner(env=env)
     added = runner.invoke(
@@ -156,7 +159,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
             "--model",
             "big-model",
             "--api-key-env",
-            "BIG_KEY",
+            "EONYX_KEY_BIG",
             "--context-window",
             "128000",
         ],
@@ -164,7 +167,7 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
     assert added.exit_code == 0, added.output
     listed = runner.invoke(main, ["models", "list"])
     assert (
-        "big  big-model at http://127.0.0.1:9/v1  [128,000 tokens; key from BIG_KEY]"
+        "big  big-model at http://127.0.0.1:9/v1  [128,000 tokens; key from EONYX_KEY_BIG]"
         in listed.output
     )
     assert "sk-x" not in listed.output
@@ -199,3 +202,93 @@ def test_a_catalog_change_by_another_process_is_used_by_the_next_lookup(
             catalog.add_offering(db, id="small", base_url="http://127.0.0.1:9/v1", model="s")
             catalog.set_role(db, server.settings, "summarization", "small")
         assert catalog.offering_for(server, "summarization").model == "s"
+
+
+@pytest.mark.parametrize(
+    "variable", ["HOME", "DATABASE_URL", "PATH", "EONYX_KEY_", "EONYX_KEYS", "eonyx_key_x"]
+)
+def test_api_key_env_must_be_a_variable_meant_for_keys(
+    client: FlaskClient, admin: Account, variable: str
+) -> None:
+    body = {**OFFERING, "api_key_env": variable}
+    response = client.post(f"{API}/models/offerings", json=body, headers=admin.headers)
+    assert response.status_code == 422
+    assert response.get_json()["error"]["message"].startswith("api_key_env: ")
+    for allowed in ("EONYX_KEY_OPENAI", "EONYX_LLM_API_KEY"):
+        body = {**OFFERING, "id": allowed.lower().replace("_", "-"), "api_key_env": allowed}
+        assert (
+            client.post(f"{API}/models/offerings", json=body, headers=admin.headers).status_code
+            == 201
+        )
+
+
+def test_an_offering_naming_another_variable_is_never_sent_its_value(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offering added before the allow-list may name DATABASE_URL: it is refused, and the
+    variable is not even read."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://user:secret@db/eonyx")
+    with rt.db.session() as db:
+        db.add(
+            OfferingRow(
+                id="old",
+                base_url="http://127.0.0.1:9/v1",
+                model="m",
+                api_key_env="DATABASE_URL",
+                created_at=utcnow(),
+            )
+        )
+        db.flush()
+        db.add(RoleBinding(role="chat", offering_id="old"))
+    with rt.db.session() as db, pytest.raises(catalog.NoModel, match="not allowed"):
+        catalog.resolve(db, rt.settings, "chat")
+    # the domain refuses it too (the CLI's `eonyx models add` goes straight to it)
+    with rt.db.session() as db, pytest.raises(InvalidInput, match="api_key_env must be"):
+        catalog.add_offering(
+            db, id="x", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HOME"
+        )
+
+
+def test_url_credentials_and_the_key_variable_are_for_admins_only(
+    client: FlaskClient, admin: Account, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EONYX_KEY_BIG", "sk-secret-value")
+    body = {**OFFERING, "base_url": "https://user:pw@llm.example/v1?key=sk-q&api-version=2"}
+    assert (
+        client.post(f"{API}/models/offerings", json=body, headers=admin.headers).status_code == 201
+    )
+    seen_by_admin = client.get(f"{API}/models/offerings/big", headers=admin.headers).get_json()
+    assert seen_by_admin["base_url"] == body["base_url"]
+    assert seen_by_admin["api_key_env"] == "EONYX_KEY_BIG" and seen_by_admin["api_key_set"]
+    for url in (f"{API}/models/offerings/big", f"{API}/models/offerings"):
+        shown = client.get(url, headers=alice.headers)
+        seen = shown.get_json()
+        seen = seen[0] if isinstance(seen, list) else seen
+        assert seen["base_url"] == "https://***@llm.example/v1?key=***&api-version=***"
+        assert "api_key_env" not in seen and "api_key_set" not in seen
+        for secret in (b"user:pw", b"sk-q", b"EONYX_KEY_BIG", b"sk-secret-value"):
+            assert secret not in shown.data
+
+
+@pytest.mark.parametrize(
+    ("base_url", "taken"),
+    [
+        ("http://127.0.0.1:65535/v1", True),
+        ("https://llm.example/v1", True),
+        ("http://localhost", True),
+        ("http://[::1", False),
+        ("http://:80/v1", False),
+        ("ftp://llm.example/v1", False),
+        ("http://llm.example:99999/v1", False),
+        ("", False),
+    ],
+)
+def test_base_url_is_an_http_url_with_a_host(
+    client: FlaskClient, admin: Account, base_url: str, taken: bool
+) -> None:
+    body = {**OFFERING, "base_url": base_url, "api_key_env": None}
+    response = client.post(f"{API}/models/offerings", json=body, headers=admin.headers)
+    assert (response.status_code == 201) == taken, response.get_json()
+    if not taken:
+        assert response.status_code in (400, 422)
+        assert "base_url" in response.get_json()["error"]["message"]

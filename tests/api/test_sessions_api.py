@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import base64
 import errno
+import json
 import os
 
 import pytest
@@ -138,22 +140,22 @@ def test_malformed_json_is_400_with_a_json_error(client: FlaskClient, alice: Acc
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "message"),
     [
-        {"title": "x", "colour": "red"},
-        {"title": 5},
-        {"temporary": "perhaps"},
-        ["not", "an", "object"],
-        {"title": "x" * 201},
+        ({"title": "x", "colour": "red"}, "colour: unknown field"),
+        ({"title": 5}, "title: not a valid string"),
+        ({"temporary": "perhaps"}, "temporary: not a valid boolean"),
+        (["not", "an", "object"], "body: invalid input type"),
+        ({"title": "x" * 201}, "title: longer than maximum length 200"),
     ],
 )
-def test_invalid_bodies_are_4xx_naming_the_field(
-    client: FlaskClient, alice: Account, body: object
+def test_invalid_bodies_are_4xx_naming_the_field_and_the_reason(
+    client: FlaskClient, alice: Account, body: object, message: str
 ) -> None:
     response = client.post(f"{API}/sessions", json=body, headers=alice.headers)
-    assert 400 <= response.status_code < 500
+    assert response.status_code == 422
     error = response.get_json()["error"]
-    assert error["code"] == "invalid_request" and error["message"].startswith("invalid request")
+    assert (error["code"], error["message"]) == ("invalid_request", message)
     assert client.get(f"{API}/sessions", headers=alice.headers).get_json()["items"] == []
 
 
@@ -183,8 +185,32 @@ def test_bad_session_ids_are_4xx(client: FlaskClient, alice: Account, bad: str) 
     assert "error" in response.get_json()
 
 
-def test_bad_cursor_is_400(client: FlaskClient, alice: Account) -> None:
+def test_a_cursor_that_is_not_base64url_is_422(client: FlaskClient, alice: Account) -> None:
     response = client.get(f"{API}/sessions?cursor=garbage!", headers=alice.headers)
+    assert response.status_code == 422
+    assert response.get_json()["error"]["message"].startswith("cursor: ")
+
+
+def _cursor(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        _cursor([1, "2026-01-01T00:00:00", "20260101T000000-0000abcd"]),  # a time without a zone
+        _cursor([[1], {}, 3]),  # wrong types
+        _cursor([1, 5, "x"]),
+        _cursor([0, "2026-01-01T00:00:00Z", "../../x"]),  # not a session id
+        _cursor([0, "2026-01-01T00:00:00Z", "\u0000"]),
+        _cursor({"a": 1, "b": 2, "c": 3}),
+        _cursor("just a string"),
+        "garbage",
+    ],
+)
+def test_a_forged_cursor_is_400(client: FlaskClient, alice: Account, forged: str) -> None:
+    new_session(client, alice, title="one")
+    response = client.get(f"{API}/sessions?cursor={forged}", headers=alice.headers)
     assert response.status_code == 400
     assert response.get_json()["error"]["code"] == "invalid_cursor"
 

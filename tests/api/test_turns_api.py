@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from flask.testing import FlaskClient
 
 from shared.llm.tools import Tool
@@ -224,7 +226,7 @@ def test_no_model_configured_is_503_and_nothing_is_saved(
 
 def test_bad_turns_are_4xx_and_save_nothing(chat: Chat) -> None:
     session_id = chat.new_session()
-    assert chat.turn(session_id, content="   ").status_code == 400
+    assert chat.turn(session_id, content="   ").status_code == 422  # the schema says non-blank
     assert chat.turn(session_id, content="x", cwd="/etc").status_code == 400  # no PROJECTS_DIR
     bad_context = chat.turn(
         session_id, content="x", project_context=[{"path": "../AGENTS.md", "content": "x"}]
@@ -243,3 +245,39 @@ def test_another_users_session_cannot_take_turns(chat: Chat) -> None:
     )
     assert response.status_code == 404
     assert chat.transcript(session_id) == []
+
+
+def test_a_message_bigger_than_the_window_is_413_before_it_is_saved_or_sent(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = make_chat(EONYX_LLM_CONTEXT_WINDOW="2000")
+    session_id = chat.new_session()
+    response = chat.turn(session_id, content="word " * 2_000)  # about 2,500 tokens alone
+    assert response.status_code == 413
+    error_body = response.get_json()["error"]
+    assert error_body["code"] == "message_too_long"
+    message = error_body["message"]
+    assert "the message is about 2,500 tokens" in message
+    assert "more than the model's context window of 2,000 tokens" in message
+    over = int(message.split(" tokens, ")[1].split(" more")[0].replace(",", ""))
+    assert over > 500  # says by how much
+    assert chat.transcript(session_id) == [] and chat.llm.requests == []
+    streamed = chat.turn(session_id, content="word " * 2_000, stream=True)
+    assert streamed.status_code == 413 and streamed.mimetype == "application/json"
+    assert chat.turn(session_id, content="a short one").status_code == 200
+
+
+def test_a_model_outage_is_one_log_line_with_the_reason(
+    make_chat: Callable[..., Chat], caplog: pytest.LogCaptureFixture
+) -> None:
+    chat = make_chat(LLM_MAX_RETRIES="0")
+    session_id = chat.new_session()
+    chat.llm.script(error(503, "the model is down for maintenance"))
+    with caplog.at_level(logging.INFO):
+        response = chat.turn(session_id, content="hello?")
+    assert response.status_code == 502
+    lines = [r for r in caplog.records if r.name.startswith(("api", "shared", "flask"))]
+    failed = [r for r in lines if "request failed" in r.getMessage()]
+    assert len(failed) == 1, [r.getMessage() for r in lines]
+    assert "the model is down for maintenance" in failed[0].getMessage()
+    assert all(r.exc_info is None for r in lines)  # no traceback anywhere

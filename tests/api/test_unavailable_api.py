@@ -3,12 +3,16 @@ what was already saved stays saved."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from api import create_app
 from api.context import runtime_of
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
+from shared.chat.turns import precompute_summary
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
 from tests.conftest import create_account, make_settings
@@ -70,3 +74,28 @@ def test_a_failing_summarizer_does_not_block_the_session_below_100_percent(
         assert response.status_code == 200, response.get_json()
     assert summary_requests  # compaction was tried, failed, and the turns still answered
     assert len(chat.transcript(session_id)) == 12
+
+
+def test_a_worker_precomputing_a_summary_during_an_outage_logs_one_line(
+    make_chat: Callable[..., Chat], caplog: pytest.LogCaptureFixture
+) -> None:
+    chat = make_chat(EONYX_LLM_CONTEXT_WINDOW="1000")
+
+    def reply(request: RecordedRequest) -> Reply:
+        if request.messages[0]["content"] == SUMMARIZER_INSTRUCTIONS:
+            return error(503, "the summarizer is down")
+        return text("ok")
+
+    chat.llm.set_default(reply)
+    session_id = chat.new_session()
+    for n in range(1, 20):  # until the history no longer fits without a summary
+        if chat.turn(session_id, content=f"turn {n}: " + "x" * 400).status_code == 502:
+            break
+    else:
+        pytest.fail("the history never outgrew the window")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert precompute_summary(chat.rt, chat.user.user_id, session_id) is False
+    lines = [r for r in caplog.records if "not precomputed" in r.getMessage()]
+    assert len(lines) == 1 and "the summarizer is down" in lines[0].getMessage()
+    assert all(r.exc_info is None for r in caplog.records)

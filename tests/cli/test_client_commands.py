@@ -14,6 +14,8 @@ from flask import Flask
 from werkzeug.serving import make_server
 
 from cli import main
+from shared.accounts import ACCOUNT_POLICY
+from shared.runtime import Runtime
 from tests.conftest import Account
 
 
@@ -56,6 +58,23 @@ def test_wrong_password_is_a_clear_error(runner: CliRunner, alice: Account) -> N
     result = login(runner, password="wrong")
     assert result.exit_code == 1
     assert "wrong username or password" in result.output
+    assert "run `eonyx login`" not in result.output  # that is what the user just did
+
+
+def test_a_throttled_login_says_how_long_to_wait(runner: CliRunner, alice: Account) -> None:
+    for _ in range(ACCOUNT_POLICY.free + 1):
+        login(runner, password="wrong")
+    result = login(runner)
+    assert result.exit_code == 1
+    assert "too many failed logins for this account: try again in " in result.output
+
+
+def test_the_servers_reason_for_a_refusal_is_printed(runner: CliRunner, alice: Account) -> None:
+    login(runner)
+    result = runner.invoke(main, ["sessions", "--search", "two\nlines"])
+    assert result.exit_code == 1
+    assert "q: contains a tab or line break (U+000A) at position 3" in result.output
+    assert "invalid request: " not in result.output
 
 
 def test_sessions_lists_id_date_count_and_title(runner: CliRunner, client, alice: Account) -> None:
@@ -78,6 +97,18 @@ def test_sessions_lists_id_date_count_and_title(runner: CliRunner, client, alice
     assert found.output.count("\n") == 1 and "Parser work" in found.output
     none = runner.invoke(main, ["sessions", "--search", "zebra"])
     assert "no sessions matching 'zebra'" in none.output
+
+
+def test_sessions_escapes_control_characters_in_titles(
+    runner: CliRunner, alice: Account, rt: Runtime
+) -> None:
+    """A title stored before the text rule (or by hand) cannot drive the terminal."""
+    login(runner)
+    rt.store.create(alice.user_id, source="web", title="\x1b[2J\x1b[31mred\x07 \u202eexe.txt")
+    result = runner.invoke(main, ["sessions"])
+    assert result.exit_code == 0, result.output
+    assert "\\x1b[2J\\x1b[31mred\\x07 \\u202eexe.txt" in result.output
+    assert not any(c in result.output for c in "\x1b\x07\u202e")
 
 
 def test_sessions_delete(runner: CliRunner, client, alice: Account) -> None:

@@ -9,11 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main, server
-from shared.accounts import Principal
+from shared.accounts import PASSWORD_RULE, USERNAME_RULE, Principal
+from shared.core.clock import utcnow
 from shared.core.settings import load_settings
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from shared.storage.db import Database
+from shared.storage.orm import User
 from tests.conftest import Account, Backend
 
 
@@ -35,7 +37,7 @@ def test_users_create_and_list(rt: Runtime, backend: Backend) -> None:
     again = runner.invoke(main, ["users", "create", "ada", "--password", "long password"])
     assert again.exit_code == 1 and "already exists" in again.output
     short = runner.invoke(main, ["users", "create", "bo", "--password", "short"])
-    assert short.exit_code == 1 and "at least 8 characters" in short.output
+    assert short.exit_code == 1 and "at least 8 and at most 1024 characters" in short.output
     assert "ada" in runner.invoke(main, ["users", "list"]).output
 
 
@@ -94,3 +96,30 @@ def test_a_worker_waits_until_the_api_has_migrated_the_database(
     database.dispose()
     said = capsys.readouterr().err
     assert said.count("waiting for the database schema: run `eonyx db upgrade`") == 1
+
+
+def test_users_create_help_states_the_rules() -> None:
+    shown = " ".join(CliRunner().invoke(main, ["users", "create", "--help"]).output.split())
+    assert f"USERNAME: {USERNAME_RULE}" in shown
+    assert f"Password: {PASSWORD_RULE}" in shown
+
+
+def test_users_list_escapes_what_a_terminal_would_obey(rt: Runtime, backend: Backend) -> None:
+    with rt.db.session() as db:  # a name from before the rules, written straight to the table
+        db.add(User(id="f" * 32, username="evil\x1b[2J", password_hash="x", created_at=utcnow()))
+    listed = CliRunner(env=server_env(rt, backend)).invoke(main, ["users", "list"])
+    assert "evil\\x1b[2J" in listed.output and "\x1b" not in listed.output
+
+
+def test_index_rebuild_lists_the_files_it_could_not_index(
+    rt: Runtime, backend: Backend, alice: Account
+) -> None:
+    me = Principal(alice.user_id, alice.username, False, "web", "")
+    session_service.create_session(rt, me, title="fine")
+    damaged = rt.store.path(alice.user_id, "20260101T000000-0000dead")
+    damaged.write_text('{"type": "session"}\n')
+    result = CliRunner(env=server_env(rt, backend)).invoke(main, ["index", "rebuild", "--drop"])
+    assert result.exit_code == 0, result.output
+    assert "2 sessions: 1 re-read, 0 stale rows removed" in result.output
+    assert "1 not indexed (their files are kept as they are):" in result.output
+    assert f"{alice.user_id}/20260101T000000-0000dead: session" in result.output

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+
+import pytest
 
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from shared.storage import index
-from tests.conftest import Account
+from shared.storage.session_store import SessionStore
+from tests.conftest import Account, Backend
 
 
 def principal(account: Account) -> Principal:
@@ -161,3 +165,69 @@ def test_bookkeeping_records_do_not_reorder_the_list(rt: Runtime, alice: Account
     assert [r[0] for r in listing(rt, me)] == [newer, older]
     session_service.update_session(rt, me, older, {"title": "renamed"})  # a real change
     assert [r[0] for r in listing(rt, me)] == [older, newer]
+
+
+def _hand_written(rt: Runtime, user_id: str, session_id: str, header: dict) -> None:
+    """A session file written behind Eonyx's back (a person, an old version, a bad disk)."""
+    path = rt.store.path(user_id, session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(header) + "\n")
+
+
+def test_a_rebuild_reports_what_it_cannot_index_and_goes_on(
+    rt: Runtime, alice: Account, bob: Account, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    me = principal(alice)
+    good = [session_service.create_session(rt, me, title=f"good {n}").id for n in range(2)]
+    # a file that cannot be read as a session, and one whose folder id is longer than the
+    # index column (PostgreSQL refuses that row; SQLite takes it)
+    _hand_written(rt, alice.user_id, "20260101T000000-0000dead", {"type": "session"})
+    header = {
+        "type": "session",
+        "id": "20260101T000001-0000beef",
+        "user_id": alice.user_id,
+        "created_at": "2026-01-01T00:00:01Z",
+        "folder_id": "f" * 40,
+    }
+    _hand_written(rt, alice.user_id, header["id"], header)
+    session_service.create_session(rt, principal(bob), title="bob's")
+    real_scan = SessionStore.scan
+
+    def scan(store: SessionStore, user_id: str):  # type: ignore[no-untyped-def]
+        if user_id == bob.user_id:
+            raise PermissionError(13, "Permission denied", "users/bob/sessions")
+        return real_scan(store, user_id)
+
+    with rt.db.session() as db:
+        index.drop(db)
+    monkeypatch.setattr(SessionStore, "scan", scan)
+    report = index.rebuild(rt.db.session, rt.store)
+
+    failed = "\n".join(report.failed)
+    assert f"{alice.user_id}/20260101T000000-0000dead: " in failed
+    assert f"{bob.user_id}: " in failed and "Permission denied" in failed
+    long_folder_refused = backend.name == "services"
+    assert (f"{alice.user_id}/{header['id']}: " in failed) == long_folder_refused
+    assert len(report.failed) == 2 + long_folder_refused
+    listed = {row[0] for row in listing(rt, me)}
+    assert set(good) <= listed  # the rest of alice's sessions are indexed
+    json.dumps(vars(report))  # the worker's job result is JSON
+
+
+def test_a_listing_that_rebuilds_the_index_skips_a_row_the_database_refuses(
+    rt: Runtime, alice: Account
+) -> None:
+    me = principal(alice)
+    good = session_service.create_session(rt, me, title="good").id
+    header = {
+        "type": "session",
+        "id": "20260101T000001-0000beef",
+        "user_id": alice.user_id,
+        "created_at": "2026-01-01T00:00:01",  # no zone: taken as UTC
+        "title": "x\x00y",
+        "folder_id": "f" * 40,
+    }
+    _hand_written(rt, alice.user_id, header["id"], header)
+    with rt.db.session() as db:
+        index.drop(db)
+    assert good in {row[0] for row in listing(rt, me)}

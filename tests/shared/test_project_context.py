@@ -246,6 +246,22 @@ def test_utf8_bom_is_dropped_and_bad_bytes_are_replaced(projects: Path) -> None:
     assert file.content == "rules \ufffd end"
 
 
+def test_control_characters_in_an_agents_file_are_dropped(projects: Path) -> None:
+    """What the API would refuse in `project_context` never comes from a file on disk."""
+    app = projects / "app"
+    app.mkdir()
+    (app / "eonyx.json").write_text("{}")
+    write(app / "AGENTS.md", "page one\x0cpage two\n\x1b[31mred\x1b[0m\tok\u202e\n")
+    [file] = discover_agents_files(app, boundary=projects)
+    assert file.content == "page onepage two\n[31mred[0m\tok\n"
+    validate_project_context([file.to_dict()])  # what a client sends is accepted as it is
+
+
+def test_a_client_context_with_control_characters_is_refused() -> None:
+    with pytest.raises(InvalidInput, match=r"project_context\[0\].content contains a control"):
+        validate_project_context([{"path": "AGENTS.md", "content": "a\x00b"}])
+
+
 # --- cwd ---------------------------------------------------------------------------------
 
 

@@ -1,0 +1,68 @@
+"""Path parameters of a known shape: URL converters that the routes use and the OpenAPI
+document describes (`pattern`, `enum`).
+
+A segment that does not have the shape never reaches a view: it is a 404 like any other URL
+that names nothing. The shapes come from the domain that makes the ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+from flask_smorest import Api
+from werkzeug.routing import BaseConverter
+
+from shared.accounts import TOKEN_ID_RE
+from shared.llm.catalog import OFFERING_ID_RE
+from shared.storage.session_store import SESSION_ID_RE
+
+
+def _bare(pattern: str) -> str:
+    """A `^...$` pattern as a converter's regex (werkzeug anchors it itself)."""
+    return pattern.removeprefix("^").removesuffix("$")
+
+
+class SessionId(BaseConverter):
+    regex = _bare(SESSION_ID_RE.pattern)
+
+
+class MessageId(BaseConverter):
+    regex = r"[A-Za-z0-9_-]{1,64}"
+
+
+class TokenId(BaseConverter):
+    regex = _bare(TOKEN_ID_RE.pattern)
+
+
+class OfferingId(BaseConverter):
+    regex = _bare(OFFERING_ID_RE.pattern)
+
+
+class BackupName(BaseConverter):
+    regex = r"(?:IDENTITY|USER|MEMORY)\.md\.[0-9A-Za-z_.-]{1,64}"
+
+
+class JobId(BaseConverter):
+    regex = r"[0-9a-f-]{36}"
+
+
+CONVERTERS: dict[str, type[BaseConverter]] = {
+    "session_id": SessionId,
+    "message_id": MessageId,
+    "token_id": TokenId,
+    "offering_id": OfferingId,
+    "backup_name": BackupName,
+    "job_id": JobId,
+}
+
+
+def _document(converter: BaseConverter) -> dict[str, Any]:
+    return {"type": "string", "pattern": f"^{converter.regex}$"}
+
+
+def register_converters(app: Flask, api: Api) -> None:
+    """Before the blueprints: their routes name these converters."""
+    for name, converter in CONVERTERS.items():
+        app.url_map.converters[name] = converter
+        api.register_converter(converter, _document)

@@ -1,0 +1,55 @@
+"""The OpenAPI document matches the server: schemathesis, every phase and every check that
+judges the API, against a served app on each backend, finds no 5xx and no mismatch.
+
+Kept short here: per backend, PHASE_SECONDS of the examples, coverage and fuzzing phases,
+then STATEFUL_SECONDS of the stateful phase (its own run, so a slow machine cannot squeeze
+it out). bench/fuzz_api.py runs it for as long as you like and prints the figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Backend, make_settings
+from tests.fake_llm import FakeLLM
+from tests.openapi_fuzz import run_schemathesis, served
+
+PHASE_SECONDS = 15
+STATEFUL_SECONDS = 10
+SEED = 20260705  # failures reproduce with the same seed (the machine's speed sets how far it gets)
+
+
+def fuzz_settings(data_dir: Path, backend: Backend | None, model_url: str):  # type: ignore[no-untyped-def]
+    return make_settings(
+        data_dir,
+        backend,
+        EONYX_LLM_BASE_URL=model_url,
+        EONYX_LLM_MODEL="fake-model",
+        EONYX_LLM_CONTEXT_WINDOW="100000",
+        LLM_MAX_RETRIES="0",
+        LLM_CONNECT_TIMEOUT_SECONDS="2",
+        LLM_READ_TIMEOUT_SECONDS="10",
+    )
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_server_error_and_no_mismatch(
+    backend: Backend, tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    settings = fuzz_settings(tmp_path / "data", backend, fake_llm.base_url)
+    with served(settings) as target:
+        for phases, seconds in (
+            ("examples,coverage,fuzzing", PHASE_SECONDS),
+            ("stateful", STATEFUL_SECONDS),
+        ):
+            report_dir = tmp_path / phases.split(",")[0]
+            report_dir.mkdir()
+            before = target.tally.requests
+            outcome = run_schemathesis(
+                target, fake_llm.base_url, report_dir, max_time=seconds, seed=SEED, phases=phases
+            )
+            assert not outcome.server_errors, dict(outcome.server_errors)
+            assert not outcome.failures, "\n".join(outcome.failure_lines) + outcome.output[-6000:]
+            assert outcome.exit_code == 0, outcome.output[-6000:]
+            assert outcome.requests > before, outcome.output[-3000:]  # it reached the server
