@@ -149,7 +149,8 @@ def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[s
     return entries, done
 
 
-def _describe(file_name: str, what: dict[str, Any]) -> str:
+def describe_write(file_name: str, what: dict[str, Any]) -> str:
+    """One line saying what a memory write did (for the model, and for clients' notices)."""
     action = what["action"]
     if action == "consolidated":
         return f"rewrote {file_name} as {what['entries']} entries"
@@ -184,7 +185,7 @@ def run_memory_write(
         raise ToolError(f"not saved: {exc.message}.{stop}") from None
     for what in done:
         context.record({"type": "memory.updated", "file": file_name, **what})
-    summary = "; ".join(_describe(file_name, what) for what in done)
+    summary = "; ".join(describe_write(file_name, what) for what in done)
     return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
 
 
