@@ -42,6 +42,14 @@ def server_url(override: str | None = None) -> str:
     ).rstrip("/")
 
 
+def saved_login() -> tuple[str, str]:
+    """(server URL, token) from EONYX_URL/EONYX_TOKEN or what `eonyx login` saved."""
+    token = os.environ.get("EONYX_TOKEN") or load_config().get("token")
+    if not token:
+        raise click.ClickException("not logged in: run `eonyx login` first")
+    return server_url(), token
+
+
 class Client:
     """A thin httpx wrapper that turns API errors into readable click errors."""
 
@@ -52,10 +60,7 @@ class Client:
 
     @classmethod
     def from_config(cls) -> Client:
-        token = os.environ.get("EONYX_TOKEN") or load_config().get("token")
-        if not token:
-            raise click.ClickException("not logged in: run `eonyx login` first")
-        return cls(server_url(), token)
+        return cls(*saved_login())
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

@@ -49,8 +49,12 @@ import httpx
 
 from cli.client import Client, error_of
 from cli.stream import gauge_level, gauge_text, iter_sse, memory_line, one_line, tool_call_line
-from shared.chat.project_context import collect_agents_files, read_project_config, walk_up
-from shared.chat.prompt import choose_override
+from shared.chat.project_context import (
+    choose_override,
+    collect_agents_files,
+    read_project_config,
+    walk_up,
+)
 from shared.core.errors import EonyxError
 
 TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from shared.memory.tools import describe_write
+from shared.memory.describe import describe_write
 
 HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
 ALARM_PERCENT = 90.0

@@ -18,6 +18,7 @@ from typing import Any
 from shared.core.errors import Conflict, InvalidInput
 from shared.core.settings import Settings
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from shared.memory.describe import describe_write
 from shared.memory.files import FILE_NAMES, Kind, MemoryRefused, MemoryStore, usage_line
 
 MAX_REFUSALS = 3
@@ -147,17 +148,6 @@ def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[s
             raise MemoryRefused(message) from None
         done.append(what)
     return entries, done
-
-
-def describe_write(file_name: str, what: dict[str, Any]) -> str:
-    """One line saying what a memory write did (for the model, and for clients' notices)."""
-    action = what["action"]
-    if action == "consolidated":
-        return f"rewrote {file_name} as {what['entries']} entries"
-    if action == "replaced":
-        return f"replaced {what['previous']!r} with {what['entry']!r} in {file_name}"
-    preposition = "to" if action == "added" else "from"
-    return f"{action} {what['entry']!r} {preposition} {file_name}"
 
 
 def run_memory_write(
