@@ -50,7 +50,7 @@ class SessionTable(DataTable[Any]):
 def title_cell(item: dict[str, Any]) -> Text:
     text = Text()
     if item.get("pinned"):
-        text.append("📌 ")
+        text.append("* ", style="bold")
     if item.get("source") in BADGED_SOURCES:
         text.append(f" {item['source']} ", style="reverse")
         text.append(" ")

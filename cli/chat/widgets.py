@@ -136,8 +136,9 @@ class StepEntry(Collapsible):
         self.call_id = str(call.get("id") or "")
         self.tool = str(function.get("name") or "?")
         self.arguments = str(function.get("arguments") or "")
+        self.body = Static(escape(self._body(None)), classes="step-body")
         super().__init__(
-            Static(escape(self._body(None)), classes="step-body"),
+            self.body,
             title=self._heading(None),
             collapsed=True,
             classes="step",
@@ -159,7 +160,7 @@ class StepEntry(Collapsible):
 
     def set_result(self, result: str) -> None:
         self.title = self._heading(result)
-        self.query_one(".step-body", Static).update(escape(self._body(result)))
+        self.body.update(escape(self._body(result)))  # also before it is mounted
 
 
 class Notice(Static):

@@ -492,7 +492,7 @@ def test_manager_lists_in_the_servers_order_and_enter_opens(live: Live) -> None:
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         manager = await open_manager(app, pilot)
         shown = rows(manager)
-        assert shown[0] == "📌 Pinned one" and shown[1] == "Recent one!"
+        assert shown[0] == "* Pinned one" and shown[1] == "Recent one!"
         assert manager.query_one(DataTable).get_row_at(1)[2].plain == "2"
         await pilot.press("down", "enter")
         await until(pilot, lambda: not isinstance(app.screen, SessionManager))
@@ -519,7 +519,7 @@ def test_manager_keys_rename_pin_archive_delete(live: Live) -> None:
         assert header_title(app) == "Renamed here"  # the open session's header follows
 
         await pilot.press("down", "p")
-        await until(pilot, lambda: rows(manager)[0].startswith("📌"), "the pinned row on top")
+        await until(pilot, lambda: rows(manager)[0].startswith("* "), "the pinned row on top")
         assert live.api("GET", f"/sessions/{first}")["pinned"] is True
         assert manager.selected() == first
 
