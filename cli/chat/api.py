@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
-from simple_websocket import Client as WebSocket
-from simple_websocket import ConnectionClosed
 
 from cli.client import error_of
 from cli.stream import Event, SSEParser
@@ -172,6 +170,9 @@ class ChatAPI:
     def listen(self, deliver: Callable[[dict[str, Any]], None], stop: threading.Event) -> str:
         """Pass each live event to `deliver` until `stop` is set or the socket ends; returns
         why it ended (for the app to fall back to refreshing by itself)."""
+        from simple_websocket import Client as WebSocket  # off the start-up path: 0.1 s
+        from simple_websocket import ConnectionClosed
+
         try:
             ws = WebSocket.connect(
                 self.events_url(), headers={"Authorization": f"Bearer {self.token}"}

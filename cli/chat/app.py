@@ -68,7 +68,7 @@ class ChatApp(WorkerGroups, App[None]):
         Binding("ctrl+s", "sessions", "Sessions"),
         Binding("ctrl+r", "retry", "Retry"),
         Binding("escape", "stop", "Stop", show=False),
-        Binding("ctrl+c", "stop", "Stop", show=False, priority=True),
+        Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True),
         Binding("ctrl+up", "select(-1)", "Select", show=False),
         Binding("ctrl+down", "select(1)", "Select", show=False),
         Binding("ctrl+q", "quit", "Quit"),
@@ -161,12 +161,16 @@ class ChatApp(WorkerGroups, App[None]):
         gauge.display = False
         if session is None:
             return
-        messages = await self.api.messages(session["id"])
+        messages, context = await asyncio.gather(
+            self.api.messages(session["id"]),
+            self.api.context(session["id"]),
+            return_exceptions=True,
+        )
+        if isinstance(messages, BaseException):
+            raise messages
         await self.show_transcript(messages)
-        try:
-            self.show_gauge((await self.api.context(session["id"])).get("percent"))
-        except ApiError:
-            pass  # the gauge is a hint: a session whose prompt cannot be assembled has none
+        if isinstance(context, dict):  # the gauge is a hint: without it the session still opens
+            self.show_gauge(context.get("percent"))
 
     async def show_transcript(self, messages: list[dict[str, Any]]) -> None:
         hidden = len(messages) - SHOWN_MESSAGES
@@ -328,6 +332,13 @@ class ChatApp(WorkerGroups, App[None]):
             self.turn.cancel()
         elif not isinstance(self.focused, Input):
             self.query_one("#prompt").focus()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C stops an answer; it never quits by accident (Ctrl+Q or /quit do)."""
+        if self.streaming:
+            self.action_stop()
+        else:
+            self.notify("nothing to stop: Ctrl+Q or /quit leaves")
 
     def action_retry(self) -> None:
         if self.streaming or not self.can_retry:
