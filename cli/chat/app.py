@@ -44,6 +44,7 @@ from shared.storage.session_store import content_text
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
 POLL_SECONDS = 2.0  # without the events socket: how often pending titles and likes are asked
 RECONNECT_SECONDS = 15.0
+SWITCHING = ("new", "clear", "fork")  # commands that replace the conversation
 RETRYABLE = (0, 502)  # a model failure, or a stream cut off: the message is saved, ask again
 
 
@@ -143,6 +144,7 @@ class ChatApp(WorkerGroups, App[None]):
             if self.start_id:
                 session: dict[str, Any] | None = await self.api.session(self.start_id)
             elif self.start_new:
+                await self.api.list_sessions(limit=1)  # the server and the token answer
                 session = None
             else:
                 session = await self.api.latest_session()
@@ -363,6 +365,8 @@ class ChatApp(WorkerGroups, App[None]):
         elif name == "help":
             await self.conversation.mount(AnswerEntry(commands.help_text()))
             self.conversation.scroll_end(animate=False)
+        elif name in SWITCHING and self.streaming:
+            await self.say(f"/{name}: an answer is still coming; Esc stops it first", "error")
         elif name == "new":
             await self.open_session(None)
         elif name == "sessions":
@@ -412,6 +416,8 @@ class ChatApp(WorkerGroups, App[None]):
     def _manager_closed(self, session_id: str | None) -> None:
         self.query_one("#prompt").focus()
         if session_id:
+            if self.streaming:  # another session replaces this conversation: stop its answer
+                self.action_stop()
             self.open_by_id(session_id)
 
     @work(exclusive=True, group="open")
