@@ -290,6 +290,9 @@ def test_stopping_a_stream_keeps_what_was_saved(live: Live, key: str) -> None:
         await type_line(pilot, "tell me a long story")
         await until(pilot, lambda: app.query(AnswerEntry), "the answer to start")
         assert app.streaming
+        await type_line(pilot, "/new")  # would replace the conversation under the answer
+        await until(pilot, lambda: entries(app)[-1][0] == "error", "the refusal")
+        assert entries(app)[-1][1] == "/new: an answer is still coming; Esc stops it first"
         await pilot.press(key)
         await idle(app, pilot)
         assert not app.streaming and app.return_code is None  # stopped, not quit
