@@ -5,8 +5,9 @@ server, and keystroke-to-screen latency while an answer streams at 100 tokens/s.
 
 The app is served by werkzeug's threaded server from this process, the model is
 tests/fake_llm.py. `eonyx chat` runs as its own process under tmux (a private socket); the
-script types with `send-keys` and reads the screen with `capture-pane`, polled as fast as tmux
-answers (each poll is a few ms: that is the resolution of every figure here).
+script types with `send-keys` and reads the screen with `capture-pane`, every 20 ms for the
+launch and every 5 ms for a keystroke (plus the few ms a poll takes): the resolution of the
+figures. Polling back to back would take a core from the program being measured.
 
 - launch: from `tmux new-session` (the command starts) until the prompt is on screen, and
   until the resumed session's title is in the header (the last of 10,000 sessions, found
@@ -80,12 +81,17 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "chat")
 
-    def wait(self, test: Callable[[str], bool], timeout: float = 60.0) -> tuple[float, str]:
+    def wait(
+        self, test: Callable[[str], bool], timeout: float = 60.0, every: float = 0.02
+    ) -> tuple[float, str]:
+        """Poll the screen `every` seconds (polling back to back would take a core from the
+        program measured) until `test` holds; when it was seen, and the screen."""
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
             screen = self.screen()
             if test(screen):
                 return time.perf_counter(), screen
+            time.sleep(every)
         raise SystemExit(f"the screen never showed what was waited for:\n{self.screen()}")
 
     def keys(self, *keys: str, literal: bool = False) -> None:
@@ -113,7 +119,7 @@ def keystrokes(tmux: Tmux, count: int) -> list[float]:
     for _ in range(count):
         sent = time.perf_counter()
         tmux.keys(MARK, literal=True)
-        seen, screen = tmux.wait(lambda s, n=shown: prompt_marks(s) > n, timeout=10)
+        seen, screen = tmux.wait(lambda s, n=shown: prompt_marks(s) > n, timeout=10, every=0.005)
         samples.append(seen - sent)
         shown = prompt_marks(screen)
         time.sleep(0.1)

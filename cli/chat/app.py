@@ -245,6 +245,7 @@ class ChatApp(WorkerGroups, App[None]):
             await conversation.mount(user)
             conversation.scroll_end(animate=False)
         self.can_retry = False
+        conversation.anchor()  # stay at the end as the answer grows, until the user scrolls up
         answer: AnswerEntry | None = None
         stream: MarkdownStream | None = None
         try:
@@ -258,8 +259,7 @@ class ChatApp(WorkerGroups, App[None]):
                         await conversation.mount(answer)
                         stream = Markdown.get_stream(answer.markdown)
                     assert stream is not None
-                    await stream.write(data["text"])
-                    conversation.scroll_end(animate=False)
+                    await stream.write(data["text"])  # the anchored view follows it
                 elif name in ("tool_call", "tool_result", "memory_write"):
                     if stream is not None:
                         await stream.stop()
