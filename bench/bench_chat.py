@@ -4,10 +4,11 @@ server, and keystroke-to-screen latency while an answer streams at 100 tokens/s.
     .venv/bin/python bench/bench_chat.py [--sessions 10000] [--launches 5] [--keys 30]
 
 The app is served by werkzeug's threaded server from this process, the model is
-tests/fake_llm.py. `eonyx chat` runs as its own process under tmux (a private socket); the
-script types with `send-keys` and reads the screen with `capture-pane`, every 20 ms for the
-launch and every 5 ms for a keystroke (plus the few ms a poll takes): the resolution of the
-figures. Polling back to back would take a core from the program being measured.
+tests/fake_llm.py. `eonyx chat` runs as its own process under tmux (its socket in the
+temporary directory); the script types with `send-keys` and reads the screen with
+`capture-pane`, every 20 ms for the launch and every 5 ms for a keystroke (plus the few ms a
+poll takes): the resolution of the figures. Polling back to back would take a core from the
+program being measured.
 
 - launch: from `tmux new-session` (the command starts) until the prompt is on screen, and
   until the resumed session's title is in the header (the last of 10,000 sessions, found
@@ -62,13 +63,13 @@ class QuietHandler(WSGIRequestHandler):
 
 
 class Tmux:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.socket = f"eonyx-bench-{secrets.token_hex(4)}"
+    def __init__(self, env: dict[str, str], folder: str) -> None:
+        self.socket = os.path.join(folder, f"tmux-{secrets.token_hex(4)}.sock")
         self.env = env
 
     def run(self, *args: str) -> str:
         return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
+            ["tmux", "-S", self.socket, *args], capture_output=True, text=True, check=True
         ).stdout
 
     def start(self, *command: str) -> float:
@@ -105,7 +106,7 @@ class Tmux:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
 
 
 def prompt_marks(screen: str) -> int:
@@ -161,7 +162,7 @@ def main() -> int:
             env = {
                 "EONYX_URL": f"http://127.0.0.1:{server.server_port}",
                 "EONYX_TOKEN": token,
-                "XDG_CONFIG_HOME": str(ws.root / "config"),
+                "XDG_CONFIG_HOME": str(ws.root),  # also where tmux's sockets go
                 "TERM": "xterm-256color",
                 "PATH": os.environ.get("PATH", ""),
             }
@@ -210,7 +211,7 @@ def measure(
     loaded: list[float] = []
     cpu: list[float] = []
     for run in range(args.launches + 1):
-        tmux = Tmux(env)
+        tmux = Tmux(env, env["XDG_CONFIG_HOME"])
         try:
             started = tmux.start(" ".join(command))
             prompt_at, _ = tmux.wait(lambda s: PROMPT in s)
@@ -224,7 +225,7 @@ def measure(
         finally:
             tmux.kill()
 
-    tmux = Tmux(env)
+    tmux = Tmux(env, env["XDG_CONFIG_HOME"])
     try:
         tmux.start(" ".join((*command, "--new")))
         tmux.wait(lambda s: PROMPT in s)

@@ -1,11 +1,11 @@
 """`eonyx chat` in a real terminal: tmux runs the command against a live server, the test
 types with send-keys and reads the screen with capture-pane (start, one turn, /rename,
-/quit). tmux gets a socket of its own, so nobody else's sessions are touched."""
+/quit). tmux gets a socket of its own in the test's directory, so nobody else's sessions are
+touched and nothing is left behind."""
 
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -30,12 +30,12 @@ WAIT = 30.0  # seconds the screen may take to show something (a failure past it,
 class Terminal:
     """One tmux session on a private socket."""
 
-    def __init__(self, socket: str) -> None:
+    def __init__(self, socket: Path) -> None:
         self.socket = socket
 
     def tmux(self, *args: str) -> str:
         result = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True
+            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, check=True
         )
         return result.stdout
 
@@ -64,14 +64,14 @@ class Terminal:
 
 
 @pytest.fixture
-def terminal() -> Iterator[Terminal]:
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
     if shutil.which("tmux") is None:
         if IN_CI:
             pytest.fail("CI needs tmux for the terminal test")
         pytest.skip("tmux is not installed")
-    term = Terminal(f"eonyx-test-{secrets.token_hex(4)}")
+    term = Terminal(tmp_path / "tmux.sock")
     yield term
-    subprocess.run(["tmux", "-L", term.socket, "kill-server"], capture_output=True)
+    subprocess.run(["tmux", "-S", str(term.socket), "kill-server"], capture_output=True)
 
 
 def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path) -> None:
