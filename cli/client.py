@@ -49,6 +49,14 @@ def server_url(override: str | None = None) -> str:
     ).rstrip("/")
 
 
+def saved_login() -> tuple[str, str]:
+    """(server URL, token) from EONYX_URL/EONYX_TOKEN or what `eonyx login` saved."""
+    token = os.environ.get("EONYX_TOKEN") or load_config().get("token")
+    if not token:
+        raise click.ClickException("not logged in: run `eonyx login` first")
+    return server_url(), token
+
+
 class Client:
     """A thin httpx wrapper that turns API errors into readable click errors."""
 
@@ -59,10 +67,7 @@ class Client:
 
     @classmethod
     def from_config(cls) -> Client:
-        token = os.environ.get("EONYX_TOKEN") or load_config().get("token")
-        if not token:
-            raise click.ClickException("not logged in: run `eonyx login` first")
-        return cls(server_url(), token)
+        return cls(*saved_login())
 
     def request(self, method: str, path: str, *, login_hint: bool = True, **kwargs: Any) -> Any:
         """The JSON answer; an API error becomes a click error with the server's reason
@@ -158,3 +163,12 @@ def sessions_delete(session_id: str) -> None:
 
 
 COMMANDS = [login, sessions]
+
+
+def _register_bundles() -> None:
+    from cli import bundles  # imports Client from this module, so not at the top
+
+    bundles.register(sessions)
+
+
+_register_bundles()

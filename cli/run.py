@@ -22,8 +22,10 @@ generated prompt; when an override is in force it is sent as `system_prompt` and
 session's recorded project context does not change because of the retry.
 
 Output: the answer goes to stdout; the session hint and the `{ctx N%}` gauge go to stderr (so
-`eonyx run ... > answer.txt` keeps only the answer). With stdout on a terminal the answer
-streams (`stream: true`, server-sent events) unless `--no-stream`; `--stream` forces it.
+`eonyx run ... > answer.txt` keeps only the answer). A streamed turn also shows its tool
+calls, their results and memory writes on stderr, one line each, as they happen. With stdout
+on a terminal the answer streams (`stream: true`, server-sent events) unless `--no-stream`;
+`--stream` forces it.
 `--json` prints the whole turn response plus `session_id` as JSON on stdout and nothing else.
 N is the server's percent rounded down, so a shown 80 is always highlighted; the gauge is
 yellow from 80% (where compaction starts) and red from 90%.
@@ -37,9 +39,7 @@ when the turn failed before anything was saved in it (no model configured, a bad
 from __future__ import annotations
 
 import json
-import math
 import sys
-from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,16 +48,20 @@ import click
 import httpx
 
 from cli.client import Client, error_of
-from shared.chat.project_context import collect_agents_files, read_project_config, walk_up
-from shared.chat.prompt import choose_override
+from cli.stream import gauge_level, gauge_text, iter_sse, memory_line, one_line, tool_call_line
+from shared.chat.project_context import (
+    choose_override,
+    collect_agents_files,
+    read_project_config,
+    walk_up,
+)
 from shared.core.errors import EonyxError
 from shared.core.text import printable
 
-HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
-ALARM_PERCENT = 90.0
 TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
 LIST_PAGE = 50
 MODEL_FAILED = 502
+STEP_EVENTS = ("tool_call", "tool_result", "memory_write")
 
 
 class TurnError(click.ClickException):
@@ -129,14 +133,22 @@ def most_recent_session(client: Client) -> dict[str, Any] | None:
 
 def format_gauge(percent: float | None) -> str | None:
     """`{ctx N%}`, yellow and bold from 80%, red from 90%; None without a window."""
-    if percent is None:
+    text = gauge_text(percent)
+    if text is None or percent is None:
         return None
-    text = f"{{ctx {math.floor(percent)}%}}"
-    if percent >= ALARM_PERCENT:
-        return click.style(text, fg="red", bold=True)
-    if percent >= HIGHLIGHT_PERCENT:
-        return click.style(text, fg="yellow", bold=True)
-    return text
+    color = {"calm": None, "high": "yellow", "alarm": "red"}[gauge_level(percent)]
+    return click.style(text, fg=color, bold=True) if color else text
+
+
+def echo_step(name: str, data: dict[str, Any]) -> None:
+    """A tool step or memory write, one line on stderr (stdout keeps the answer alone)."""
+    if name == "tool_call":
+        line = click.style(f"· {tool_call_line(data)}", dim=True)
+    elif name == "tool_result":
+        line = click.style(f"  → {one_line(data.get('content'))}", dim=True)
+    else:
+        line = click.style(f"✎ {memory_line(data)}", fg="cyan")
+    click.echo(line, err=True)
 
 
 def retry_hint(session_id: str) -> str:
@@ -169,28 +181,6 @@ def _transport_error(client: Client, exc: httpx.HTTPError, session_id: str) -> T
         f"the connection to Eonyx at {client.url} failed during the turn: {exc or type(exc)}"
         + retry_hint(session_id).replace("is saved", "may be saved"),
     )
-
-
-def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
-    """(event, parsed data) for each server-sent event in `lines`."""
-    name = "message"
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield name, json.loads("\n".join(data))
-            name, data = "message", []
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                name = value
-            elif field == "data":
-                data.append(value)
-    if data:
-        yield name, json.loads("\n".join(data))
 
 
 def post_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -226,6 +216,10 @@ def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[s
                 if name == "token":
                     echo_token(data["text"])
                     printed = (printed + data["text"])[-1:]
+                elif name in STEP_EVENTS:
+                    end_line()
+                    printed = ""
+                    echo_step(name, data)
                 elif name == "done":
                     end_line()
                     return data

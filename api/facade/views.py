@@ -128,7 +128,8 @@ def _chunks(model: str, first: Any, rest: Iterator[Any], done: Any) -> Iterator[
     item = first
     try:
         while not isinstance(item, turns.TurnResult):
-            yield event({"content": item.text})
+            if isinstance(item, turns.TextDelta):  # steps have no place in OpenAI's chunks
+                yield event({"content": item.text})
             item = next(rest)
         done(content_text(item.assistant_message.get("content")))
         yield event({}, "stop")

@@ -14,29 +14,41 @@ from flask.views import MethodView
 from api.context import body_limit, login_required, principal, runtime
 from api.errors import render_error
 from api.extensions import Blueprint, error_payload
-from api.sessions.schemas import ContextViewSchema, TurnResultSchema, TurnSchema
+from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
 
 log = logging.getLogger(__name__)
-# One server-sent event of a streamed turn; `data` is JSON ({"text"}, the turn, or an error).
+# One server-sent event of a streamed turn; `data` is JSON (see STREAM_EVENTS).
 SSE_EVENT = {
     "type": "object",
     "properties": {
-        "event": {"type": "string", "enum": ["token", "done", "error"]},
+        "event": {
+            "type": "string",
+            "enum": ["token", "tool_call", "tool_result", "memory_write", "done", "error"],
+        },
         "data": {"type": "string", "description": "JSON"},
     },
     "required": ["event", "data"],
 }
-STREAM_DOC = (
-    "The finished turn as JSON; with `stream: true`, server-sent events (text/event-stream): "
-    '`token` events with `{"text"}` as the answer arrives, then `done` with the finished turn '
-    '(the JSON form), or `error` with `{"error": {"code", "message"}, "status"}`. Errors '
-    "before the model answers are plain JSON errors."
-)
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 RESULT = TurnResultSchema()  # built once: building one costs ten times a dump
+
+STREAM_EVENTS = """With `stream: true`: `text/event-stream`, one JSON object per event's `data`.
+
+- `token` `{text}`: the next piece of the answer's text.
+- `tool_call` `{message_id, id, type, function: {name, arguments}}`: the model called a tool
+  (`message_id` is the assistant message that carries the call).
+- `tool_result` `{id, role: "tool", tool_call_id, name, content, created_at}`: the tool's
+  answer, as the message saved in the transcript.
+- `memory_write` `{type: "memory.updated", file, action, ...}`: a memory file was changed
+  (USER.md or MEMORY.md; the same object as in the response's `memory_writes`).
+- `done`: the whole turn, as the JSON response without streaming.
+- `error` `{error: {code, message}, status}`: the turn failed after the stream began; what
+  was saved stays saved (a model failure, status 502, can be answered again with `retry`).
+
+Errors found before the model is called are plain JSON errors with their HTTP status."""
 
 
 def turn_body_limit(settings: Settings) -> int:
@@ -50,12 +62,12 @@ class Turns(MethodView):
     @login_required
     @body_limit(turn_body_limit)
     @blp.arguments(TurnSchema)
-    @blp.response(200, TurnResultSchema, description=STREAM_DOC)
+    @blp.response(200, TurnResultSchema, description=STREAM_EVENTS)
     @blp.alt_response(
         200,
         schema=SSE_EVENT,
         content_type="text/event-stream",
-        description=STREAM_DOC,
+        description=STREAM_EVENTS,
         success=True,
     )
     def post(self, body: dict[str, Any], session_id: str) -> Any:
@@ -106,14 +118,19 @@ def _event(name: str, data: Any) -> str:
 
 
 def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
-    """`token` events with text, then `done` with the whole turn, or `error`."""
+    """`token` events with text and the steps as they happen, then `done` with the whole
+    turn, or `error` (see STREAM_EVENTS)."""
     item = first
     try:
         while True:
             if isinstance(item, turns.TurnResult):
                 yield _event("done", RESULT.dump(item))
                 return
-            yield _event("token", {"text": item.text})
+            if isinstance(item, turns.StepEvent):
+                data = MessageSchema().dump(item.data) if item.kind == "tool_result" else item.data
+                yield _event(item.kind, data)
+            else:
+                yield _event("token", {"text": item.text})
             item = next(rest)
     except EonyxError as exc:
         body, status = render_error(exc)

@@ -381,6 +381,22 @@ def project_system_prompt(config: Mapping[str, Any]) -> str | None:
     return value if value.strip() else None
 
 
+def choose_override(request_prompt: str | None, project_config_prompt: str | None) -> str | None:
+    """The override in force: the request's prompt, else eonyx.json's, else None (generate).
+
+    Blank strings count as not given.
+    """
+    if _given_text(request_prompt):
+        return request_prompt
+    if _given_text(project_config_prompt):
+        return project_config_prompt
+    return None
+
+
+def _given_text(text: str | None) -> bool:
+    return text is not None and text.strip() != ""
+
+
 def load_server_context(projects_dir: Path | None, cwd: str) -> ProjectContext:
     """Everything the server needs for a request's `cwd`: resolve it, walk, read files and
     the project's eonyx.json, all confined to PROJECTS_DIR."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shared.chat.project_context import ContextFile
+from shared.chat.project_context import choose_override as choose_override  # its old home
 from shared.memory.files import DEFAULT_IDENTITY
 
 USER_PROFILE_TAG = "user-profile"
@@ -41,18 +42,6 @@ SECTION_SEPARATOR = "\n\n"
 
 def _given(text: str | None) -> bool:
     return text is not None and text.strip() != ""
-
-
-def choose_override(request_prompt: str | None, project_config_prompt: str | None) -> str | None:
-    """The override in force: the request's prompt, else eonyx.json's, else None (generate).
-
-    Blank strings count as not given.
-    """
-    if _given(request_prompt):
-        return request_prompt
-    if _given(project_config_prompt):
-        return project_config_prompt
-    return None
 
 
 def _block(tag: str, content: str) -> str:

@@ -67,6 +67,16 @@ class TextDelta:
     text: str
 
 
+@dataclass(frozen=True)
+class StepEvent:
+    """A step of the turn as it happens, for a streaming client: `tool_call` (the model asked
+    for a tool), `tool_result` (the tool's message record) or `memory_write` (a memory file
+    changed). The records themselves are saved with their round, before the next model call."""
+
+    kind: str
+    data: dict[str, Any]
+
+
 @dataclass
 class TurnResult:
     user_message: dict[str, Any]
@@ -265,8 +275,8 @@ def iter_turn(
     request: TurnRequest,
     *,
     stream: bool = False,
-) -> Iterator[TextDelta | TurnResult]:
-    """Run a turn, yielding text as it streams and the `TurnResult` last.
+) -> Iterator[TextDelta | StepEvent | TurnResult]:
+    """Run a turn, yielding text as it streams, each tool step, and the `TurnResult` last.
 
     Records go to the file as they happen; the index row is brought up to date once, at the
     end, whether the turn succeeded or not (the index is a cache of the file)."""
@@ -335,7 +345,7 @@ class Turn:
             self.state.apply(record)
 
 
-def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
+def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     """The turn under its lock: save the user's message, then model rounds until an answer."""
     rt, principal, state, request, offering = (
         turn.rt,
@@ -388,8 +398,13 @@ def _converse(turn: Turn) -> Generator[TextDelta, None, TurnResult]:
                 )
             ]
             for call in completion.tool_calls:
+                yield StepEvent("tool_call", {"message_id": new[0]["id"], **call.as_openai()})
+                written = len(tool_context.events)
                 result = rt.tools.run(tool_context, call.name, call.arguments)
                 new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
+                yield StepEvent("tool_result", new[-1])
+                for event in tool_context.events[written:]:
+                    yield StepEvent("memory_write", event)
             turn.save(new)
             steps.extend(new)
             messages.extend(to_model_messages(new))

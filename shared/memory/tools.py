@@ -18,6 +18,7 @@ from typing import Any
 from shared.core.errors import Conflict, InvalidInput
 from shared.core.settings import Settings
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
+from shared.memory.describe import describe_write
 from shared.memory.files import FILE_NAMES, Kind, MemoryRefused, MemoryStore, usage_line
 
 MAX_REFUSALS = 3
@@ -149,16 +150,6 @@ def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[s
     return entries, done
 
 
-def _describe(file_name: str, what: dict[str, Any]) -> str:
-    action = what["action"]
-    if action == "consolidated":
-        return f"rewrote {file_name} as {what['entries']} entries"
-    if action == "replaced":
-        return f"replaced {what['previous']!r} with {what['entry']!r} in {file_name}"
-    preposition = "to" if action == "added" else "from"
-    return f"{action} {what['entry']!r} {preposition} {file_name}"
-
-
 def run_memory_write(
     store: MemoryStore,
     context: ToolContext,
@@ -184,7 +175,7 @@ def run_memory_write(
         raise ToolError(f"not saved: {exc.message}.{stop}") from None
     for what in done:
         context.record({"type": "memory.updated", "file": file_name, **what})
-    summary = "; ".join(_describe(file_name, what) for what in done)
+    summary = "; ".join(describe_write(file_name, what) for what in done)
     return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
 
 

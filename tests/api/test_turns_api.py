@@ -151,6 +151,40 @@ def test_streaming_sends_tokens_then_the_turn_and_saves_the_same(chat: Chat) -> 
     ]
 
 
+def test_the_stream_carries_tool_steps_and_memory_writes_as_they_happen(chat: Chat) -> None:
+    chat.rt.tools.register(Tool("clock", "Tell the time", {"type": "object"}, lambda c, a: "12:00"))
+    session_id = chat.new_session()
+    chat.llm.script(
+        tool_calls(
+            tool_call("clock", {"city": "Oslo"}, id="call_1"),
+            tool_call("manage_memory", {"action": "add", "content": "Lives in Oslo"}, id="m_1"),
+        ),
+        text("It is noon in Oslo."),
+    )
+    events = sse_events(chat.turn(session_id, content="Time in Oslo?", stream=True))
+    names = [name for name, _ in events]
+    assert names[:5] == ["tool_call", "tool_result", "tool_call", "tool_result", "memory_write"]
+    assert set(names[5:-1]) == {"token"} and names[-1] == "done"
+    call, result, _, _, write = (data for _, data in events[:5])
+    done = events[-1][1]
+    assert call["id"] == "call_1" and call["function"] == {
+        "name": "clock",
+        "arguments": '{"city": "Oslo"}',
+    }
+    assert call["message_id"] == done["steps"][0]["id"]  # the assistant message with the call
+    assert result == done["steps"][1] and result["content"] == "12:00"
+    assert result["tool_call_id"] == "call_1" and result["name"] == "clock"
+    assert write == done["memory_writes"][0]
+    assert write["file"] == "MEMORY.md" and write["entry"] == "Lives in Oslo"
+
+
+def test_the_openapi_description_names_the_stream_events(chat: Chat) -> None:
+    spec = chat.client.get(f"{API}/openapi.json").get_json()
+    described = json.dumps(spec["paths"]["/api/v1/sessions/{session_id}/turns"]["post"])
+    for name in ("token", "tool_call", "tool_result", "memory_write", "done", "error"):
+        assert f"`{name}`" in described
+
+
 def test_a_model_dying_mid_stream_leaves_a_consistent_session(chat: Chat) -> None:
     session_id = chat.new_session()
     chat.llm.script(broken_stream("This answer will never finish", after=2))

@@ -1,30 +1,23 @@
-"""`eonyx run` against a live server on loopback whose app is wired to the fake model."""
+"""`eonyx run` against a live server on loopback whose app is wired to the fake model
+(tests/cli/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 import pytest
-from click.testing import CliRunner, Result
-from flask import Flask
-from werkzeug.serving import make_server
+from click.testing import Result
 
 import cli.run as run_module
-from api import create_app
-from api.context import runtime_of
 from cli import main
-from shared.runtime import Runtime
-from tests.conftest import Account, Backend, create_account, make_settings
-from tests.fake_llm import FakeLLM, broken_stream, error, fake_llm, text
-from workers.queue import celery_jobs
+from shared.llm.tools import Tool
+from tests.cli.conftest import Live
+from tests.fake_llm import broken_stream, error, fake_llm, text, tool_call, tool_calls
 
 __all__ = ["fake_llm"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -32,97 +25,10 @@ YELLOW_BOLD = click.style("x", fg="yellow", bold=True).split("x")[0]
 RED_BOLD = click.style("x", fg="red", bold=True).split("x")[0]
 
 
-@dataclass
-class Live:
-    """A served app, its user, the fake model and a CLI runner pointed at them."""
-
-    url: str
-    app: Flask
-    user: Account
-    llm: FakeLLM
-    runner: CliRunner
-    color: bool = False  # keep click's ANSI styles in the output
-
-    def run(self, *args: str, input: str | None = None) -> Result:
-        return self.runner.invoke(main, ["run", *args], input=input, color=self.color)
-
-    def api(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = httpx.request(
-            method, f"{self.url}/api/v1{path}", headers=self.user.headers, **kwargs
-        )
-        assert response.status_code < 400, response.text
-        return response.json() if response.content else None
-
-    def transcript(self, session_id: str) -> list[tuple[str, str | None]]:
-        items = self.api("GET", f"/sessions/{session_id}/messages")["items"]
-        return [(m["role"], m["content"]) for m in items]
-
-    def session_ids(self) -> list[str]:
-        return [item["id"] for item in self.api("GET", "/sessions")["items"]]
-
-    @property
-    def system_prompt(self) -> str:
-        messages = self.llm.completions[-1].messages
-        assert messages[0]["role"] == "system"
-        return messages[0]["content"]
-
-
 def session_of(result: Result) -> str:
     found = re.search(r"session (\d{8}T\d{6}-[0-9a-f]{8})", result.output)
     assert found, result.output
     return found.group(1)
-
-
-@pytest.fixture
-def make_live(
-    tmp_path: Path, backend: Backend, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[..., Live]]:
-    # Run from a project root with no AGENTS.md, so the developer's own files stay out.
-    quiet = tmp_path / "quiet"
-    quiet.mkdir()
-    (quiet / "eonyx.json").write_text("{}")
-    monkeypatch.chdir(quiet)
-    stops: list[Callable[[], None]] = []
-
-    def build(*, color: bool = False, model: bool = True, **env: str) -> Live:
-        values = {"LLM_MAX_RETRIES": "0", "LLM_READ_TIMEOUT_SECONDS": "5"}
-        if model:
-            values |= {"EONYX_LLM_BASE_URL": fake_llm.base_url, "EONYX_LLM_MODEL": "fake-model"}
-        data = tmp_path / f"data{len(stops)}"
-        settings = make_settings(data, backend, **(values | env))
-        app = create_app(settings, jobs_queue=celery_jobs(settings))
-        rt: Runtime = runtime_of(app)
-        rt.db.migrate()
-        user = create_account(rt, f"user{len(stops)}")
-        server = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-
-        def stop() -> None:
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
-            rt.close()
-
-        stops.append(stop)
-        url = f"http://127.0.0.1:{server.port}"
-        runner = CliRunner(
-            env={
-                "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                "EONYX_URL": url,
-                "EONYX_TOKEN": user.token,
-            },
-        )
-        return Live(url, app, user, fake_llm, runner, color)
-
-    yield build
-    for stop in stops:
-        stop()
-
-
-@pytest.fixture
-def live(make_live: Callable[..., Live]) -> Live:
-    return make_live()
 
 
 def test_login_then_run_starts_a_new_session_each_time(live: Live) -> None:
@@ -344,6 +250,32 @@ def test_streaming_prints_tokens_as_they_arrive(
     forced = live.run("--stream", "-s", session_id, "force it")
     assert forced.stdout == "Forced.\n" and len(pieces) > 1 and "".join(pieces) == "Forced."
     assert live.llm.completions[-1].streamed
+
+
+def test_a_streamed_run_shows_tool_steps_and_memory_writes_on_stderr(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_module, "stdout_is_tty", lambda: True)  # as on a terminal
+    live.rt.tools.register(Tool("clock", "Tell the time", {"type": "object"}, lambda c, a: "12:00"))
+    live.llm.script(
+        tool_calls(
+            tool_call("clock", {"city": "Oslo"}),
+            tool_call("manage_memory", {"action": "add", "content": "Lives in Oslo"}),
+        ),
+        text("It is noon."),
+    )
+    result = live.run("What time is it?")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "It is noon.\n"  # the answer alone
+    steps = result.stderr.splitlines()[:4]
+    assert steps == [
+        '· clock({"city": "Oslo"})',
+        "  → 12:00",
+        '· manage_memory({"action": "add", "content": "Lives in Oslo"})',
+        steps[3],
+    ]
+    assert steps[3].startswith("  → Saved: added 'Lives in Oslo' to MEMORY.md")
+    assert "✎ added 'Lives in Oslo' to MEMORY.md" in result.stderr
 
 
 def test_a_model_error_exits_1_with_the_message_and_retry_answers(live: Live) -> None:

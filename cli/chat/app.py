@@ -1,0 +1,523 @@
+"""The chat screen of `eonyx chat`: header, conversation, prompt, footer.
+
+It resumes the session updated last (or the one given, or none with --new: the first message
+then creates it). A message is sent as a streamed turn; tokens go into a Markdown answer as
+they come, tool steps fold under their call, memory writes show as one line. A failed or
+stopped turn leaves the user's message saved on the server and Ctrl+R answers it again.
+Everything goes through `ChatAPI`; the live events socket runs in a thread and its events
+come back to this loop with `call_from_thread`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.suggester import SuggestFromList
+from textual.widgets import Footer, Input, Markdown, OptionList, Static
+from textual.widgets.markdown import MarkdownStream
+from textual.widgets.option_list import Option
+from textual.worker import Worker
+
+from cli.chat import commands
+from cli.chat.api import ApiError, ChatAPI
+from cli.chat.manager import SessionManager
+from cli.chat.widgets import (
+    AnswerEntry,
+    Entry,
+    Notice,
+    SessionHeader,
+    StepEntry,
+    UserEntry,
+    WorkerGroups,
+)
+from cli.stream import memory_line
+from shared.storage.session_store import content_text
+
+SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
+POLL_SECONDS = 2.0  # without the events socket: how often pending titles and likes are asked
+RECONNECT_SECONDS = 15.0
+SWITCHING = ("new", "clear", "fork")  # commands that replace the conversation
+RETRYABLE = (0, 502)  # a model failure, or a stream cut off: the message is saved, ask again
+
+
+class PromptInput(Input):
+    """The message line; Tab completes a /command."""
+
+    BINDINGS = [Binding("tab", "complete", "Complete", show=False)]
+
+    def action_complete(self) -> None:
+        matches = commands.completions(self.value)
+        if matches and self.value != f"/{matches[0].name} ":
+            self.value = f"/{matches[0].name} "
+            self.cursor_position = len(self.value)
+        else:
+            self.screen.focus_next()
+
+
+class ChatApp(WorkerGroups, App[None]):
+    CSS_PATH = "chat.tcss"
+    TITLE = "eonyx chat"
+    BINDINGS = [
+        Binding("ctrl+s", "sessions", "Sessions"),
+        Binding("ctrl+r", "retry", "Retry"),
+        Binding("escape", "stop", "Stop", show=False),
+        Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True),
+        Binding("ctrl+up", "select(-1)", "Select", show=False),
+        Binding("ctrl+down", "select(1)", "Select", show=False),
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        api: ChatAPI,
+        *,
+        session_id: str | None = None,
+        new: bool = False,
+        project: dict[str, Any] | None = None,
+        workdir: Path | None = None,
+        live_events: bool = True,
+    ) -> None:
+        super().__init__()
+        self.api = api
+        self.start_id, self.start_new = session_id, new
+        self.project = project or {}
+        self.workdir = workdir or Path.cwd()
+        self.live_events = live_events
+        self.session: dict[str, Any] | None = None
+        self.turn: Worker[None] | None = None
+        self.can_retry = False
+        self.events_live = False
+        self.stop_events = threading.Event()
+        self.steps: dict[str, StepEntry] = {}
+
+    def compose(self) -> ComposeResult:
+        yield SessionHeader(id="header")
+        yield VerticalScroll(id="conversation")
+        yield OptionList(id="commands")
+        yield PromptInput(
+            placeholder="Message, or / for commands",
+            id="prompt",
+            suggester=SuggestFromList([f"/{n}" for n in commands.NAMES]),
+        )
+        yield Static(Text(self.project_line()), id="project")
+        yield Footer()
+
+    def project_line(self) -> str:
+        if "system_prompt" in self.project:
+            return "system prompt replaced (--system-prompt or eonyx.json): no AGENTS.md sent"
+        paths = [f["path"] for f in self.project.get("project_context") or []]
+        return "AGENTS.md in effect: " + ", ".join(paths) if paths else "no AGENTS.md in effect"
+
+    def on_mount(self) -> None:
+        self.query_one("#commands").display = False
+        self.query_one("#prompt").focus()
+        self.start()
+        if self.live_events:
+            self.listen_events()
+        self.set_interval(POLL_SECONDS, self.poll)
+
+    async def on_unmount(self) -> None:
+        self.stop_events.set()
+        await self.api.aclose()
+
+    @property
+    def conversation(self) -> VerticalScroll:
+        return self.query_one("#conversation", VerticalScroll)
+
+    @property
+    def streaming(self) -> bool:
+        return self.turn is not None and self.turn.is_running
+
+    # -- start-up and opening sessions --
+
+    @work(exclusive=True, group="open")
+    async def start(self) -> None:
+        try:
+            if self.start_id:
+                session: dict[str, Any] | None = await self.api.session(self.start_id)
+            elif self.start_new:
+                await self.api.list_sessions(limit=1)  # the server and the token answer
+                session = None
+            else:
+                session = await self.api.latest_session()
+            await self.open_session(session)
+        except ApiError as exc:
+            hint = "; run `eonyx login`" if exc.status == 401 else ""
+            self.exit(return_code=1, message=f"eonyx chat: {exc}{hint}")
+
+    async def open_session(self, session: dict[str, Any] | None) -> None:
+        """Show `session` (None: a new one, created by the first message)."""
+        self.session, self.can_retry = session, False
+        self.steps.clear()
+        await self.conversation.remove_children()
+        self.query_one(SessionHeader).show_session(session)
+        gauge = self.query_one("#gauge")
+        gauge.display = False
+        if session is None:
+            return
+        messages, context = await asyncio.gather(
+            self.api.messages(session["id"]),
+            self.api.context(session["id"]),
+            return_exceptions=True,
+        )
+        if isinstance(messages, BaseException):
+            raise messages
+        await self.show_transcript(messages)
+        if isinstance(context, dict):  # the gauge is a hint: without it the session still opens
+            self.show_gauge(context.get("percent"))
+
+    async def show_transcript(self, messages: list[dict[str, Any]]) -> None:
+        hidden = len(messages) - SHOWN_MESSAGES
+        entries: list[Any] = []
+        if hidden > 0:
+            entries.append(Notice(f"{hidden} earlier messages are not shown (/export has all)"))
+            messages = messages[hidden:]
+        for message in messages:
+            role, text = message.get("role"), content_text(message.get("content"))
+            if role == "user":
+                entries.append(self._liked(UserEntry(text, message.get("id")), message))
+            elif role == "assistant" and message.get("tool_calls"):
+                if text.strip():
+                    entries.append(AnswerEntry(text))
+                for call in message["tool_calls"]:
+                    step = StepEntry(call)
+                    self.steps[step.call_id] = step
+                    entries.append(step)
+            elif role == "tool" and message.get("tool_call_id") in self.steps:
+                self.steps[message["tool_call_id"]].set_result(text)
+            elif role == "assistant":
+                entries.append(self._liked(AnswerEntry(text, message.get("id")), message))
+        await self.conversation.mount_all(entries)
+        for entry in entries:
+            if isinstance(entry, Entry) and entry.like_status:
+                entry.show_like(entry.like_status)
+        self.conversation.scroll_end(animate=False)
+
+    @staticmethod
+    def _liked(entry: Entry, message: dict[str, Any]) -> Entry:
+        entry.like_status = (message.get("like") or {}).get("status")
+        return entry
+
+    def show_gauge(self, percent: float | None) -> None:
+        self.query_one(SessionHeader).query_one("#gauge").show(percent)  # type: ignore[attr-defined]
+
+    # -- the prompt --
+
+    @on(Input.Changed, "#prompt")
+    def _typing(self, event: Input.Changed) -> None:
+        matches = commands.completions(event.value)
+        menu = self.query_one("#commands", OptionList)
+        menu.clear_options()
+        menu.add_options(Option(Text(f"{c.usage:<18} {c.help}"), id=c.name) for c in matches)
+        menu.display = bool(matches)
+
+    @on(Input.Submitted, "#prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            return
+        parsed = commands.parse(event.value)
+        if parsed.command is None and self.streaming:
+            self.notify("an answer is still coming: Esc stops it", severity="warning")
+            return
+        event.input.value = ""
+        if parsed.command is not None:
+            self.run_command(parsed.command, parsed.argument)
+        else:
+            self.turn = self.send({"content": parsed.argument, **self.project})
+
+    # -- turns --
+
+    @work(group="turn")
+    async def send(self, body: dict[str, Any]) -> None:
+        """One streamed turn; a fresh message is shown at once, a retry re-uses the shown one."""
+        conversation = self.conversation
+        user: UserEntry | None = None
+        if not body.get("retry"):
+            user = UserEntry(body["content"])
+            await conversation.mount(user)
+            conversation.scroll_end(animate=False)
+        self.can_retry = False
+        conversation.anchor()  # stay at the end as the answer grows, until the user scrolls up
+        answer: AnswerEntry | None = None
+        stream: MarkdownStream | None = None
+        try:
+            if self.session is None:
+                await self.open_created(await self.api.create_session())
+            assert self.session is not None
+            async for name, data in self.api.stream_turn(self.session["id"], body):
+                if name == "token":
+                    if answer is None:
+                        answer = AnswerEntry()
+                        await conversation.mount(answer)
+                        stream = Markdown.get_stream(answer.markdown)
+                    assert stream is not None
+                    await stream.write(data["text"])  # the anchored view follows it
+                elif name in ("tool_call", "tool_result", "memory_write"):
+                    if stream is not None:
+                        await stream.stop()
+                    answer = stream = None
+                    await self.show_step(name, data)
+                elif name == "done":
+                    if stream is not None:
+                        await stream.stop()
+                        stream = None
+                    await self.finish_turn(data, user, answer)
+                elif name == "error":
+                    error = data.get("error") or {}
+                    raise ApiError(
+                        int(data.get("status") or 502),
+                        str(error.get("code", "")),
+                        str(error.get("message", "the turn failed")),
+                    )
+        except ApiError as exc:
+            await self.turn_failed(exc)
+        except asyncio.CancelledError:
+            await conversation.mount(
+                Notice("stopped: your message is saved; Ctrl+R asks for the answer again", "info")
+            )
+            self.can_retry = self.session is not None
+            raise
+        finally:
+            if stream is not None:
+                await stream.stop()
+            conversation.scroll_end(animate=False)
+
+    async def open_created(self, session: dict[str, Any]) -> None:
+        self.session = session
+        self.query_one(SessionHeader).show_session(session)
+
+    async def show_step(self, name: str, data: dict[str, Any]) -> None:
+        if name == "tool_call":
+            step = StepEntry(data)
+            self.steps[step.call_id] = step
+            await self.conversation.mount(step)
+        elif name == "tool_result":
+            step_of = self.steps.get(str(data.get("tool_call_id")))
+            if step_of is not None:
+                step_of.set_result(content_text(data.get("content")))
+        else:
+            await self.conversation.mount(Notice(f"memory: {memory_line(data)}", "memory"))
+
+    async def finish_turn(
+        self, turn: dict[str, Any], user: UserEntry | None, answer: AnswerEntry | None
+    ) -> None:
+        final = turn.get("assistant_message") or {}
+        if user is not None:
+            user.message_id = (turn.get("user_message") or {}).get("id")
+        if answer is None:
+            answer = AnswerEntry(content_text(final.get("content")))
+            await self.conversation.mount(answer)
+        answer.message_id = final.get("id")
+        self.show_gauge((turn.get("context") or {}).get("percent"))
+        if self.session is not None:
+            try:
+                await self.open_created(await self.api.session(self.session["id"]))
+            except ApiError:
+                pass  # the header keeps what it had
+
+    async def turn_failed(self, exc: ApiError) -> None:
+        self.can_retry = self.session is not None and exc.status in RETRYABLE
+        hint = "; Ctrl+R answers your message again" if self.can_retry else ""
+        await self.conversation.mount(Notice(f"{exc}{hint}", "error"))
+
+    def action_stop(self) -> None:
+        if self.streaming:
+            assert self.turn is not None
+            self.turn.cancel()
+        elif not isinstance(self.focused, Input):
+            self.query_one("#prompt").focus()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C stops an answer; it never quits by accident (Ctrl+Q or /quit do)."""
+        if self.streaming:
+            self.action_stop()
+        else:
+            self.notify("nothing to stop: Ctrl+Q or /quit leaves")
+
+    def action_retry(self) -> None:
+        if self.streaming or not self.can_retry:
+            self.notify("nothing to retry", severity="warning")
+            return
+        self.turn = self.send({"retry": True, **self.project})
+
+    # -- commands --
+
+    @work(group="command")
+    async def run_command(self, name: str, argument: str) -> None:
+        try:
+            await self.command(name, argument)
+        except ApiError as exc:
+            await self.say(f"/{name}: {exc}", "error")
+
+    async def command(self, name: str, argument: str) -> None:
+        if name not in commands.NAMES:
+            await self.say(commands.unknown(name), "error")
+        elif name == "quit":
+            self.exit()
+        elif name == "help":
+            await self.conversation.mount(AnswerEntry(commands.help_text()))
+            self.conversation.scroll_end(animate=False)
+        elif name in SWITCHING and self.streaming:
+            await self.say(f"/{name}: an answer is still coming; Esc stops it first", "error")
+        elif name == "new":
+            await self.open_session(None)
+        elif name == "sessions":
+            self.action_sessions(argument or None)
+        elif self.session is None:
+            await self.say(f"/{name}: this session starts with your first message", "error")
+        elif name == "rename":
+            if not argument:
+                await self.say("/rename needs the new title: /rename <title>", "error")
+                return
+            await self.open_created(
+                await self.api.update_session(self.session["id"], title=argument)
+            )
+            await self.say(f"renamed to {self.session['title']!r}")
+        elif name == "clear":
+            await self.api.clear(self.session["id"])
+            await self.open_session(await self.api.session(self.session["id"]))
+            await self.say("cleared: the history is wiped; the id and title stay")
+        elif name == "fork":
+            origin = self.session.get("title") or "untitled"
+            await self.open_session(await self.api.fork(self.session["id"]))
+            await self.say(f"forked {origin!r}: you are in the copy now")
+        elif name == "export":
+            path = await self.export()
+            await self.say(f"exported to {path}")
+
+    async def export(self) -> Path:
+        assert self.session is not None
+        text = await self.api.export_markdown(self.session["id"])
+        folder = self.workdir / ".eonyx" / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"eonyx-{self.session['id']}.md"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    async def say(self, text: str, kind: str = "info") -> None:
+        await self.conversation.mount(Notice(text, kind))
+        self.conversation.scroll_end(animate=False)
+
+    # -- the session manager --
+
+    def action_sessions(self, query: str | None = None) -> None:
+        if isinstance(self.screen, SessionManager):
+            return
+        self.push_screen(SessionManager(self.api, query), self._manager_closed)
+
+    def _manager_closed(self, session_id: str | None) -> None:
+        self.query_one("#prompt").focus()
+        if session_id:
+            if self.streaming:  # another session replaces this conversation: stop its answer
+                self.action_stop()
+            self.open_by_id(session_id)
+
+    @work(exclusive=True, group="open")
+    async def open_by_id(self, session_id: str) -> None:
+        try:
+            await self.open_session(await self.api.session(session_id))
+        except ApiError as exc:
+            await self.say(str(exc), "error")
+
+    def session_changed(self, item: dict[str, Any]) -> None:
+        """The manager changed a session: the header follows when it is this one."""
+        if self.session is not None and self.session["id"] == item["id"]:
+            self.session = item
+            self.query_one(SessionHeader).show_session(item)
+
+    def session_deleted(self, session_id: str) -> None:
+        if self.session is not None and self.session["id"] == session_id:
+            self.session = None
+            self.call_later(self.open_session, None)
+
+    # -- selecting and liking messages --
+
+    def action_select(self, step: int) -> None:
+        entries = [e for e in self.conversation.query(Entry) if e.message_id]
+        if not entries:
+            return
+        focused = self.focused
+        index = entries.index(focused) + step if focused in entries else len(entries) - 1
+        entry = entries[max(0, min(index, len(entries) - 1))]
+        entry.focus()
+        entry.scroll_visible(animate=False)
+
+    @on(Entry.LikeRequested)
+    @work(group="like")
+    async def _like(self, event: Entry.LikeRequested) -> None:
+        entry = event.entry
+        if self.session is None or entry.message_id is None:
+            return
+        try:
+            if entry.like_status in ("saving", "saved"):
+                await self.api.unlike(self.session["id"], entry.message_id)
+                self._show_like([entry.message_id], None, None)
+            else:
+                like = await self.api.like(self.session["id"], entry.message_id)
+                ids = like.get("message_ids") or [entry.message_id]
+                self._show_like(ids, like.get("status"), like.get("detail"))
+        except ApiError as exc:
+            self.notify(str(exc), severity="error")
+
+    def _show_like(self, message_ids: list[str], status: str | None, detail: str | None) -> None:
+        for entry in self.conversation.query(Entry):
+            if entry.message_id in message_ids:
+                entry.show_like(status, detail)
+
+    # -- live events --
+
+    @work(thread=True, exclusive=True, group="events")
+    def listen_events(self) -> None:
+        reason = self.api.listen(self._from_thread, self.stop_events)
+        if not self.stop_events.is_set():
+            self._from_thread({"type": "closed", "reason": reason})
+
+    def _from_thread(self, event: dict[str, Any]) -> None:
+        try:
+            self.call_from_thread(self.on_server_event, event)
+        except RuntimeError:
+            self.stop_events.set()  # the app is gone
+
+    def on_server_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "ready":
+            self.events_live = True
+        elif kind == "closed":
+            self.events_live = False
+            self.set_timer(RECONNECT_SECONDS, self.listen_events)
+        elif kind == "session.title":
+            session_id = str(event.get("session_id") or event.get("id") or "")
+            title = event.get("title")
+            if self.session is not None and self.session["id"] == session_id:
+                self.session_changed({**self.session, "title": title, "title_pending": False})
+            for screen in self.screen_stack:
+                if isinstance(screen, SessionManager):
+                    screen.title_changed(session_id, title)
+        elif kind == "like.updated":
+            if self.session is not None and event.get("session_id") == self.session["id"]:
+                ids = event.get("message_ids") or [event.get("pair_id")]
+                self._show_like(ids, event.get("status"), event.get("detail"))
+
+    @work(exclusive=True, group="poll")
+    async def poll(self) -> None:
+        """Without the socket: ask for a pending title or a like still saving."""
+        if self.events_live or self.session is None or self.streaming:
+            return
+        session_id = self.session["id"]
+        try:
+            if self.session.get("title_pending"):
+                self.session_changed(await self.api.session(session_id))
+            if any(e.like_status == "saving" for e in self.conversation.query(Entry)):
+                for message in await self.api.messages(session_id):
+                    like = message.get("like") or {}
+                    self._show_like([message["id"]], like.get("status"), like.get("detail"))
+        except ApiError:
+            pass  # the next poll asks again

@@ -1,0 +1,91 @@
+"""The slash commands of `eonyx chat`: their names, usage and help, and how a line is read.
+
+A line that starts with `/` is a command; `//text` sends `/text` as a message. The app runs
+the commands (cli/chat/app.py); this module only knows what they are called and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+
+
+COMMANDS = (
+    Command("sessions", "/sessions [query]", "the session manager, searched over titles and text"),
+    Command("new", "/new", "start a new session"),
+    Command("clear", "/clear", "wipe this session's history (keeps its id and title)"),
+    Command("rename", "/rename <title>", "rename this session"),
+    Command("fork", "/fork", "copy this session into a new one and continue there"),
+    Command("export", "/export", "write .eonyx/exports/eonyx-<id>.md under this directory"),
+    Command("help", "/help", "commands and keys"),
+    Command("quit", "/quit", "leave (the session stays on the server)"),
+)
+NAMES = tuple(command.name for command in COMMANDS)
+
+KEYS = (
+    ("Enter", "send the message (or run the /command)"),
+    ("Tab", "complete a /command"),
+    ("Esc, Ctrl+C", "stop the answer being streamed"),
+    ("Ctrl+R", "answer the last message again after a failure or a stop"),
+    ("Ctrl+S", "the session manager"),
+    ("Ctrl+Up / Ctrl+Down", "select a message; then L likes it (remember this turn)"),
+    ("Ctrl+Q", "quit"),
+)
+MANAGER_KEYS = (
+    ("Enter", "open"),
+    ("R", "rename"),
+    ("F", "fork"),
+    ("D", "delete (to the trash, after a confirmation)"),
+    ("P", "pin or unpin"),
+    ("A", "archive or unarchive"),
+    ("/", "search titles and text"),
+    ("Esc", "back"),
+)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A typed line: a command with its argument text, or a message."""
+
+    command: str | None
+    argument: str
+
+
+def parse(line: str) -> Parsed:
+    text = line.strip()
+    if text.startswith("//"):
+        return Parsed(None, line.strip()[1:])
+    if not text.startswith("/"):
+        return Parsed(None, line)
+    name, _, argument = text[1:].partition(" ")
+    return Parsed(name.lower(), argument.strip())
+
+
+def completions(prefix: str) -> list[Command]:
+    """The commands a line being typed may become (`/` alone: all of them)."""
+    if not prefix.startswith("/") or " " in prefix:
+        return []
+    typed = prefix[1:].lower()
+    return [command for command in COMMANDS if command.name.startswith(typed)]
+
+
+def unknown(name: str) -> str:
+    known = ", ".join(f"/{n}" for n in NAMES)
+    return f"unknown command /{name}; the commands are {known}"
+
+
+def help_text() -> str:
+    """The /help text, as Markdown."""
+    lines = ["**Commands**", ""]
+    lines += [f"- `{c.usage}`: {c.help}" for c in COMMANDS]
+    lines += ["", "**Keys**", ""]
+    lines += [f"- `{key}`: {what}" for key, what in KEYS]
+    lines += ["", "**In the session manager**", ""]
+    lines += [f"- `{key}`: {what}" for key, what in MANAGER_KEYS]
+    return "\n".join(lines)

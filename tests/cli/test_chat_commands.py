@@ -1,0 +1,27 @@
+"""How `eonyx chat` reads a typed line and what it offers as you type `/`."""
+
+from __future__ import annotations
+
+from cli.chat import commands
+
+
+def test_a_line_is_a_command_or_a_message() -> None:
+    assert commands.parse("/rename  Parser work ") == commands.Parsed("rename", "Parser work")
+    assert commands.parse("/SESSIONS tokenizer") == commands.Parsed("sessions", "tokenizer")
+    assert commands.parse("/quit") == commands.Parsed("quit", "")
+    assert commands.parse("hello /there") == commands.Parsed(None, "hello /there")
+    assert commands.parse("//etc/hosts is a file") == commands.Parsed(None, "/etc/hosts is a file")
+
+
+def test_completions_follow_what_is_typed() -> None:
+    assert [c.name for c in commands.completions("/")] == list(commands.NAMES)
+    assert [c.name for c in commands.completions("/f")] == ["fork"]
+    assert commands.completions("/fork now") == []  # an argument is being typed
+    assert commands.completions("hello") == []
+
+
+def test_an_unknown_command_lists_the_known_ones() -> None:
+    message = commands.unknown("frob")
+    assert message.startswith("unknown command /frob;")
+    for name in commands.NAMES:
+        assert f"/{name}" in message

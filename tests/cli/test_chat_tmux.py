@@ -1,0 +1,114 @@
+"""`eonyx chat` in a real terminal: tmux runs the command against a live server, the test
+types with send-keys and reads the screen with capture-pane (start, one turn, /rename,
+/quit). tmux gets a socket of its own in the test's directory, so nobody else's sessions are
+touched and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Live
+from tests.conftest import IN_CI
+from tests.fake_llm import fake_llm, text
+
+__all__ = ["fake_llm"]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.parametrize("backend", ["embedded"], indirect=True),
+]
+WAIT = 30.0  # seconds the screen may take to show something (a failure past it, not a timing)
+
+
+class Terminal:
+    """One tmux session on a private socket."""
+
+    def __init__(self, socket: Path) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-S", str(self.socket), *args], capture_output=True, text=True, check=True
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "chat")
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-t", "chat", "-l", text)
+        self.tmux("send-keys", "-t", "chat", "Enter")
+
+    def wait_for(self, what: str | Callable[[str], bool]) -> str:
+        test = what if callable(what) else (lambda screen: what in screen)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if test(screen):
+                return screen
+            time.sleep(0.1)
+        pytest.fail(f"the terminal never showed {what!r}; it shows:\n{self.screen()}")
+
+    def exit_status(self) -> int | None:
+        dead, _, status = self.tmux(
+            "display-message", "-p", "-t", "chat", "#{pane_dead} #{pane_dead_status}"
+        ).partition(" ")
+        return int(status) if dead.strip() == "1" else None
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    if shutil.which("tmux") is None:
+        if IN_CI:
+            pytest.fail("CI needs tmux for the terminal test")
+        pytest.skip("tmux is not installed")
+    term = Terminal(tmp_path / "tmux.sock")
+    yield term
+    subprocess.run(["tmux", "-S", str(term.socket), "kill-server"], capture_output=True)
+
+
+def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path) -> None:
+    env = {
+        "EONYX_URL": live.url,
+        "EONYX_TOKEN": live.user.token,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PATH": os.environ.get("PATH", ""),
+        "TERM": "xterm-256color",
+    }
+    command = [sys.executable, "-m", "cli", "chat", "--new"]
+    terminal.tmux(
+        "new-session", "-d", "-s", "chat", "-x", "100", "-y", "30", "-c", str(Path.cwd()),
+        *[arg for name, value in env.items() for arg in ("-e", f"{name}={value}")],
+        " ".join(command),
+    )  # fmt: skip
+    terminal.tmux("set-option", "-t", "chat", "remain-on-exit", "on")
+    terminal.wait_for("Message, or / for commands")
+    terminal.wait_for("new session")
+
+    live.llm.script(text("Hello from the **model**."))
+    terminal.type("Hello over tmux")
+    screen = terminal.wait_for("Hello from the model.")
+    assert "Hello over tmux" in screen
+    session_id = live.session_ids()[0]
+    assert live.transcript(session_id) == [
+        ("user", "Hello over tmux"),
+        ("assistant", "Hello from the **model**."),
+    ]
+
+    terminal.type("/rename Terminal test")
+    terminal.wait_for("renamed to 'Terminal test'")
+    assert terminal.screen().splitlines()[0].strip().startswith("Terminal test")
+    assert live.api("GET", f"/sessions/{session_id}")["title"] == "Terminal test"
+
+    terminal.type("/quit")
+    deadline = time.monotonic() + WAIT
+    while terminal.exit_status() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert terminal.exit_status() == 0

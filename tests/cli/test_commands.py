@@ -1,0 +1,26 @@
+"""The `eonyx` group: every command is there, and a client command loads no server stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cli import catalog, client, main, memory, run, server
+
+
+def test_every_command_of_every_module_is_registered() -> None:
+    expected = [*server.COMMANDS, *client.COMMANDS, catalog.models, memory.memory, run.run]
+    for command in expected:
+        assert command.name is not None
+        assert main.commands[command.name] is command
+
+
+def test_the_chat_client_starts_without_importing_the_server_stack() -> None:
+    probe = (
+        "import sys; from cli import main; main.commands['chat']; main.commands['run']; "
+        "print(sorted(m for m in ('sqlalchemy', 'celery', 'flask') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
