@@ -64,20 +64,25 @@ def _code_for(status: int, details: Any) -> str:
 
 def _describe(status: int, details: Any, error: HTTPException) -> str:
     if details:
-        fields = _field_paths(details)
-        if status == 400 and fields == ["json"]:
+        reasons = _reasons(details)
+        if status == 400 and [path for path, _ in reasons] == ["json"]:
             return "the request body is not valid JSON"
-        return "invalid request: " + ", ".join(fields) if fields else "invalid request"
+        if not reasons:
+            return "invalid request"
+        return "invalid request: " + "; ".join(
+            f"{path}: {reason}" if reason else path for path, reason in reasons
+        )
     if status == 413:
         return "the request body is too large"
     return error.description or error.name
 
 
-def _field_paths(details: Any, prefix: str = "") -> list[str]:
-    """`json.title`-style names of the fields a validation error is about."""
+def _reasons(details: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(`json.title`-style field name, the validator's words) for each field an error is
+    about, so that every client can show why a request was refused."""
     if not isinstance(details, dict):
-        return [prefix] if prefix else []
-    paths: list[str] = []
+        return [(prefix, _words(details))] if prefix else []
+    reasons: list[tuple[str, str]] = []
     for key, value in details.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         nested = (
@@ -85,5 +90,11 @@ def _field_paths(details: Any, prefix: str = "") -> list[str]:
             and value
             and all(isinstance(v, (dict, list)) for v in value.values())
         )
-        paths.extend(_field_paths(value, name) if nested else [name])
-    return paths
+        reasons.extend(_reasons(value, name) if nested else [(name, _words(value))])
+    return reasons
+
+
+def _words(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(str(item) for item in value if isinstance(item, str))
+    return value if isinstance(value, str) else ""

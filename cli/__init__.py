@@ -12,6 +12,7 @@ from cli import client, server
 from cli.catalog import models
 from cli.memory import memory
 from cli.run import run as run_command
+from cli.sessions import sessions
 from shared.core.settings import SettingsError
 
 
@@ -29,5 +30,5 @@ def main() -> None:
     """Eonyx: durable memory and sessions for an LLM chat agent."""
 
 
-for command in (*server.COMMANDS, models, *client.COMMANDS, run_command, memory):
+for command in (*server.COMMANDS, models, *client.COMMANDS, sessions, run_command, memory):
     main.add_command(command)

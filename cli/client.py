@@ -100,41 +100,4 @@ def login(url: str | None, username: str, password: str) -> None:
     click.echo(f"logged in to {base} as {result['user']['username']}")
 
 
-@click.group(invoke_without_command=True)
-@click.option("--search", "query", help="Only sessions whose title contains this.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
-@click.pass_context
-def sessions(ctx: click.Context, query: str | None, limit: int) -> None:
-    """List sessions: id, date, message count, title."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(sessions_list, query=query, limit=limit)
-
-
-@sessions.command("list")
-@click.option("--search", "query", help="Only sessions whose title contains this.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200))
-def sessions_list(query: str | None, limit: int) -> None:
-    """List sessions: id, date, message count, title."""
-    params: dict[str, Any] = {"limit": limit}
-    if query:
-        params["q"] = query
-    page = Client.from_config().request("GET", "/sessions", params=params)
-    if not page["items"]:
-        click.echo("no sessions" + (f" matching {query!r}" if query else ""))
-        return
-    for item in page["items"]:
-        pin = "*" if item["pinned"] else " "
-        title = item["title"] or "(untitled)"
-        when = format_time(item["updated_at"])
-        click.echo(f"{item['id']}  {when}  {item['message_count']:>5}{pin} {title}")
-
-
-@sessions.command("delete")
-@click.argument("session_id")
-def sessions_delete(session_id: str) -> None:
-    """Delete a session."""
-    Client.from_config().request("DELETE", f"/sessions/{session_id}")
-    click.echo(f"deleted {session_id}")
-
-
-COMMANDS = [login, sessions]
+COMMANDS = [login]

@@ -39,7 +39,16 @@ __all__ = ["fake_llm"]  # a fixture for every test module
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_URL = os.environ.get("EONYX_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13")
-TABLES = ("index_state", "session_index", "tokens", "users", "model_roles", "model_offerings")
+TABLES = (
+    "index_state",
+    "session_index",
+    "session_moves",
+    "session_text",
+    "tokens",
+    "users",
+    "model_roles",
+    "model_offerings",
+)
 
 
 def _services_problem() -> str | None:

@@ -265,6 +265,8 @@ def iter_turn(
     offering = catalog.offering_for(rt, "chat")
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
+        if state.deleted_at is not None:
+            raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
         turn = Turn(rt, principal, state, request, project, offering, stream)
         try:
             result = yield from _converse(turn)
@@ -372,7 +374,12 @@ def _meta_changes(
 ) -> dict[str, Any]:
     """Metadata to record with the user's message: a first title, a changed project context."""
     changes: dict[str, Any] = {}
-    if content and not state.title and rt.settings.session_title_mode == "truncate":
+    if (
+        content
+        and not state.title
+        and not state.title_locked  # a rename is final, even a rename to nothing
+        and rt.settings.session_title_mode == "truncate"
+    ):
         changes["title"] = truncate_title(content)
     record = project.to_record()
     if record != (state.extra.get("project_context") or ProjectInput().to_record()):

@@ -11,6 +11,7 @@ from typing import Protocol
 
 INDEX_REBUILD = "eonyx.index.rebuild"
 SWEEP_EMPTY_SESSIONS = "eonyx.sessions.sweep_empty"
+PURGE_TRASH = "eonyx.sessions.purge_trash"
 PRECOMPUTE_SUMMARY = "eonyx.sessions.precompute_summary"
 EXTRACT_MEMORY = "eonyx.memory.extract"
 CURATE_MEMORY = "eonyx.memory.curate"

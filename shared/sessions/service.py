@@ -2,6 +2,7 @@
 
 Each function takes the runtime and the calling principal, checks ownership (another user's
 session is simply not found), writes the file first and then keeps the index in step.
+Fork, clear and the trash are in shared.sessions.lifecycle.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from sqlalchemy.orm import Session
 
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import InvalidInput, NotFound
-from shared.storage import index
+from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.storage import index, listing
+from shared.storage.listing import Filters, Found
 from shared.storage.orm import SessionRow
 from shared.storage.session_store import FileInfo, check_session_id
 
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 TITLE_MAX = 200
 
 
-def _clean_title(title: str | None) -> str | None:
+def clean_title(title: str | None) -> str | None:
     if title is None:
         return None
     title = " ".join(title.split())
@@ -48,7 +50,7 @@ def create_session(
     state, info = rt.store.create(
         principal.user_id,
         source=principal.source,
-        title=_clean_title(title),
+        title=clean_title(title),
         folder_id=folder_id,
         temporary=temporary,
         extra={"snapshot": snapshot},
@@ -72,8 +74,8 @@ def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
         return row
     # Not indexed (written behind the index's back), or not the caller's: the file decides,
     # and another user's session is not under the caller's directory.
-    state, info = rt.store.load(user_id, session_id, keep_messages=False)
-    index.record(db, state, info)
+    state, info = rt.store.load(user_id, session_id)
+    index.record(db, state, info, text=True)
     return index.get_row(db, user_id, session_id)
 
 
@@ -83,20 +85,31 @@ def list_sessions(
     *,
     limit: int = 50,
     cursor: str | None = None,
-    query: str | None = None,
-    folder_id: str | None = None,
-    archived: bool = False,
+    filters: Filters | None = None,
 ) -> tuple[list[SessionRow], str | None]:
+    """A page of the caller's list: pinned first, then most recently updated (the cursor's
+    guarantees are in shared.storage.listing)."""
     with rt.db.session() as db:
         _ensure_index(db, rt, principal.user_id)
-        return index.list_page(
-            db,
-            principal.user_id,
-            limit=limit,
-            cursor=cursor,
-            query=query,
-            folder_id=folder_id,
-            archived=archived,
+        return listing.list_page(
+            db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+        )
+
+
+def search_sessions(
+    rt: Runtime,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    filters: Filters | None = None,
+) -> tuple[list[Found], str | None]:
+    """A page of the caller's sessions whose title or text match `query`, best first."""
+    with rt.db.session() as db:
+        _ensure_index(db, rt, principal.user_id)
+        return listing.search_page(
+            db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
 
 
@@ -144,8 +157,8 @@ def index_appended(
     try:
         with rt.db.session() as db:
             if not index.note_appended(db, user_id, session_id, records, size_before, info):
-                state, info = rt.store.load(user_id, session_id, keep_messages=False)
-                index.record(db, state, info)
+                state, info = rt.store.load(user_id, session_id)
+                index.record(db, state, info, text=True)
     except (SQLAlchemyError, NotFound) as exc:
         log.warning(
             "index of session %s not updated (%s); the next reconcile will", session_id, exc
@@ -155,22 +168,25 @@ def index_appended(
 def update_session(
     rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
 ) -> SessionRow:
-    """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record."""
+    """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record. A title
+    given here is a rename, and final: `title_locked` keeps every title job and title mode
+    from changing it afterwards."""
     if "title" in changes:
-        changes["title"] = _clean_title(changes["title"])
+        changes["title"] = clean_title(changes["title"])
         changes["title_pending"] = False
+        changes["title_locked"] = True
+    row = get_session(rt, principal, session_id)
     if not changes:
-        return get_session(rt, principal, session_id)
+        return row
+    refuse_in_trash(row)
     return append_records(
         rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
     )
 
 
-def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:
-    get_session(rt, principal, session_id)
-    rt.store.delete(principal.user_id, session_id)
-    with rt.db.session() as db:
-        index.forget(db, session_id)
+def refuse_in_trash(row: SessionRow) -> None:
+    if row.deleted_at is not None:
+        raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
 
 
 def sweep_empty_sessions(rt: Runtime) -> int:

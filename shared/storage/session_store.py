@@ -14,7 +14,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,8 +34,19 @@ from shared.storage.filestore import (
 SESSION_ID_RE = re.compile(r"^\d{8}T\d{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
-META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
+META_FIELDS = (
+    "title",
+    "title_pending",
+    "title_locked",  # set by an explicit rename: no title job or mode changes the title after
+    "pinned",
+    "archived",
+    "folder_id",
+    "deleted_at",  # in the trash since then (ISO time); None again once restored
+)
+# Changes that do not make a session "recently updated" (it keeps its place in the list).
+QUIET_FIELDS = ("title_locked", "deleted_at")
 CHAT_ROLES = ("user", "assistant")
+SUMMARY_FILE = "summary.json"
 
 
 def new_session_id(moment: datetime | None = None) -> str:
@@ -86,9 +97,12 @@ class SessionState:
     temporary: bool = False
     title: str | None = None
     title_pending: bool = False
+    title_locked: bool = False
     pinned: bool = False
     archived: bool = False
     folder_id: str | None = None
+    deleted_at: datetime | None = None
+    forked_from: str | None = None
     message_count: int = 0
     image_count: int = 0
     snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
@@ -110,6 +124,7 @@ class SessionState:
             title=header.get("title"),
             title_pending=bool(header.get("title_pending", False)),
             folder_id=header.get("folder_id"),
+            forked_from=header.get("forked_from"),
             snapshot=header.get("snapshot"),
         )
 
@@ -125,12 +140,14 @@ class SessionState:
         elif kind == "meta":
             changes = record.get("set") or {}
             for key, value in changes.items():
-                if key in META_FIELDS:
+                if key == "deleted_at":
+                    self.deleted_at = parse_time(value) if value else None
+                elif key in META_FIELDS:
                     setattr(self, key, value)
                 else:
                     self.extra[key] = value
-            if not any(key in META_FIELDS for key in changes):
-                return  # bookkeeping (likes, extraction progress) does not reorder the list
+            if not any(key in META_FIELDS and key not in QUIET_FIELDS for key in changes):
+                return  # bookkeeping (likes, extraction progress, trash) keeps the list order
         else:
             return
         stamp = record.get("at") or record.get("created_at")
@@ -193,7 +210,9 @@ class SessionStore:
         folder_id: str | None = None,
         temporary: bool = False,
         extra: dict[str, Any] | None = None,
+        records: list[dict[str, Any]] | None = None,
     ) -> tuple[SessionState, FileInfo]:
+        """A new session file: the header and `records` (a fork's copy) in one durable write."""
         moment = utcnow()
         directory = self.sessions_dir(user_id)
         directory.mkdir(parents=True, exist_ok=True)
@@ -210,9 +229,11 @@ class SessionStore:
             **(extra or {}),
         }
         stat = durable_append(
-            self.path(user_id, header["id"]), encode_records([header]), create=True
+            self.path(user_id, header["id"]),
+            encode_records([header, *(records or ())]),
+            create=True,
         )
-        return fold([header]), FileInfo.of(stat)
+        return fold([header, *(records or ())]), FileInfo.of(stat)
 
     def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> Appended:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
@@ -239,6 +260,24 @@ class SessionStore:
             raise StorageError(f"session {session_id} cannot be read: {exc}") from None
         return state, FileInfo.of(stat)
 
+    def rewrite(
+        self,
+        user_id: str,
+        session_id: str,
+        make: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    ) -> tuple[SessionState, FileInfo]:
+        """Replace a session's records with `make(current records)`, atomically and under the
+        file's lock (a writer waiting for it then appends to the new file)."""
+        path = self.path(user_id, session_id)
+        try:
+            with locked(path):
+                records = make(read_jsonl(path))
+                atomic_write(path, encode_records(records))
+                stat = path.stat()
+        except FileNotFoundError:
+            raise NotFound("session not found") from None
+        return fold(records), FileInfo.of(stat)
+
     def delete(self, user_id: str, session_id: str) -> None:
         path = self.path(user_id, session_id)
         try:
@@ -248,17 +287,19 @@ class SessionStore:
             raise NotFound("session not found") from None
         remove_tree(path.with_suffix(""))
 
-    def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
-        """Delete a session that has no message and no change since `older_than`, atomically
-        with respect to appends (both hold the file's lock)."""
+    def delete_if(
+        self, user_id: str, session_id: str, condition: Callable[[SessionState], bool]
+    ) -> bool:
+        """Delete a session if `condition(its state)` holds, atomically with respect to
+        appends (both hold the file's lock). An unreadable file is left for a person."""
         path = self.path(user_id, session_id)
         try:
             with locked(path):
                 try:
                     state = fold(read_jsonl(path), keep_messages=False)
                 except (ValueError, KeyError):
-                    return False  # unreadable: leave it for a person to look at
-                if state.message_count or state.image_count or state.updated_at > older_than:
+                    return False
+                if not condition(state):
                     return False
                 path.unlink()
         except FileNotFoundError:
@@ -266,9 +307,30 @@ class SessionStore:
         remove_tree(path.with_suffix(""))
         return True
 
+    def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
+        """Delete a session that never had a message and is unchanged since `older_than` (a
+        cleared session had some: it stays)."""
+        return self.delete_if(
+            user_id,
+            session_id,
+            lambda state: (
+                not (
+                    state.message_count
+                    or state.image_count
+                    or state.updated_at > older_than
+                    or "cleared_at" in state.extra
+                )
+            ),
+        )
+
+    def sidecar_dir(self, user_id: str, session_id: str) -> Path:
+        """The directory beside the JSONL for the files a session references (images) and
+        its derived data (the compaction summary)."""
+        return self.path(user_id, session_id).with_suffix("")
+
     def summary_path(self, user_id: str, session_id: str) -> Path:
         """Where the compaction summary of a session lives: derived data beside the JSONL."""
-        return self.path(user_id, session_id).with_suffix("") / "summary.json"
+        return self.sidecar_dir(user_id, session_id) / SUMMARY_FILE
 
     def read_summary(self, user_id: str, session_id: str) -> dict[str, Any] | None:
         try:

@@ -80,15 +80,30 @@ def test_sessions_lists_id_date_count_and_title(runner: CliRunner, client, alice
     assert "no sessions matching 'zebra'" in none.output
 
 
-def test_sessions_delete(runner: CliRunner, client, alice: Account) -> None:
+def test_sessions_delete_goes_to_the_trash_restore_and_purge(
+    runner: CliRunner, client, alice: Account
+) -> None:
     login(runner)
     created = client.post("/api/v1/sessions", json={"title": "bye"}, headers=alice.headers)
     session_id = created.get_json()["id"]
     result = runner.invoke(main, ["sessions", "delete", session_id])
-    assert result.exit_code == 0 and f"deleted {session_id}" in result.output
+    assert result.exit_code == 0 and f"deleted {session_id} (in the trash" in result.output
     assert runner.invoke(main, ["sessions"]).output.strip() == "no sessions"
+    trash = runner.invoke(main, ["sessions", "--trash"]).output
+    assert re.match(
+        rf"^{session_id}  .*  bye  \(deleted \d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}\)$", trash
+    )
+
+    assert runner.invoke(main, ["sessions", "restore", session_id]).exit_code == 0
+    assert session_id in runner.invoke(main, ["sessions"]).output
+    assert runner.invoke(main, ["sessions", "--trash"]).output.strip() == "no sessions in the trash"
+
+    refused = runner.invoke(main, ["sessions", "delete", session_id, "--purge"], input="n\n")
+    assert refused.exit_code == 1 and session_id in runner.invoke(main, ["sessions"]).output
+    purged = runner.invoke(main, ["sessions", "delete", session_id, "--purge", "--yes"])
+    assert purged.exit_code == 0 and f"deleted {session_id} for good" in purged.output
     again = runner.invoke(main, ["sessions", "delete", session_id])
-    assert again.exit_code == 1 and "session not found" in again.output
+    assert again.exit_code == 1 and "session not found (not_found)" in again.output
 
 
 def test_not_logged_in(runner: CliRunner) -> None:
