@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy import BigInteger, Table, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 # Metadata that the index keeps in columns (the rest stays in the file).
 INDEXED_META = ("title", "title_pending", "pinned", "archived", "folder_id", "deleted_at")
 _NO_KEY = {"pinned": None, "updated_at": None}  # the move that created a row
+LOCK_CLASS = 0x656F  # PostgreSQL advisory locks of the index, one per user
 
 
 def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
@@ -108,9 +109,21 @@ _LOG_MOVE = insert(_MOVES).from_select(
 )
 
 
+def lock_user(db: Session, user_id: str) -> None:
+    """Serialise the user's index writers until the transaction ends (a rebuild included,
+    before their index_state row exists). On PostgreSQL an advisory transaction lock; SQLite
+    has one writer at a time anyway."""
+    if db.get_bind().dialect.name == "postgresql":
+        key = int(user_id[:8], 16) - 2**31  # an int4, under its own lock class
+        db.execute(
+            text("SELECT pg_advisory_xact_lock(:cls, :key)"), {"cls": LOCK_CLASS, "key": key}
+        )
+
+
 def bump(db: Session, user_id: str) -> int | None:
     """The user's next change number, holding their index lock until the transaction ends;
     None when their index is not built (the next listing rebuilds it anyway)."""
+    lock_user(db, user_id)
     return db.connection().execute(_BUMP, {"uid": user_id}).scalar()
 
 
@@ -251,6 +264,7 @@ def _ensure_state(db: Session, user_id: str) -> None:
 
 def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:
     """Make the user's rows (and text) match their files; re-read only new or changed files."""
+    lock_user(db, user_id)
     _ensure_state(db, user_id)
     seq = bump(db, user_id) or 0
     known = {
