@@ -4,43 +4,13 @@ from __future__ import annotations
 
 import re
 import stat
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
-from flask import Flask
-from werkzeug.serving import make_server
 
 from cli import main
+from tests.cli.conftest import login
 from tests.conftest import Account
-
-
-@pytest.fixture
-def server_url(app: Flask) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.port}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
-
-
-@pytest.fixture
-def runner(tmp_path: Path, server_url: str) -> CliRunner:
-    return CliRunner(
-        env={
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "EONYX_URL": server_url,
-            "EONYX_TOKEN": None,
-        }
-    )
-
-
-def login(runner: CliRunner, username: str = "alice", password: str = "correct horse"):
-    return runner.invoke(main, ["login"], input=f"{username}\n{password}\n")
 
 
 def test_login_saves_a_private_token(runner: CliRunner, alice: Account, tmp_path: Path) -> None:
