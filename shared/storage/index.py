@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 INDEXED_META = ("title", "title_pending", "pinned", "archived", "folder_id", "deleted_at")
 _NO_KEY = {"pinned": None, "updated_at": None}  # the move that created a row
 LOCK_CLASS = 0x656F  # PostgreSQL advisory locks of the index, one per user
+TEXT_BATCH = 5000
 
 
 def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
@@ -282,6 +283,7 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
     report = ReconcileReport()
     fresh: list[dict[str, Any]] = []
     moves: list[dict[str, Any]] = []
+    docs: list[dict[str, Any]] = []  # searchable text of re-read files, added in batches
     for session_id, info in store.scan(user_id):
         report.scanned += 1
         old = known.pop(session_id, None)
@@ -295,7 +297,15 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
         fresh.append(row_values(state, info) | {"seq": seq})
         key = {"pinned": old.pinned, "updated_at": old.updated_at} if old else _NO_KEY
         moves.append({"user_id": user_id, "session_id": session_id, "seq": seq} | key)
-        search.replace_session(db, user_id, session_id, state.title, state.messages)
+        if old is not None:
+            search.forget(db, [session_id])
+        docs.extend(search.docs_of(user_id, session_id, state.messages))
+        if state.title and state.title.strip():
+            docs.append(search.title_doc(user_id, session_id, state.title))
+        if len(docs) >= TEXT_BATCH:
+            search.add(db, docs)
+            docs.clear()
+    search.add(db, docs)
     gone = list(known)  # rows whose file is gone
     report.reread, report.removed = len(fresh), len(gone)
     for start in range(0, len(gone), 500):

@@ -13,7 +13,8 @@ current values. A cursor lives CURSOR_LIFE; an older one, or one from before the
 dropped, answers `cursor_expired` (list again from the first page).
 
 Search pages are the ranked matches (shared.storage.search), filtered like the list, cut at
-an offset; ranking is recomputed for each page.
+an offset. Tiers make earlier pages stable while one pages on; a session whose text changes
+between pages may move.
 """
 
 from __future__ import annotations
@@ -257,22 +258,31 @@ def search_page(
                 "cursor is not one this server gave out", code="invalid_cursor"
             ) from None
     terms = search.parse_query(query)
-    hits = search.search(db, user_id, terms)
-    rows = _rows_in_filter(db, user_id, filters, [hit.session_id for hit in hits])
-    matching = [Found(rows[hit.session_id], hit) for hit in hits if hit.session_id in rows]
-    page = matching[offset : offset + limit]
-    search.add_snippets(db, [found.hit for found in page], terms)
-    more = len(matching) > offset + limit
+    hits, more = search.search(
+        db,
+        user_id,
+        terms,
+        wanted=offset + limit + 1,
+        keep=lambda ids: _ids_in_filter(db, user_id, filters, ids),
+    )
+    shown = hits[offset : offset + limit]
+    rows = {
+        row.id: row
+        for row in db.scalars(
+            select(SessionRow).where(SessionRow.id.in_([hit.session_id for hit in shown]))
+        )
+    }
+    page = [Found(rows[hit.session_id], hit) for hit in shown if hit.session_id in rows]
+    search.add_snippets([found.hit for found in page], terms)
+    more = more or len(hits) > offset + limit
     next_cursor = _encode({"v": 2, "f": fingerprint, "o": offset + limit}) if more else None
     return page, next_cursor
 
 
-def _rows_in_filter(
-    db: Session, user_id: str, filters: Filters, ids: Sequence[str]
-) -> dict[str, SessionRow]:
-    rows: dict[str, SessionRow] = {}
+def _ids_in_filter(db: Session, user_id: str, filters: Filters, ids: Sequence[str]) -> set[str]:
+    allowed: set[str] = set()
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
-        stmt = select(SessionRow).where(*filters.where(user_id), SessionRow.id.in_(chunk))
-        rows.update((row.id, row) for row in db.scalars(stmt))
-    return rows
+        stmt = select(SessionRow.id).where(*filters.where(user_id), SessionRow.id.in_(chunk))
+        allowed.update(db.scalars(stmt))
+    return allowed

@@ -7,10 +7,11 @@ and a GIN index (both made by the migration); an `Engine` only finds candidates.
 shared, so both backends answer alike:
 
 - every word of the query must match a whole word (AND); a word ending in `*` is a prefix;
-- the newest WINDOW matching messages and WINDOW matching titles of the user are ranked, so a
-  word found in every message stays fast (another word narrows such a search);
-- ranking is BM25-style term frequency with length normalisation, computed from counts the
-  database returns; a title match weighs TITLE_WEIGHT times a message match;
+- matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
+  says how), so a word found in every message costs a tier per page, never a scan; at most
+  MAX_TIERS tiers are read (another word narrows a search that common);
+- ranking is BM25-style term frequency with length normalisation, the same formula in Python
+  for both engines; a title match weighs TITLE_WEIGHT times a message match;
 - a snippet is cut around the first match of the best message, with highlight offsets as
   data (never markup: the text is the user's and is shown as text).
 """
@@ -18,18 +19,19 @@ shared, so both backends answer alike:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shared.storage.orm import SessionText
 from shared.storage.session_store import content_text
 
-WINDOW = 1000
+WINDOW = 2000
+MAX_TIERS = 10
 MAX_TERMS = 8
 MAX_TERM_CHARS = 64
 TITLE_WEIGHT = 2.0
@@ -56,20 +58,18 @@ def parse_query(query: str) -> list[Term]:
     return list(terms.values())[:MAX_TERMS]
 
 
-@dataclass(frozen=True)
+Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
+
+
+@dataclass(slots=True)
 class Candidate:
+    """A matching text: a message, or a title (`message_id` "")."""
+
     id: int
     session_id: str
     message_id: str
     role: str
-    size: int
-    counts: tuple[int, ...]
-
-    @property
-    def score(self) -> float:
-        norm = K1 * (1 - B + B * self.size / AVERAGE_CHARS)
-        value = sum(tf * (K1 + 1) / (tf + norm) for tf in (max(c, 1) for c in self.counts))
-        return value * (TITLE_WEIGHT if self.role == TITLE else 1.0)
+    body: str
 
 
 @dataclass
@@ -89,27 +89,28 @@ class Hit:
 
 
 class Engine(Protocol):
-    """What differs between the backends: finding the newest matching rows of one user."""
+    """What differs between the backends: the user's matching texts, newest first (by id),
+    `window` of them, older than `before` when given."""
 
     def candidates(
-        self, db: Session, user_id: str, terms: Sequence[Term], *, titles: bool, window: int
-    ) -> list[Candidate]: ...
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]: ...
 
 
-def _count_columns(terms: Sequence[Term]) -> tuple[str, dict[str, Any]]:
-    """SQL for how often each word occurs in the body (as a substring: the FTS match already
-    made sure it occurs as a word), and its parameters."""
-    parts, params = [], {}
-    for n, term in enumerate(terms):
-        params[f"t{n}"] = term.word
-        body = "lower(t.body)"
-        parts.append(f"(length({body}) - length(replace({body}, :t{n}, ''))) / {len(term.word)}")
-    return ", ".join(parts), params
-
-
-def _rows(db: Session, sql: str, params: dict[str, Any], terms: Sequence[Term]) -> list[Candidate]:
-    rows = db.execute(text(sql), params).all()
-    return [Candidate(r[0], r[1], r[2], r[3], r[4], tuple(r[5 : 5 + len(terms)])) for r in rows]
+def _fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Row]:
+    """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
+    cursor = db.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, params)
+        return cast(list[Row], cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 class SqliteEngine:
@@ -117,68 +118,122 @@ class SqliteEngine:
     the match itself is per user; newest first by rowid, stopping after `window`."""
 
     def candidates(
-        self, db: Session, user_id: str, terms: Sequence[Term], *, titles: bool, window: int
-    ) -> list[Candidate]:
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]:
         words = " AND ".join(f'"{t.word}"' + ("*" if t.prefix else "") for t in terms)
-        match = f'user_id:"{user_id}" AND body:({words})'
-        match = f"{match} AND role:{TITLE}" if titles else f"({match}) NOT role:{TITLE}"
-        counts, params = _count_columns(terms)
+        older = "AND rowid < :before " if before is not None else ""
         sql = (
-            f"SELECT t.id, t.session_id, t.message_id, t.role, length(t.body), {counts} "
-            "FROM (SELECT rowid AS rid FROM session_text_fts WHERE session_text_fts MATCH :m "
-            "ORDER BY rowid DESC LIMIT :w) AS c JOIN session_text AS t ON t.id = c.rid "
-            "WHERE t.user_id = :u ORDER BY t.id DESC"
+            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
+            "(SELECT rowid AS rid FROM session_text_fts WHERE session_text_fts MATCH :m "
+            f"{older}ORDER BY rowid DESC LIMIT :w) AS c "
+            "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u ORDER BY t.id DESC"
         )
-        return _rows(db, sql, {**params, "m": match, "w": window, "u": user_id}, terms)
+        match = f'user_id:"{user_id}" AND body:({words})'
+        return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})
 
 
 class PostgresEngine:
     """A tsvector column (`simple` configuration: no stemming, no stop words, as FTS5) with a
-    GIN index; the planner walks (user_id, id) backwards instead when a word is common."""
+    GIN index; for a common word the planner walks (user_id, id) backwards instead."""
 
     def candidates(
-        self, db: Session, user_id: str, terms: Sequence[Term], *, titles: bool, window: int
-    ) -> list[Candidate]:
-        query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
-        counts, params = _count_columns(terms)
-        role = "t.role = 'title'" if titles else "t.role <> 'title'"
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]:
+        older = "AND t.id < %(before)s " if before is not None else ""
         sql = (
-            f"SELECT t.id, t.session_id, t.message_id, t.role, length(t.body), {counts} "
-            f"FROM session_text AS t WHERE t.user_id = :u AND {role} "
-            "AND t.tsv @@ to_tsquery('simple', :q) ORDER BY t.id DESC LIMIT :w"
+            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM session_text AS t "
+            f"WHERE t.user_id = %(u)s AND t.tsv @@ to_tsquery('simple', %(q)s) {older}"
+            "ORDER BY t.id DESC LIMIT %(w)s"
         )
-        return _rows(db, sql, {**params, "q": query, "w": window, "u": user_id}, terms)
+        query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
+        return _fetch(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
 
 
 def engine_for(db: Session) -> Engine:
     return PostgresEngine() if db.get_bind().dialect.name == "postgresql" else SqliteEngine()
 
 
-def search(db: Session, user_id: str, terms: Sequence[Term], window: int = WINDOW) -> list[Hit]:
-    """The user's sessions whose title or messages match, best first (ties: newest match)."""
+def search(
+    db: Session,
+    user_id: str,
+    terms: Sequence[Term],
+    *,
+    wanted: int,
+    keep: Callable[[list[str]], set[str]] = set,
+    window: int | None = None,
+    tiers: int | None = None,
+) -> tuple[list[Hit], bool]:
+    """The user's sessions whose title or messages match, `wanted` of them if there are as
+    many, and whether there may be more.
+
+    Matching texts are read newest first in tiers of `window`. A session belongs to the tier
+    of its newest match; within a tier sessions are ranked by their best text there (ties:
+    the newer). A text's score is BM25's term-frequency saturation and length normalisation
+    without corpus statistics (every candidate has every word): for each word, with tf its
+    substring count in the text (at least 1), tf·(K1+1) / (tf + K1·(1-B+B·len/AVERAGE_CHARS)),
+    summed, and times TITLE_WEIGHT for a title. Deeper pages read more tiers, so the first
+    pages never change as one pages on, and a word found in every message costs a tier per
+    page, not a scan. `keep` (the list's filters) says which of a tier's sessions may be
+    shown."""
     if not terms:
-        return []
+        return [], False
+    window, tiers = window or WINDOW, tiers or MAX_TIERS
     engine = engine_for(db)
-    best: dict[str, Hit] = {}
-    for titles in (True, False):
-        for found in engine.candidates(db, user_id, terms, titles=titles, window=window):
-            hit = best.get(found.session_id)
-            if hit is None or (found.score, found.id) > (hit.score, hit.best.id):
-                best[found.session_id] = Hit(found.session_id, found.score, found)
-    return sorted(best.values(), key=lambda h: (h.score, h.best.id), reverse=True)
+    words = [term.word for term in terms]
+    placed: set[str] = set()
+    hits: list[Hit] = []
+    before: int | None = None
+    for _ in range(tiers):
+        found = engine.candidates(db, user_id, terms, before=before, window=window)
+        best: dict[str, tuple[float, Row]] = {}
+        for row in found:  # the hot loop when a word is common: kept to plain arithmetic
+            session_id = row[1]
+            if session_id in placed:
+                continue
+            lowered, norm, value = (
+                row[4].lower(),
+                K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
+                0.0,
+            )
+            for word in words:
+                tf = lowered.count(word) or 1
+                value += tf * (K1 + 1) / (tf + norm)
+            if row[3] == TITLE:
+                value *= TITLE_WEIGHT
+            current = best.get(session_id)
+            if current is None or (value, row[0]) > (current[0], current[1][0]):
+                best[session_id] = (value, row)
+        placed.update(best)
+        shown = keep(list(best))
+        tier = [
+            Hit(session_id, value, Candidate(*row))
+            for session_id, (value, row) in best.items()
+            if session_id in shown
+        ]
+        hits += sorted(tier, key=lambda h: (h.score, h.best.id), reverse=True)
+        if len(found) < window:
+            return hits, False
+        if len(hits) >= wanted:
+            return hits, True
+        before = found[-1][0]
+    return hits, False  # the last tier read: older matches are out of reach
 
 
-def add_snippets(db: Session, hits: Sequence[Hit], terms: Sequence[Term]) -> None:
-    """Cut each hit's snippet from its best text (only for the hits shown: one query)."""
-    ids = [hit.best.id for hit in hits]
-    if not ids:
-        return
-    query = select(SessionText.id, SessionText.body).where(
-        SessionText.id.in_(bindparam("ids", expanding=True))
-    )
-    bodies: dict[int, str] = {row[0]: row[1] for row in db.execute(query, {"ids": ids})}
+def add_snippets(hits: Sequence[Hit], terms: Sequence[Term]) -> None:
     for hit in hits:
-        hit.snippet = snippet(bodies.get(hit.best.id, ""), terms)
+        hit.snippet = snippet(hit.best.body, terms)
 
 
 def _pattern(terms: Sequence[Term]) -> re.Pattern[str]:
@@ -239,8 +294,8 @@ def add(db: Session, docs: list[dict[str, Any]]) -> None:
     statement = make_insert(SessionText).on_conflict_do_nothing(
         index_elements=["session_id", "message_id"]
     )
-    for start in range(0, len(docs), 500):
-        db.execute(statement, docs[start : start + 500])
+    for start in range(0, len(docs), 1000):
+        db.execute(statement, docs[start : start + 1000])
 
 
 def set_title(db: Session, user_id: str, session_id: str, title: str | None) -> None:
@@ -250,10 +305,10 @@ def set_title(db: Session, user_id: str, session_id: str, title: str | None) -> 
         )
     )
     if title and title.strip():
-        add(db, [_title_doc(user_id, session_id, title)])
+        add(db, [title_doc(user_id, session_id, title)])
 
 
-def _title_doc(user_id: str, session_id: str, title: str) -> dict[str, Any]:
+def title_doc(user_id: str, session_id: str, title: str) -> dict[str, Any]:
     return {
         "user_id": user_id,
         "session_id": session_id,
@@ -274,7 +329,7 @@ def replace_session(
     forget(db, [session_id])
     docs = docs_of(user_id, session_id, records)
     if title and title.strip():
-        docs.append(_title_doc(user_id, session_id, title))
+        docs.append(title_doc(user_id, session_id, title))
     add(db, docs)
 
 

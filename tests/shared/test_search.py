@@ -110,6 +110,29 @@ def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice
     assert found(rt, alice, "zoo") == []
 
 
+def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
+    rt: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tiny tiers (3 texts) to see what a word in thousands of messages does."""
+    made = [chat_in(rt, alice, f"s{n}", "a heron", "heron " * (n % 3 + 1)) for n in range(6)]
+    monkeypatch.setattr(search, "WINDOW", 3)
+    everything = found(rt, alice, "heron", limit=50)
+    assert sorted(everything) == sorted(made)
+    pages, cursor = [], None
+    while True:
+        results, cursor = session_service.search_sessions(
+            rt, me(alice), "heron", limit=2, cursor=cursor
+        )
+        pages.append([r.row.id for r in results])
+        if cursor is None:
+            break
+    assert [s for page in pages for s in page] == everything
+    assert all(len(page) == 2 for page in pages)
+
+    monkeypatch.setattr(search, "MAX_TIERS", 2)  # 6 texts: the 3 newest sessions
+    assert sorted(found(rt, alice, "heron", limit=50)) == sorted(made[3:])
+
+
 @pytest.mark.parametrize(
     ("query", "terms"),
     [
