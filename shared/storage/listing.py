@@ -69,6 +69,21 @@ class Filters:
             clauses.append(SessionRow.source == self.source)
         return clauses
 
+    def admits(self, row: Any, user_id: str) -> bool:
+        """`where` in Python, for rows fetched by id (a planner given `user_id = ? AND id IN
+        (...)` may walk all the user's rows instead of looking the ids up)."""
+        if row.user_id != user_id or row.temporary:
+            return False
+        if self.trash != (row.deleted_at is not None):
+            return False
+        if not self.trash and bool(row.archived) != self.archived:
+            return False
+        if self.folder_id == UNFILED and row.folder_id is not None:
+            return False
+        if self.folder_id not in (None, UNFILED) and row.folder_id != self.folder_id:
+            return False
+        return self.source is None or row.source == self.source
+
     def fingerprint(self, query: str | None = None) -> str:
         raw = json.dumps([self.folder_id, self.archived, self.trash, self.source, query])
         return hashlib.sha256(raw.encode()).hexdigest()[:12]
@@ -216,10 +231,8 @@ def _later_page(
         if session_id not in then:  # created after the first page: not part of this walk
             then[session_id] = None if updated is None else (bool(pinned), updated, session_id)
     moved = {sid: key for sid, key in then.items() if key is not None and key < after}
-    if moved:
-        for row in db.scalars(
-            select(SessionRow).where(*filters.where(user_id), SessionRow.id.in_(list(moved)))
-        ):
+    for row in _by_id(db, list(moved)):
+        if filters.admits(row, user_id):
             placed[row.id] = (moved[row.id], row)
     ordered = sorted(placed.values(), key=lambda pair: pair[0], reverse=True)[: limit + 1]
     rows = [row for _, row in ordered[:limit]]
@@ -266,12 +279,7 @@ def search_page(
         keep=lambda ids: _ids_in_filter(db, user_id, filters, ids),
     )
     shown = hits[offset : offset + limit]
-    rows = {
-        row.id: row
-        for row in db.scalars(
-            select(SessionRow).where(SessionRow.id.in_([hit.session_id for hit in shown]))
-        )
-    }
+    rows = {row.id: row for row in _by_id(db, [hit.session_id for hit in shown])}
     page = [Found(rows[hit.session_id], hit) for hit in shown if hit.session_id in rows]
     search.add_snippets([found.hit for found in page], terms)
     more = more or len(hits) > offset + limit
@@ -280,9 +288,26 @@ def search_page(
 
 
 def _ids_in_filter(db: Session, user_id: str, filters: Filters, ids: Sequence[str]) -> set[str]:
+    columns = (
+        SessionRow.id,
+        SessionRow.user_id,
+        SessionRow.temporary,
+        SessionRow.deleted_at,
+        SessionRow.archived,
+        SessionRow.folder_id,
+        SessionRow.source,
+    )
     allowed: set[str] = set()
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
-        stmt = select(SessionRow.id).where(*filters.where(user_id), SessionRow.id.in_(chunk))
-        allowed.update(db.scalars(stmt))
+        for row in db.execute(select(*columns).where(SessionRow.id.in_(chunk))):
+            if filters.admits(row, user_id):
+                allowed.add(row.id)
     return allowed
+
+
+def _by_id(db: Session, ids: Sequence[str]) -> list[SessionRow]:
+    rows: list[SessionRow] = []
+    for start in range(0, len(ids), 500):
+        rows += db.scalars(select(SessionRow).where(SessionRow.id.in_(ids[start : start + 500])))
+    return rows
