@@ -1,10 +1,9 @@
 """Full-text search over the sessions' text: titles and messages, tool results included.
 
-One interface, two engines. `session_text` holds one row per message (user, assistant, tool)
-and one per title; the index's writers keep it current (`add`, `set_title`,
-`replace_session`, `forget`). SQLite indexes it with FTS5, PostgreSQL with a tsvector column
-and a GIN index (both made by the migration); an `Engine` only finds candidates. The rest is
-shared, so both backends answer alike:
+`session_text` holds one row per message (user, assistant, tool) and one per title; the
+index's writers keep it current (`add`, `set_title`, `replace_session`, `forget`). What
+differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
+(shared.storage.fulltext); the rest is here, so both backends answer alike:
 
 - every word of the query must match a whole word (AND); a word ending in `*` is a prefix;
 - matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
@@ -21,12 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import ColumnElement, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shared.storage import fulltext
+from shared.storage.fulltext import Term
 from shared.storage.orm import SessionText
 from shared.storage.session_store import content_text
 
@@ -42,12 +43,6 @@ TITLE = "title"
 _WORD = re.compile(r"([^\W_]+)(\*?)")
 
 
-@dataclass(frozen=True)
-class Term:
-    word: str  # lower case
-    prefix: bool
-
-
 def parse_query(query: str) -> list[Term]:
     """The query's words (letters and digits; `*` right after one makes it a prefix)."""
     terms: dict[str, Term] = {}
@@ -56,9 +51,6 @@ def parse_query(query: str) -> list[Term]:
         prefix = bool(match.group(2)) or terms.get(word, Term(word, False)).prefix
         terms[word] = Term(word, prefix)
     return list(terms.values())[:MAX_TERMS]
-
-
-Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
 
 
 @dataclass(slots=True)
@@ -88,83 +80,6 @@ class Hit:
         return {"role": self.best.role, "message_id": self.best.message_id}
 
 
-class Engine(Protocol):
-    """What differs between the backends: the user's matching texts, newest first (by id),
-    `window` of them, older than `before` when given."""
-
-    def candidates(
-        self,
-        db: Session,
-        user_id: str,
-        terms: Sequence[Term],
-        *,
-        before: int | None,
-        window: int,
-    ) -> list[Row]: ...
-
-
-def _fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Row]:
-    """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
-    cursor = db.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(sql, params)
-        return cast(list[Row], cursor.fetchall())
-    finally:
-        cursor.close()
-
-
-class SqliteEngine:
-    """FTS5 over `session_text` (external content). The owner's id is an indexed column, so
-    the match itself is per user; newest first by rowid, stopping after `window`."""
-
-    def candidates(
-        self,
-        db: Session,
-        user_id: str,
-        terms: Sequence[Term],
-        *,
-        before: int | None,
-        window: int,
-    ) -> list[Row]:
-        words = " AND ".join(f'"{t.word}"' + ("*" if t.prefix else "") for t in terms)
-        older = "AND rowid < :before " if before is not None else ""
-        sql = (
-            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
-            "(SELECT rowid AS rid FROM session_text_fts WHERE session_text_fts MATCH :m "
-            f"{older}ORDER BY rowid DESC LIMIT :w) AS c "
-            "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u ORDER BY t.id DESC"
-        )
-        match = f'user_id:"{user_id}" AND body:({words})'
-        return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})
-
-
-class PostgresEngine:
-    """A tsvector column (`simple` configuration: no stemming, no stop words, as FTS5) with a
-    GIN index; for a common word the planner walks (user_id, id) backwards instead."""
-
-    def candidates(
-        self,
-        db: Session,
-        user_id: str,
-        terms: Sequence[Term],
-        *,
-        before: int | None,
-        window: int,
-    ) -> list[Row]:
-        older = "AND t.id < %(before)s " if before is not None else ""
-        sql = (
-            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM session_text AS t "
-            f"WHERE t.user_id = %(u)s AND t.tsv @@ to_tsquery('simple', %(q)s) {older}"
-            "ORDER BY t.id DESC LIMIT %(w)s"
-        )
-        query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
-        return _fetch(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
-
-
-def engine_for(db: Session) -> Engine:
-    return PostgresEngine() if db.get_bind().dialect.name == "postgresql" else SqliteEngine()
-
-
 def search(
     db: Session,
     user_id: str,
@@ -190,14 +105,14 @@ def search(
     if not terms:
         return [], False
     window, tiers = window or WINDOW, tiers or MAX_TIERS
-    engine = engine_for(db)
+    engine = fulltext.engine_for(db)
     words = [term.word for term in terms]
     placed: set[str] = set()
     hits: list[Hit] = []
     before: int | None = None
     for _ in range(tiers):
         found = engine.candidates(db, user_id, terms, before=before, window=window)
-        best: dict[str, tuple[float, Row]] = {}
+        best: dict[str, tuple[float, fulltext.Row]] = {}
         for row in found:  # the hot loop when a word is common: kept to plain arithmetic
             session_id = row[1]
             if session_id in placed:
@@ -286,9 +201,12 @@ def docs_of(user_id: str, session_id: str, records: Iterable[dict[str, Any]]) ->
 
 
 def add(db: Session, docs: list[dict[str, Any]]) -> None:
-    """Insert rows; one already there (the same message indexed twice) is left as it is."""
+    """Insert rows, and index them; a row already there (the same message indexed twice) is
+    left as it is. Called inside an index write (the caller holds the user's index lock)."""
     if not docs:
         return
+    engine = fulltext.engine_for(db)
+    newest = engine.newest_id(db)
     dialect = db.get_bind().dialect.name
     make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = make_insert(SessionText).on_conflict_do_nothing(
@@ -296,14 +214,11 @@ def add(db: Session, docs: list[dict[str, Any]]) -> None:
     )
     for start in range(0, len(docs), 1000):
         db.execute(statement, docs[start : start + 1000])
+    engine.index_new(db, newest)
 
 
 def set_title(db: Session, user_id: str, session_id: str, title: str | None) -> None:
-    db.execute(
-        delete(SessionText).where(
-            SessionText.session_id == session_id, SessionText.message_id == ""
-        )
-    )
+    _delete(db, (SessionText.session_id == session_id) & (SessionText.message_id == ""))
     if title and title.strip():
         add(db, [title_doc(user_id, session_id, title)])
 
@@ -335,9 +250,14 @@ def replace_session(
 
 def forget(db: Session, session_ids: Sequence[str]) -> None:
     for start in range(0, len(session_ids), 500):
-        chunk = list(session_ids[start : start + 500])
-        db.execute(delete(SessionText).where(SessionText.session_id.in_(chunk)))
+        _delete(db, SessionText.session_id.in_(list(session_ids[start : start + 500])))
+
+
+def _delete(db: Session, condition: ColumnElement[bool]) -> None:
+    fulltext.engine_for(db).unindex(db, condition)
+    db.execute(delete(SessionText).where(condition))
 
 
 def drop(db: Session) -> None:
+    fulltext.engine_for(db).unindex_all(db)
     db.execute(delete(SessionText))

@@ -3,8 +3,9 @@
 - session_index: deleted_at (the trash), forked_from, seq (the owner's change number);
 - index_state: seq and generation (listing cursors);
 - session_moves: a row's sort key before each write, for cursors (kept a day);
-- session_text: the searchable text, indexed by FTS5 on SQLite and by a tsvector column with
-  a GIN index on PostgreSQL.
+- session_text: the searchable text, indexed by FTS5 on SQLite (kept by the code, see
+  shared/storage/fulltext.py) and by a generated tsvector column with a GIN index on
+  PostgreSQL.
 
 The index is a cache of the session files: it is emptied here, so each user's next listing
 (or the periodic reconcile) rebuilds it from the files, search text included.
@@ -28,20 +29,6 @@ SQLITE_FTS = [
     """CREATE VIRTUAL TABLE session_text_fts USING fts5(
         body, user_id, role, content='session_text', content_rowid='id',
         tokenize='unicode61 remove_diacritics 0', detail='column')""",
-    """CREATE TRIGGER session_text_ai AFTER INSERT ON session_text BEGIN
-        INSERT INTO session_text_fts(rowid, body, user_id, role)
-        VALUES (new.id, new.body, new.user_id, new.role);
-    END""",
-    """CREATE TRIGGER session_text_ad AFTER DELETE ON session_text BEGIN
-        INSERT INTO session_text_fts(session_text_fts, rowid, body, user_id, role)
-        VALUES ('delete', old.id, old.body, old.user_id, old.role);
-    END""",
-    """CREATE TRIGGER session_text_au AFTER UPDATE ON session_text BEGIN
-        INSERT INTO session_text_fts(session_text_fts, rowid, body, user_id, role)
-        VALUES ('delete', old.id, old.body, old.user_id, old.role);
-        INSERT INTO session_text_fts(rowid, body, user_id, role)
-        VALUES (new.id, new.body, new.user_id, new.role);
-    END""",
 ]
 POSTGRES_FTS = [
     """ALTER TABLE session_text ADD COLUMN tsv tsvector
@@ -91,8 +78,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        for name in ("session_text_ai", "session_text_ad", "session_text_au"):
-            op.execute(f"DROP TRIGGER IF EXISTS {name}")
         op.execute("DROP TABLE IF EXISTS session_text_fts")
     op.drop_table("session_text")
     op.drop_table("session_moves")
