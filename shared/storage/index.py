@@ -66,7 +66,7 @@ def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str)
         return
     dialect = db.get_bind().dialect.name
     make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make_insert(model)
+    statement = make_insert(model.__table__)  # Core: no ORM bookkeeping per row
     columns = {name: statement.excluded[name] for name in rows[0] if name != key}
     db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
 
@@ -132,7 +132,7 @@ def _log_moves(db: Session, rows: list[dict[str, Any]]) -> None:
     """Rows of (user_id, session_id, seq, pinned, updated_at): keys before a write."""
     now = utcnow()
     for start in range(0, len(rows), 1000):
-        db.execute(insert(SessionMove), [r | {"at": now} for r in rows[start : start + 1000]])
+        db.execute(insert(_MOVES), [r | {"at": now} for r in rows[start : start + 1000]])
 
 
 def note_appended(

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, delete
+from sqlalchemy import ColumnElement, Table, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -209,7 +209,7 @@ def add(db: Session, docs: list[dict[str, Any]]) -> None:
     newest = engine.newest_id(db)
     dialect = db.get_bind().dialect.name
     make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make_insert(SessionText).on_conflict_do_nothing(
+    statement = make_insert(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
         index_elements=["session_id", "message_id"]
     )
     for start in range(0, len(docs), 1000):
