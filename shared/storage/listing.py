@@ -230,10 +230,18 @@ def _later_page(
     for session_id, pinned, updated in moves:
         if session_id not in then:  # created after the first page: not part of this walk
             then[session_id] = None if updated is None else (bool(pinned), updated, session_id)
-    moved = {sid: key for sid, key in then.items() if key is not None and key < after}
-    for row in _by_id(db, list(moved)):
-        if filters.admits(row, user_id):
-            placed[row.id] = (moved[row.id], row)
+    moved = sorted(
+        ((key, sid) for sid, key in then.items() if key is not None and key < after), reverse=True
+    )
+    admitted = 0
+    for start in range(0, len(moved), limit + 1):  # rows for the first limit + 1 that pass
+        chunk = dict((sid, key) for key, sid in moved[start : start + limit + 1])
+        for row in _by_id(db, list(chunk)):
+            if filters.admits(row, user_id):
+                placed[row.id] = (chunk[row.id], row)
+                admitted += 1
+        if admitted > limit:
+            break
     ordered = sorted(placed.values(), key=lambda pair: pair[0], reverse=True)[: limit + 1]
     rows = [row for _, row in ordered[:limit]]
     if len(ordered) <= limit:
