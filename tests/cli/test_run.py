@@ -401,6 +401,7 @@ def test_no_model_is_an_error_and_leaves_no_empty_session(
         assert result.exit_code == 1
         assert "(no_model)" in result.output and "--retry" not in result.output
         assert live.session_ids() == []
+        assert live.api("GET", "/sessions", params={"trash": "true"})["items"] == []
 
 
 def test_not_logged_in(live: Live) -> None:
