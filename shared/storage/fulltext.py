@@ -40,8 +40,8 @@ class Engine(Protocol):
         before: int | None,
         window: int,
     ) -> list[Row]:
-        """The user's rows that have every term, newest first, `window` of them, with ids
-        below `before` when given."""
+        """The newest `window` of the user's rows that have every term (in no given order),
+        with ids below `before` when given."""
         ...
 
     def newest_id(self, db: Session) -> int:
@@ -91,7 +91,7 @@ class SqliteEngine:
             "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
             f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
             f"{older}ORDER BY rowid DESC LIMIT :w) AS c "
-            "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u ORDER BY t.id DESC"
+            "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u"
         )
         match = f'user_id:"{user_id}" AND body:({words})'
         return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})

@@ -33,6 +33,7 @@ from shared.storage.session_store import content_text
 
 WINDOW = 2000
 MAX_TIERS = 10
+PER_SESSION = 5  # texts of one session ranked per tier
 MAX_TERMS = 8
 MAX_TERM_CHARS = 64
 TITLE_WEIGHT = 2.0
@@ -95,7 +96,9 @@ def search(
 
     Matching texts are read newest first in tiers of `window`. A session belongs to the tier
     of its newest match; within a tier sessions are ranked by their best text there (ties:
-    the newer). A text's score is BM25's term-frequency saturation and length normalisation
+    the newer), among its PER_SESSION newest texts there (a conversation with more matches
+    than that in one tier is listed anyway; scoring them all only cost time). A text's
+    score is BM25's term-frequency saturation and length normalisation
     without corpus statistics (every candidate has every word): for each word, with tf its
     substring count in the text (at least 1), tf·(K1+1) / (tf + K1·(1-B+B·len/AVERAGE_CHARS)),
     summed, and times TITLE_WEIGHT for a title. Deeper pages read more tiers, so the first
@@ -113,10 +116,15 @@ def search(
     for _ in range(tiers):
         found = engine.candidates(db, user_id, terms, before=before, window=window)
         best: dict[str, tuple[float, fulltext.Row]] = {}
+        scored: dict[str, int] = {}
         for row in found:  # the hot loop when a word is common: kept to plain arithmetic
             session_id = row[1]
             if session_id in placed:
                 continue
+            count = scored.get(session_id, 0)
+            if count >= PER_SESSION:
+                continue
+            scored[session_id] = count + 1
             lowered, norm, value = (
                 row[4].lower(),
                 K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
@@ -142,13 +150,14 @@ def search(
             return hits, False
         if len(hits) >= wanted:
             return hits, True
-        before = found[-1][0]
+        before = min(row[0] for row in found)
     return hits, False  # the last tier read: older matches are out of reach
 
 
 def add_snippets(hits: Sequence[Hit], terms: Sequence[Term]) -> None:
+    pattern = _pattern(terms)
     for hit in hits:
-        hit.snippet = snippet(hit.best.body, terms)
+        hit.snippet = snippet(hit.best.body, terms, pattern=pattern)
 
 
 def _pattern(terms: Sequence[Term]) -> re.Pattern[str]:
@@ -159,10 +168,16 @@ def _pattern(terms: Sequence[Term]) -> re.Pattern[str]:
     return re.compile("|".join(words), re.IGNORECASE)
 
 
-def snippet(body: str, terms: Sequence[Term], width: int = SNIPPET_CHARS) -> dict[str, Any]:
+def snippet(
+    body: str,
+    terms: Sequence[Term],
+    width: int = SNIPPET_CHARS,
+    *,
+    pattern: re.Pattern[str] | None = None,
+) -> dict[str, Any]:
     """`{text, highlights}`: about `width` characters around the first match, whitespace
     folded, `…` where text was cut; highlights are [start, end) offsets into `text`."""
-    pattern = _pattern(terms)
+    pattern = pattern or _pattern(terms)
     first = pattern.search(body)
     start = 0 if first is None else max(0, first.start() - width // 3)
     if start:
