@@ -15,8 +15,9 @@ as the list does (case-sensitive on PostgreSQL: ILIKE would be several times slo
 so the baseline gets its best chance; SQLite's LIKE ignores ASCII case). On PostgreSQL the
 tables are vacuumed and analysed after the bulk load, as autovacuum would do (until then
 the GIN index's pending list is scanned by every search). Also shown,
-without a target: the same through HTTP, and a LIKE query that stops at the first 50 matching
-sessions in list order (unranked; quick when the word is common, a full scan when it is rare).
+without a target: the same through HTTP, a LIKE query that reads each session's texts until
+the first match, and one that also stops after 50 sessions in list order (unranked; quick
+when the word is common, a full scan when it is rare).
 """
 
 from __future__ import annotations
@@ -74,25 +75,30 @@ def write_sessions(rt, user_id: str, sessions: int, messages: int, seed: int = 1
     return sum(path.stat().st_size for path in directory.iterdir())
 
 
-def like_scan(rt, user_id: str, word: str, *, first_page_only: bool) -> list[str]:
-    """How a LIKE search over message text finds sessions: every matching session ordered as
-    the list orders them, or the first page of them (stops once it has 50)."""
-    like = "LIKE"
-    if first_page_only:
-        sql = (
-            "SELECT s.id FROM session_index s WHERE s.user_id = :u AND s.deleted_at IS NULL "
-            f"AND EXISTS (SELECT 1 FROM session_text t WHERE t.session_id = s.id "
-            f"AND t.body {like} :p) ORDER BY s.pinned DESC, s.updated_at DESC, s.id DESC "
-            "LIMIT :n"
-        )
-    else:
-        sql = (
-            "SELECT s.id FROM session_index s WHERE s.user_id = :u AND s.deleted_at IS NULL "
-            f"AND s.id IN (SELECT t.session_id FROM session_text t WHERE t.user_id = :u "
-            f"AND t.body {like} :p) ORDER BY s.pinned DESC, s.updated_at DESC, s.id DESC"
-        )
+LIKE_WAYS = {
+    # Every text of the user read and matched: what a LIKE search returning all matching
+    # sessions costs without a text index (the target's baseline).
+    "scan": "SELECT s.id FROM session_index s JOIN (SELECT DISTINCT t.session_id FROM "
+    "session_text t WHERE t.user_id = :u AND t.body LIKE :p) m ON m.session_id = s.id "
+    "WHERE s.deleted_at IS NULL ORDER BY s.pinned DESC, s.updated_at DESC, s.id DESC",
+    # Per session, its texts until the first match (PostgreSQL runs `IN (subquery)` as such
+    # a semi-join; SQLite materialises the subquery, a scan): shown, no target.
+    "per session": "SELECT s.id FROM session_index s WHERE s.user_id = :u "
+    "AND s.deleted_at IS NULL AND EXISTS (SELECT 1 FROM session_text t WHERE "
+    "t.session_id = s.id AND t.body LIKE :p) "
+    "ORDER BY s.pinned DESC, s.updated_at DESC, s.id DESC",
+    # The same, stopping at the first page: unranked, how a peer pages; no target.
+    "first 50": "SELECT s.id FROM session_index s WHERE s.user_id = :u "
+    "AND s.deleted_at IS NULL AND EXISTS (SELECT 1 FROM session_text t WHERE "
+    "t.session_id = s.id AND t.body LIKE :p) "
+    "ORDER BY s.pinned DESC, s.updated_at DESC, s.id DESC LIMIT :n",
+}
+
+
+def like_search(rt, user_id: str, word: str, way: str) -> list[str]:
+    """Sessions whose message text has `word`, found with LIKE, ordered as the list is."""
     with rt.db.session() as db:
-        rows = db.execute(text(sql), {"u": user_id, "p": f"%{word}%", "n": PAGE})
+        rows = db.execute(text(LIKE_WAYS[way]), {"u": user_id, "p": f"%{word}%", "n": PAGE})
         return [row[0] for row in rows]
 
 
@@ -178,8 +184,8 @@ def main() -> int:
             rare, common = searcher(RARE), searcher(COMMON)
             # Agreement before timing: search finds what the scan finds (the rare word:
             # every match; the common one: only matches, and a full page of them).
-            scan_rare = like_scan(rt, user_id, RARE, first_page_only=False)
-            scan_common = like_scan(rt, user_id, COMMON, first_page_only=False)
+            scan_rare = like_search(rt, user_id, RARE, "scan")
+            scan_common = like_search(rt, user_id, COMMON, "scan")
             if sorted(rare()) != sorted(scan_rare) or not set(common()) <= set(scan_common):
                 print("FAIL: search and the LIKE scan disagree")
                 return 1
@@ -207,18 +213,11 @@ def main() -> int:
                 for name, fn in order if i % 2 == 0 else order[::-1]:
                     samples[name] += timed(fn, 1)
             scans = {
-                f"LIKE scan '{RARE}', all matches": lambda: like_scan(
-                    rt, user_id, RARE, first_page_only=False
-                ),
-                f"LIKE scan '{COMMON}', all matches": lambda: like_scan(
-                    rt, user_id, COMMON, first_page_only=False
-                ),
-                f"LIKE '{RARE}', first 50 only*": lambda: like_scan(
-                    rt, user_id, RARE, first_page_only=True
-                ),
-                f"LIKE '{COMMON}', first 50 only*": lambda: like_scan(
-                    rt, user_id, COMMON, first_page_only=True
-                ),
+                f"LIKE {way} '{word}'" + ("" if way == "scan" else "*"): (
+                    lambda word=word, way=way: like_search(rt, user_id, word, way)
+                )
+                for way in LIKE_WAYS
+                for word in (RARE, COMMON)
             }
             for name, fn in scans.items():
                 timed(fn, 1)
@@ -231,13 +230,16 @@ def main() -> int:
         ["path (limit 50)", "runs", "p50 ms", "p99 ms", "max ms"],
         [row(name, values) for name, values in samples.items()],
     )
-    print("   * unranked, stops at 50 matching sessions in list order; no target")
+    print(
+        "   * no target: 'per session' stops at each session's first matching text; "
+        "'first 50' also stops after 50 sessions (unranked)"
+    )
     p50 = {name: median(values) for name, values in samples.items()}
     page_ms = p50["list_sessions, first page (index)"] / NS_PER_MS
     checks = [(f"first page p50 < {TARGET_PAGE_MS:g} ms ({page_ms:.3f})", page_ms < TARGET_PAGE_MS)]
     for word, kind in ((RARE, "rare"), (COMMON, "common")):
         search_ns = p50[f"search_sessions '{word}' ({kind})"]
-        speedup = p50[f"LIKE scan '{word}', all matches"] / search_ns
+        speedup = p50[f"LIKE scan '{word}'"] / search_ns
         print(f"   {kind} word: search {speedup:,.0f}x faster than the LIKE scan (p50/p50)")
         checks.append(
             (
