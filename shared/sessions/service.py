@@ -90,10 +90,15 @@ def list_sessions(
     """A page of the caller's list: pinned first, then most recently updated (the cursor's
     guarantees are in shared.storage.listing)."""
     with rt.db.session() as db:
-        _ensure_index(db, rt, principal.user_id)
-        return listing.list_page(
-            db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
-        )
+        try:
+            return listing.list_page(
+                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+            )
+        except listing.IndexNotBuilt:
+            index.reconcile_user(db, rt.store, principal.user_id)
+            return listing.list_page(
+                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+            )
 
 
 def search_sessions(

@@ -45,6 +45,10 @@ UNFILED = "none"  # folder_id=none: the sessions in no folder
 Key = tuple[bool, datetime, str]  # (pinned, updated_at, id), listed in descending order
 
 
+class IndexNotBuilt(Exception):
+    """The user's index is not built (dropped, or never): reconcile, then list again."""
+
+
 @dataclass(frozen=True)
 class Filters:
     folder_id: str | None = None
@@ -195,6 +199,8 @@ def _first_page(
         ).where(*filters.where(user_id))
     ).limit(limit + 1)
     found = db.execute(stmt).all()
+    if (found and found[0][2] is None) or (not found and db.get(IndexState, user_id) is None):
+        raise IndexNotBuilt(user_id)  # no extra query when there are rows: the state came
     rows = [row for row, _, _ in found]
     if len(rows) <= limit:
         return rows, None
