@@ -26,7 +26,7 @@ COMMAND_PATHS = {
     "db": "cli.server:db",
     "models": "cli.catalog:models",
     "login": "cli.client:login",
-    "sessions": "cli.client:sessions",
+    "sessions": "cli.sessions:sessions",
     "run": "cli.run:run",
     "memory": "cli.memory:memory",
     "chat": "cli.chat:chat",

@@ -249,7 +249,8 @@ def _discard_if_empty(client: Client, session_id: str) -> None:
     try:
         item = client.request("GET", f"/sessions/{session_id}")
         if item and item.get("message_count") == 0:
-            client.request("DELETE", f"/sessions/{session_id}")
+            # Purged, not trashed: the user never saw this session.
+            client.request("DELETE", f"/sessions/{session_id}", params={"purge": "true"})
     except click.ClickException:
         pass  # best effort: the server also cleans up empty sessions
 

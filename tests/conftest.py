@@ -44,6 +44,8 @@ TABLES = (
     "session_index",
     "folders",
     "device_ui_state",
+    "session_moves",
+    "session_text",
     "tokens",
     "users",
     "model_roles",

@@ -152,6 +152,7 @@ def create_celery(settings: Settings) -> EonyxCelery:
         beat_schedule={
             "reconcile-index": {"task": jobs.INDEX_REBUILD, "schedule": 30 * 60},
             "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
+            "purge-trash": {"task": jobs.PURGE_TRASH, "schedule": 60 * 60},
             "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
             "sweep-pending-titles": {"task": jobs.SWEEP_TITLES, "schedule": 2 * 60},
         },

@@ -55,6 +55,14 @@ def sweep_titles(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     return {**sweep(_runtime(self), CeleryJobs(self.app)), **_where()}
 
 
+@shared_task(name=jobs.PURGE_TRASH, bind=True)
+def purge_trash(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Remove sessions that have been in the trash for 30 days."""
+    from shared.sessions.lifecycle import purge_trash as purge
+
+    return {"purged": purge(_runtime(self)), **_where()}
+
+
 @shared_task(name=jobs.PRECOMPUTE_SUMMARY, bind=True)
 def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Compact a session that ended a turn above 80% so its next turn need not wait."""

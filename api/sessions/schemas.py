@@ -5,6 +5,7 @@ import marshmallow as ma
 from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
 from shared.core import text
 from shared.core.text import NON_BLANK_TEXT_PATTERN
+from shared.storage.listing import SOURCES, UNFILED
 
 Length = ma.validate.Length
 TITLE = Length(max=200)
@@ -24,17 +25,67 @@ class SessionSchema(ma.Schema):
     image_count = ma.fields.Integer()
     created_at = ma.fields.AwareDateTime()
     updated_at = ma.fields.AwareDateTime()
+    forked_from = ma.fields.String(allow_none=True, metadata={"description": "a fork's origin"})
+    deleted_at = ma.fields.AwareDateTime(
+        allow_none=True, metadata={"description": "in the trash since (purged 30 days later)"}
+    )
+
+
+class SnippetSchema(ma.Schema):
+    text = ma.fields.String()
+    highlights = ma.fields.List(
+        ma.fields.List(ma.fields.Integer()),
+        metadata={"description": "[start, end) offsets of the matches in text"},
+    )
+
+
+class MatchSchema(ma.Schema):
+    role = ma.fields.String(metadata={"description": "title, user, assistant or tool"})
+    message_id = ma.fields.String(allow_none=True)
+
+
+class SessionItemSchema(SessionSchema):
+    """A listed session; a search result also has its snippet, where it matched and its score."""
+
+    snippet = ma.fields.Nested(SnippetSchema)
+    match = ma.fields.Nested(MatchSchema)
+    score = ma.fields.Float()
 
 
 class SessionPageSchema(ma.Schema):
-    items = ma.fields.List(ma.fields.Nested(SessionSchema))
+    items = ma.fields.List(ma.fields.Nested(SessionItemSchema))
     next_cursor = ma.fields.String(allow_none=True)
 
 
 class SessionListArgsSchema(PageArgsSchema):
-    q = Line(load_default=None, validate=Length(max=200), metadata={"description": "in titles"})
-    folder_id = Line(load_default=None, validate=FOLDER)
+    q = Line(
+        load_default=None,
+        validate=Length(max=200),
+        metadata={"description": "search titles and text: whole words, `word*` for a prefix"},
+    )
+    folder_id = Line(
+        load_default=None,
+        validate=FOLDER,
+        metadata={"description": f"a folder's sessions; `{UNFILED}` for those in no folder"},
+    )
     archived = QueryFlag(load_default=False)
+    trash = QueryFlag(load_default=False, metadata={"description": "the trash"})
+    source = Line(load_default=None, validate=ma.validate.OneOf(SOURCES))
+
+
+class DeleteArgsSchema(StrictSchema):
+    purge = QueryFlag(
+        load_default=False, metadata={"description": "remove at once instead of the trash"}
+    )
+
+
+class ForkSchema(StrictSchema):
+    title = Line(load_default=None, validate=TITLE)
+    message_id = Line(
+        load_default=None,
+        validate=Length(min=1, max=40),
+        metadata={"description": "copy up to this message (default: all of them)"},
+    )
 
 
 class NewSessionSchema(StrictSchema):

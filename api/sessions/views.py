@@ -1,4 +1,5 @@
-"""Sessions: create, list, read, rename/pin/archive, delete, transcript."""
+"""Sessions: create, list and search, read, rename/pin/archive, fork, clear, the trash,
+transcript."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from flask.views import MethodView
 from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
 from api.sessions.schemas import (
+    DeleteArgsSchema,
+    ForkSchema,
     MessagesSchema,
     NewSessionSchema,
     SessionListArgsSchema,
@@ -17,10 +20,25 @@ from api.sessions.schemas import (
     SessionSchema,
 )
 from shared.memory import curation
+from shared.sessions import lifecycle
 from shared.sessions import service as sessions
+from shared.storage.listing import Filters, Found
 from shared.storage.orm import SessionRow
 
 blp = Blueprint("sessions", __name__, description="Chat sessions")
+
+
+class SearchItem:
+    """A search result as the item schema reads it: the row's fields and the hit's."""
+
+    def __init__(self, found: Found) -> None:
+        self._row = found.row
+        self.snippet = found.hit.snippet
+        self.match = found.hit.match
+        self.score = round(found.hit.score, 4)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, name)
 
 
 @blp.route("/sessions")
@@ -29,15 +47,13 @@ class Sessions(MethodView):
     @blp.arguments(SessionListArgsSchema, location="query")
     @blp.response(200, SessionPageSchema)
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
-        items, next_cursor = sessions.list_sessions(
-            runtime(),
-            principal(),
-            limit=args["limit"],
-            cursor=args["cursor"],
-            query=args["q"],
-            folder_id=args["folder_id"],
-            archived=args["archived"],
-        )
+        """Pinned first, then most recently updated; with `q`, search results, best first."""
+        filters = Filters(args["folder_id"], args["archived"], args["trash"], args["source"])
+        page = {"limit": args["limit"], "cursor": args["cursor"], "filters": filters}
+        if args["q"] is not None:
+            found, next_cursor = sessions.search_sessions(runtime(), principal(), args["q"], **page)
+            return {"items": [SearchItem(f) for f in found], "next_cursor": next_cursor}
+        items, next_cursor = sessions.list_sessions(runtime(), principal(), **page)
         return {"items": items, "next_cursor": next_cursor}
 
     @login_required
@@ -58,12 +74,43 @@ class SessionById(MethodView):
     @blp.arguments(SessionPatchSchema)
     @blp.response(200, SessionSchema)
     def patch(self, body: dict[str, Any], session_id: str) -> SessionRow:
+        """A title given here is final: no title job or mode changes it afterwards."""
         return sessions.update_session(runtime(), principal(), session_id, body)
 
     @login_required
+    @blp.arguments(DeleteArgsSchema, location="query")
     @blp.response(204)
-    def delete(self, session_id: str) -> None:
-        sessions.delete_session(runtime(), principal(), session_id)
+    def delete(self, args: dict[str, Any], session_id: str) -> None:
+        """To the trash for 30 days; with `purge=true`, removed at once."""
+        lifecycle.delete_session(runtime(), principal(), session_id, purge=args["purge"])
+
+
+@blp.route("/sessions/<session_id>/fork")
+class Fork(MethodView):
+    @login_required
+    @blp.arguments(ForkSchema)
+    @blp.response(201, SessionSchema)
+    def post(self, body: dict[str, Any], session_id: str) -> SessionRow:
+        """A new session with a copy of the messages (up to `message_id`) and images."""
+        return lifecycle.fork_session(runtime(), principal(), session_id, **body)
+
+
+@blp.route("/sessions/<session_id>/clear")
+class Clear(MethodView):
+    @login_required
+    @blp.response(200, SessionSchema)
+    def post(self, session_id: str) -> SessionRow:
+        """Wipe the history; the id, title, pin, archive and folder stay."""
+        return lifecycle.clear_session(runtime(), principal(), session_id)
+
+
+@blp.route("/sessions/<session_id>/restore")
+class Restore(MethodView):
+    @login_required
+    @blp.response(200, SessionSchema)
+    def post(self, session_id: str) -> SessionRow:
+        """Out of the trash."""
+        return lifecycle.restore_session(runtime(), principal(), session_id)
 
 
 @blp.route("/sessions/<session_id:session_id>/messages")

@@ -297,6 +297,8 @@ def iter_turn(
     )
     with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
         state, loaded = rt.store.load(principal.user_id, session_id)
+        if state.deleted_at is not None:
+            raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
         turn = Turn(rt, principal, state, request, project, offering, stream, message_text, checked)
         opening = not titles.answered(state)  # this turn may give the first answer
         try:

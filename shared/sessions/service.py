@@ -2,6 +2,7 @@
 
 Each function takes the runtime and the calling principal, checks ownership (another user's
 session is simply not found), writes the file first and then keeps the index in step.
+Fork, clear and the trash are in shared.sessions.lifecycle.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from sqlalchemy.orm import Session
 from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import EonyxError, InvalidInput, NotFound
+from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.sessions import titles
-from shared.storage import index
+from shared.storage import index, listing
+from shared.storage.listing import Filters, Found
 from shared.storage.orm import Folder, SessionRow
 from shared.storage.session_store import FileInfo, check_session_id
 
@@ -32,7 +34,7 @@ TITLE_MAX = 200
 FOLDER_ID_MAX = 32
 
 
-def _clean_title(title: str | None) -> str | None:
+def clean_title(title: str | None) -> str | None:
     """A title as given, held to the one-line text rule, with runs of spaces collapsed."""
     if title is None:
         return None
@@ -63,7 +65,7 @@ def create_session(
     """A new session: its file, then its index row. Every check comes before the file is
     written, and a session whose row cannot be written is removed again, so a create the
     caller is told failed leaves nothing behind."""
-    title = _clean_title(title)
+    title = clean_title(title)
     _check_folder_id(folder_id)
     if folder_id is not None:
         with rt.db.session() as db:
@@ -102,8 +104,8 @@ def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
         return row
     # Not indexed (written behind the index's back), or not the caller's: the file decides,
     # and another user's session is not under the caller's directory.
-    state, info = rt.store.load(user_id, session_id, keep_messages=False)
-    index.record(db, state, info)
+    state, info = rt.store.load(user_id, session_id)
+    index.record(db, state, info, text=True)
     return index.get_row(db, user_id, session_id)
 
 
@@ -113,23 +115,39 @@ def list_sessions(
     *,
     limit: int = 50,
     cursor: str | None = None,
-    query: str | None = None,
-    folder_id: str | None = None,
-    archived: bool = False,
+    filters: Filters | None = None,
 ) -> tuple[list[SessionRow], str | None]:
-    if query is not None:
-        text.check(query, "q", single_line=True)
-    _check_folder_id(folder_id)
+    """A page of the caller's list: pinned first, then most recently updated (the cursor's
+    guarantees are in shared.storage.listing)."""
+    _check_folder_id((filters or Filters()).folder_id)
+    with rt.db.session() as db:
+        try:
+            return listing.list_page(
+                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+            )
+        except listing.IndexNotBuilt:
+            index.reconcile_user(db, rt.store, principal.user_id)
+            return listing.list_page(
+                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+            )
+
+
+def search_sessions(
+    rt: Runtime,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    filters: Filters | None = None,
+) -> tuple[list[Found], str | None]:
+    """A page of the caller's sessions whose title or text match `query`, best first."""
+    text.check(query, "q", single_line=True)
+    _check_folder_id((filters or Filters()).folder_id)
     with rt.db.session() as db:
         _ensure_index(db, rt, principal.user_id)
-        return index.list_page(
-            db,
-            principal.user_id,
-            limit=limit,
-            cursor=cursor,
-            query=query,
-            folder_id=folder_id,
-            archived=archived,
+        return listing.search_page(
+            db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
 
 
@@ -175,12 +193,10 @@ def index_appended(
     if this fails the file still holds everything, and the next reconcile repairs the row,
     so a failure is logged, never raised past a write that succeeded."""
     try:
-        with rt.db.engine.begin() as connection:  # one statement: no ORM session needed
-            done = index.note_appended(connection, user_id, session_id, records, size_before, info)
-        if not done:
-            state, info = rt.store.load(user_id, session_id, keep_messages=False)
-            with rt.db.session() as db:
-                index.record(db, state, info)
+        with rt.db.session() as db:
+            if not index.note_appended(db, user_id, session_id, records, size_before, info):
+                state, info = rt.store.load(user_id, session_id)
+                index.record(db, state, info, text=True)
     except (SQLAlchemyError, NotFound) as exc:
         log.warning(
             "index of session %s not updated (%s); the next reconcile will", session_id, exc
@@ -190,9 +206,11 @@ def index_appended(
 def update_session(
     rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
 ) -> SessionRow:
-    """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record."""
-    if "title" in changes:  # an explicit rename is final: no title job or mode changes it
-        changes["title"] = _clean_title(changes["title"])
+    """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record. A title
+    given here is a rename, and final: `title_locked` keeps every title job and title mode
+    from changing it afterwards."""
+    if "title" in changes:
+        changes["title"] = clean_title(changes["title"])
         changes["title_pending"] = False
         changes[titles.TITLE_LOCKED] = True
     if "folder_id" in changes:
@@ -200,8 +218,10 @@ def update_session(
     if changes.get("folder_id") is not None:
         with rt.db.session() as db:
             check_folder(db, principal.user_id, changes["folder_id"])
+    row = get_session(rt, principal, session_id)
     if not changes:
-        return get_session(rt, principal, session_id)
+        return row
+    refuse_in_trash(row)
     return append_records(
         rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
     )
@@ -227,11 +247,9 @@ def session_ids_in_folder(rt: Runtime, user_id: str, folder_id: str) -> list[str
         )
 
 
-def delete_session(rt: Runtime, principal: Principal, session_id: str) -> None:
-    get_session(rt, principal, session_id)
-    rt.store.delete(principal.user_id, session_id)
-    with rt.db.session() as db:
-        index.forget(db, session_id)
+def refuse_in_trash(row: SessionRow) -> None:
+    if row.deleted_at is not None:
+        raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
 
 
 def sweep_empty_sessions(rt: Runtime) -> int:

@@ -47,7 +47,8 @@ def truncate_title(content: str) -> str:
 
 
 def is_locked(state: SessionState) -> bool:
-    return bool(state.extra.get(TITLE_LOCKED))
+    """An explicit rename is final: no title job or mode changes the title after it."""
+    return state.title_locked
 
 
 def for_new_session(

@@ -4,6 +4,7 @@
 - `durable_append`: append + fsync under that lock; repairs a torn last line first; on
   failure the file is cut back to its previous length, so it stays valid.
 - `atomic_write`: temp file, fsync, rename, fsync of the directory.
+- `copy_tree`: a durable copy of a directory (a fork's images).
 - `backup_file`: a timestamped copy taken before a whole-file rewrite.
 - `read_jsonl`: records of a JSONL file, ignoring a torn last line; `parse_lines` and
   `read_range` do the same for a part of a file (an incremental read).
@@ -91,24 +92,42 @@ def locked(path: Path, *, create: bool = False) -> Iterator[int]:
 
     The lock lives on the file itself, so it excludes every process that opens the same file
     (other containers on the same volume included) at the cost of one system call. A file
-    unlinked while we waited for its lock raises FileNotFoundError, as if it were never there.
+    unlinked while we waited for its lock raises FileNotFoundError, as if it were never there;
+    a file atomically replaced meanwhile (a cleared session) is locked again under its new
+    inode, so a waiting writer appends to the file that is there now.
     """
     flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT | os.O_EXCL if create else 0)
+    while True:
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            raise  # the caller knows what a missing file means (usually: no such session)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot open {path.name} for writing: {os.strerror(exc.errno or 0)}"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_nlink == 0:
+                if _replaced(path, fd):
+                    continue  # the finally closes this fd; open the new file
+                raise FileNotFoundError(
+                    errno.ENOENT, "deleted while waiting for its lock", str(path)
+                )
+            yield fd
+            return
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+def _replaced(path: Path, fd: int) -> bool:
+    """Whether `path` now names another file than the (unlinked) one open as `fd`."""
     try:
-        fd = os.open(path, flags, 0o600)
+        current = path.stat()
     except FileNotFoundError:
-        raise  # the caller knows what a missing file means (usually: no such session)
-    except OSError as exc:
-        raise StorageError(
-            f"cannot open {path.name} for writing: {os.strerror(exc.errno or 0)}"
-        ) from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.fstat(fd).st_nlink == 0:
-            raise FileNotFoundError(errno.ENOENT, "deleted while waiting for its lock", str(path))
-        yield fd
-    finally:
-        os.close(fd)  # closing releases the flock
+        return False
+    mine = os.fstat(fd)
+    return (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino)
 
 
 def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_result:
@@ -166,6 +185,29 @@ def atomic_write(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise StorageError(f"could not save {path.name}: {reason}") from exc
+
+
+def copy_tree(source: Path, target: Path, *, skip: tuple[str, ...] = ()) -> bool:
+    """Copy the files of `source` (recursively) to `target`, which must not exist yet, each
+    file fsynced, leaving out top-level names in `skip`. False when there is no `source`; on
+    failure the partial copy is removed and StorageError raised."""
+    if not source.is_dir():
+        return False
+    try:
+        shutil.copytree(source, target, ignore=lambda d, names: skip if Path(d) == source else ())
+        for folder, _, files in os.walk(target):
+            for name in files:
+                fd = os.open(Path(folder) / name, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            fsync_dir(Path(folder))
+        fsync_dir(target.parent)
+    except OSError as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        raise StorageError(f"could not copy {source.name}: {exc.strerror or exc}") from exc
+    return True
 
 
 def timestamp() -> str:

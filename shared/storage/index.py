@@ -1,42 +1,43 @@
 """The session index: listing data in SQL so that a listing never opens a session file.
 
-It is a cache of the files. Writers keep it current (`record`); `reconcile_user` brings one
-user's rows in line with the files (re-reading only files whose size or mtime changed);
-a user without an `index_state` row (a dropped index) is reconciled before their next listing.
+It is a cache of the files. Writers keep it current (`record`, `note_appended`), with the
+session's searchable text (shared.storage.search); `reconcile_user` brings one user's rows in
+line with the files (re-reading only files whose size or mtime changed); a user without an
+`index_state` row (a dropped index) is reconciled before their next listing.
+
+Every write first bumps the owner's change number (`index_state.seq`: this also serialises a
+user's index writers) and logs the row's previous sort key in `session_moves`, which is what
+lets a listing cursor stay exact while sessions move (shared.storage.listing).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, false, func, or_, select, true, update
+from sqlalchemy import BigInteger, Table, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from shared.core.clock import isoformat, parse_time, utcnow
-from shared.core.errors import EonyxError, InvalidInput, NotFound, StorageError
+from shared.core.clock import parse_time, utcnow
+from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
+from shared.storage import search
 from shared.storage.db import UTCDateTime
-from shared.storage.orm import IndexState, SessionRow
-from shared.storage.session_store import (
-    META_FIELDS,
-    SESSION_ID_RE,
-    FileInfo,
-    SessionState,
-    SessionStore,
-)
+from shared.storage.orm import IndexState, SessionMove, SessionRow
+from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 
 log = logging.getLogger(__name__)
-MAX_PAGE = 200
+# Metadata that the index keeps in columns (the rest stays in the file).
+INDEXED_META = ("title", "title_pending", "pinned", "archived", "folder_id", "deleted_at")
+_NO_KEY = {"pinned": None, "updated_at": None}  # the move that created a row
+LOCK_CLASS = 0x656F  # PostgreSQL advisory locks of the index, one per user
+TEXT_BATCH = 5000
 
 
 def _indexable(value: Any) -> str | None:
@@ -59,6 +60,8 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
         "image_count": state.image_count,
         "created_at": state.created_at,
         "updated_at": state.updated_at,
+        "deleted_at": state.deleted_at,
+        "forked_from": state.forked_from,
         "file_size": info.size,
         "file_mtime_ns": info.mtime_ns,
     }
@@ -70,7 +73,7 @@ def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str)
         return
     dialect = db.get_bind().dialect.name
     make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make_insert(model)
+    statement = make_insert(model.__table__)  # Core: no ORM bookkeeping per row
     columns = {name: statement.excluded[name] for name in rows[0] if name != key}
     db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
 
@@ -90,12 +93,57 @@ _APPENDED = (
         updated_at=func.coalesce(bindparam("updated", type_=UTCDateTime()), _TABLE.c.updated_at),
         file_size=bindparam("size"),
         file_mtime_ns=bindparam("mtime"),
+        seq=func.coalesce(bindparam("seq", type_=BigInteger()), _TABLE.c.seq),
     )
+)
+_STATE = cast(Table, IndexState.__table__)
+_MOVES = cast(Table, SessionMove.__table__)
+_BUMP = (
+    update(_STATE)
+    .where(_STATE.c.user_id == bindparam("uid"))
+    .values(seq=_STATE.c.seq + 1)
+    .returning(_STATE.c.seq)
+)
+_LOG_MOVE = insert(_MOVES).from_select(
+    ["user_id", "session_id", "seq", "pinned", "updated_at", "at"],
+    select(
+        _TABLE.c.user_id,
+        _TABLE.c.id,
+        bindparam("seq", type_=BigInteger()),
+        _TABLE.c.pinned,
+        _TABLE.c.updated_at,
+        bindparam("at", type_=UTCDateTime()),
+    ).where(_TABLE.c.id == bindparam("sid"), _TABLE.c.file_size == bindparam("size_before")),
 )
 
 
+def lock_user(db: Session, user_id: str) -> None:
+    """Serialise the user's index writers until the transaction ends (a rebuild included,
+    before their index_state row exists). On PostgreSQL an advisory transaction lock; SQLite
+    has one writer at a time anyway."""
+    if db.get_bind().dialect.name == "postgresql":
+        key = int(user_id[:8], 16) - 2**31  # an int4, under its own lock class
+        db.execute(
+            text("SELECT pg_advisory_xact_lock(:cls, :key)"), {"cls": LOCK_CLASS, "key": key}
+        )
+
+
+def bump(db: Session, user_id: str) -> int | None:
+    """The user's next change number, holding their index lock until the transaction ends;
+    None when their index is not built (the next listing rebuilds it anyway)."""
+    lock_user(db, user_id)
+    return db.connection().execute(_BUMP, {"uid": user_id}).scalar()
+
+
+def _log_moves(db: Session, rows: list[dict[str, Any]]) -> None:
+    """Rows of (user_id, session_id, seq, pinned, updated_at): keys before a write."""
+    now = utcnow()
+    for start in range(0, len(rows), 1000):
+        db.execute(insert(_MOVES), [r | {"at": now} for r in rows[start : start + 1000]])
+
+
 def note_appended(
-    connection: Connection,
+    db: Session,
     user_id: str,
     session_id: str,
     records: list[dict[str, Any]],
@@ -113,7 +161,13 @@ def note_appended(
         delta.apply(record, keep_messages=False)
         if record.get("type") == "meta":
             meta.update({k: v for k, v in (record.get("set") or {}).items() if k in META_FIELDS})
+    seq = bump(db, user_id)
+    if seq is not None:  # the row's key before this write, if the row is the one we expect
+        db.connection().execute(
+            _LOG_MOVE, {"sid": session_id, "size_before": size_before, "seq": seq, "at": utcnow()}
+        )
     params = {
+        "seq": seq,
         "sid": session_id,
         "uid": user_id,
         "messages": delta.message_count,
@@ -123,23 +177,64 @@ def note_appended(
         "size": info.size,
         "mtime": info.mtime_ns,
     }
+    result = db.connection().execute(_APPENDED, params)
+    if result.rowcount != 1:
+        return False
+    columns = _columns(meta)
+    if columns:
+        db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**columns))
+    search.add(db, search.docs_of(user_id, session_id, records))
+    if "title" in meta:
+        search.set_title(db, user_id, session_id, meta["title"])
+    return True
+
+
+def _columns(meta: dict[str, Any]) -> dict[str, Any]:
+    """Column values for indexed metadata as the file records it."""
+    columns = {key: meta[key] for key in INDEXED_META if key in meta}
     for key in ("pinned", "archived", "title_pending"):
-        if key in meta:
-            meta[key] = bool(meta[key])
+        if key in columns:
+            columns[key] = bool(columns[key])
+    if columns.get("deleted_at"):
+        columns["deleted_at"] = parse_time(columns["deleted_at"])
     for key in ("title", "folder_id"):
-        if key in meta:
-            meta[key] = _indexable(meta[key])
-    statement = _APPENDED.values(**meta) if meta else _APPENDED  # one UPDATE either way
-    return bool(connection.execute(statement, params).rowcount == 1)
+        if key in columns:
+            columns[key] = _indexable(columns[key])
+    return columns
 
 
-def record(db: Session, state: SessionState, info: FileInfo) -> None:
-    """Write-through after a change to a session file."""
-    _upsert(db, SessionRow, [row_values(state, info)], "id")
+def record(db: Session, state: SessionState, info: FileInfo, *, text: bool = False) -> None:
+    """Write-through after a change to a session file. `text`: the state was folded with its
+    messages, and the session's searchable text is rewritten from them (else only its title)."""
+    seq = bump(db, state.user_id)
+    if seq is not None:
+        old = db.execute(
+            select(SessionRow.pinned, SessionRow.updated_at).where(SessionRow.id == state.id)
+        ).first()
+        key = {"pinned": old[0], "updated_at": old[1]} if old else _NO_KEY
+        _log_moves(db, [{"user_id": state.user_id, "session_id": state.id, "seq": seq} | key])
+    _upsert(db, SessionRow, [row_values(state, info) | {"seq": seq or 0}], "id")
+    if text:
+        search.replace_session(db, state.user_id, state.id, state.title, state.messages)
+    else:
+        search.set_title(db, state.user_id, state.id, state.title)
 
 
 def forget(db: Session, session_id: str) -> None:
+    """Forget a session that is gone: its row and its text."""
     db.execute(delete(SessionRow).where(SessionRow.id == session_id))
+    search.forget(db, [session_id])
+
+
+def trashed_before(db: Session, cutoff: datetime) -> list[tuple[str, str]]:
+    """(user id, session id) of sessions in the trash since before `cutoff`."""
+    query = select(SessionRow.user_id, SessionRow.id).where(SessionRow.deleted_at < cutoff)
+    return [(user_id, session_id) for user_id, session_id in db.execute(query)]
+
+
+def prune_moves(db: Session, cutoff: datetime) -> int:
+    """Forget moves older than any cursor still usable."""
+    return db.connection().execute(delete(SessionMove).where(SessionMove.at < cutoff)).rowcount
 
 
 def empty_before(db: Session, cutoff: datetime) -> list[tuple[str, str]]:
@@ -203,38 +298,69 @@ def _write_rows(db: Session, rows: list[dict[str, Any]], report: ReconcileReport
                 report.failed.append(f"{row['user_id']}/{row['id']}: {_short(exc)}")
 
 
+def _ensure_state(db: Session, user_id: str) -> None:
+    """An index_state row for the user (a new generation when there was none)."""
+    dialect = db.get_bind().dialect.name
+    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    row = {"user_id": user_id, "built_at": utcnow(), "seq": 0, "generation": secrets.token_hex(8)}
+    db.execute(make_insert(IndexState).values(**row).on_conflict_do_nothing())
+
+
 def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:
-    """Make the user's rows match their files; re-read only new or changed files. A file
-    that cannot be read or indexed is reported in `failed` and left out; the rest go on."""
+    """Make the user's rows (and text) match their files; re-read only new or changed files.
+    A file that cannot be read or indexed is reported in `failed` and left out; the rest go on."""
+    lock_user(db, user_id)
+    _ensure_state(db, user_id)
+    seq = bump(db, user_id) or 0
     known = {
-        row.id: FileInfo(row.file_size, row.file_mtime_ns)
+        row.id: row
         for row in db.execute(
-            select(SessionRow.id, SessionRow.file_size, SessionRow.file_mtime_ns).where(
-                SessionRow.user_id == user_id
-            )
+            select(
+                SessionRow.id,
+                SessionRow.file_size,
+                SessionRow.file_mtime_ns,
+                SessionRow.pinned,
+                SessionRow.updated_at,
+            ).where(SessionRow.user_id == user_id)
         )
     }
     report = ReconcileReport()
     fresh: list[dict[str, Any]] = []
+    moves: list[dict[str, Any]] = []
+    docs: list[dict[str, Any]] = []  # searchable text of re-read files, added in batches
     for session_id, info in store.scan(user_id):
         report.scanned += 1
-        if known.pop(session_id, None) == info:
+        old = known.pop(session_id, None)
+        if old is not None and FileInfo(old.file_size, old.file_mtime_ns) == info:
             continue
         try:
-            state, info = store.load(user_id, session_id, keep_messages=False)
+            state, info = store.load(user_id, session_id)
         except NotFound:  # gone meanwhile
             continue
         except StorageError as exc:  # damaged: leave it out, and say so
             log.warning("skipping unreadable session file %s/%s", user_id, session_id)
             report.failed.append(f"{user_id}/{session_id}: {exc.message}")
             continue
-        fresh.append(row_values(state, info))
+        fresh.append(row_values(state, info) | {"seq": seq})
+        key = {"pinned": old.pinned, "updated_at": old.updated_at} if old else _NO_KEY
+        moves.append({"user_id": user_id, "session_id": session_id, "seq": seq} | key)
+        if old is not None:
+            search.forget(db, [session_id])
+        docs.extend(search.docs_of(user_id, session_id, state.messages))
+        if state.title and state.title.strip():
+            docs.append(search.title_doc(user_id, session_id, state.title))
+        if len(docs) >= TEXT_BATCH:
+            search.add(db, docs)
+            docs.clear()
+    search.add(db, docs)
     gone = list(known)  # rows whose file is gone
     report.reread, report.removed = len(fresh), len(gone)
     for start in range(0, len(gone), 500):
         db.execute(delete(SessionRow).where(SessionRow.id.in_(gone[start : start + 500])))
+    search.forget(db, gone)
+    _log_moves(db, moves)
     _write_rows(db, fresh, report)
-    _upsert(db, IndexState, [{"user_id": user_id, "built_at": utcnow()}], "user_id")
+    db.execute(update(IndexState).where(IndexState.user_id == user_id).values(built_at=utcnow()))
     return report
 
 
@@ -260,70 +386,9 @@ def rebuild(
 
 
 def drop(db: Session) -> None:
-    """Forget the whole index; the next listing of each user rebuilds theirs."""
+    """Forget the whole index; the next listing of each user rebuilds theirs (a new
+    generation: cursors given out before say they expired)."""
     db.execute(delete(SessionRow))
     db.execute(delete(IndexState))
-
-
-def encode_cursor(row: SessionRow) -> str:
-    raw = json.dumps([int(row.pinned), isoformat(row.updated_at), row.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[bool, datetime, str]:
-    """The position a cursor of `encode_cursor` names; anything else (a forged or damaged
-    cursor, whatever its types) is InvalidInput."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        pinned, updated, session_id = json.loads(raw)
-        if pinned not in (0, 1) or not isinstance(updated, str) or not isinstance(session_id, str):
-            raise ValueError("wrong types")
-        moment = parse_time(updated)
-        if moment.tzinfo is None or not SESSION_ID_RE.fullmatch(session_id):
-            raise ValueError("not a time with a zone, or not a session id")
-        return bool(pinned), moment, session_id
-    except (ValueError, TypeError, binascii.Error):
-        raise InvalidInput(
-            "cursor is not one this server gave out", code="invalid_cursor"
-        ) from None
-
-
-def list_page(
-    db: Session,
-    user_id: str,
-    *,
-    limit: int = 50,
-    cursor: str | None = None,
-    query: str | None = None,
-    folder_id: str | None = None,
-    archived: bool = False,
-) -> tuple[list[SessionRow], str | None]:
-    """Pinned first, then most recently updated; a keyset cursor keeps pages stable under writes."""
-    limit = max(1, min(limit, MAX_PAGE))
-    stmt = select(SessionRow).where(
-        SessionRow.user_id == user_id,
-        SessionRow.temporary == false(),
-        SessionRow.archived == (true() if archived else false()),
-    )
-    if folder_id is not None:
-        stmt = stmt.where(SessionRow.folder_id == folder_id)
-    if query:
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        stmt = stmt.where(SessionRow.title.ilike(pattern, escape="\\"))
-    if cursor:
-        pinned, updated, last_id = decode_cursor(cursor)
-        same_pin = SessionRow.pinned == (true() if pinned else false())
-        after = [
-            and_(same_pin, SessionRow.updated_at < updated),
-            and_(same_pin, SessionRow.updated_at == updated, SessionRow.id < last_id),
-        ]
-        if pinned:
-            after.append(SessionRow.pinned == false())
-        stmt = stmt.where(or_(*after))
-    stmt = stmt.order_by(
-        SessionRow.pinned.desc(), SessionRow.updated_at.desc(), SessionRow.id.desc()
-    ).limit(limit + 1)
-    rows = list(db.scalars(stmt))
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return rows, encode_cursor(rows[-1]) if more and rows else None
+    db.execute(delete(SessionMove))
+    search.drop(db)

@@ -1,10 +1,20 @@
-"""SQL models: accounts and tokens (the truth), and the session index (a cache of the files)."""
+"""SQL models: accounts and tokens (the truth), and the session index (a cache of the files):
+listing rows, the moves that keep cursors exact, and the text that search runs over."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from shared.storage.db import Base
@@ -55,17 +65,63 @@ class SessionRow(Base):
     image_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column()
     updated_at: Mapped[datetime] = mapped_column()
+    deleted_at: Mapped[datetime | None] = mapped_column()  # in the trash since
+    forked_from: Mapped[str | None] = mapped_column(String(40))
     file_size: Mapped[int] = mapped_column(BigInteger)
     file_mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    # The owner's change number (IndexState.seq) of this row's last write: listing cursors
+    # tell rows unchanged since their first page from rows that moved.
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class IndexState(Base):
-    """Marks a user's index as built; without a row, the next listing rebuilds it from files."""
+    """Marks a user's index as built; without a row, the next listing rebuilds it from files.
+
+    `seq` counts the user's index writes (every writer bumps it first, which also serialises
+    them per user); `generation` changes when the index is dropped, so older cursors expire.
+    """
 
     __tablename__ = "index_state"
 
     user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     built_at: Mapped[datetime] = mapped_column()
+    seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    generation: Mapped[str] = mapped_column(String(16), default="")
+
+
+class SessionMove(Base):
+    """A row's sort key (pinned, updated_at) just before the write numbered `seq`; NULLs when
+    the write created the row. Kept for a day, the life of a listing cursor."""
+
+    __tablename__ = "session_moves"
+    __table_args__ = (Index("ix_session_moves_user_seq", "user_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(32))
+    session_id: Mapped[str] = mapped_column(String(40))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    pinned: Mapped[bool | None] = mapped_column(Boolean)
+    updated_at: Mapped[datetime | None] = mapped_column()
+    at: Mapped[datetime] = mapped_column(index=True)
+
+
+class SessionText(Base):
+    """The searchable text of a session: one row per message (user, assistant, tool result)
+    and one for its title (`message_id` ""). SQLite indexes `body` with FTS5, PostgreSQL with
+    a tsvector column and a GIN index; both are made by the migration, beside this table."""
+
+    __tablename__ = "session_text"
+    __table_args__ = (
+        UniqueConstraint("session_id", "message_id", name="uq_session_text_message"),
+        Index("ix_session_text_user", "user_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(32))
+    session_id: Mapped[str] = mapped_column(String(40))
+    message_id: Mapped[str] = mapped_column(String(40))
+    role: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
 
 
 class OfferingRow(Base):

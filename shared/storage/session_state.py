@@ -20,7 +20,17 @@ from typing import Any
 
 from shared.core.clock import parse_time
 
-META_FIELDS = ("title", "title_pending", "pinned", "archived", "folder_id")
+META_FIELDS = (
+    "title",
+    "title_pending",
+    "title_locked",  # set by an explicit rename: no title job or mode changes the title after
+    "pinned",
+    "archived",
+    "folder_id",
+    "deleted_at",  # in the trash since then (ISO time); None again once restored
+)
+# Changes that do not make a session "recently updated" (it keeps its place in the list).
+QUIET_FIELDS = ("title_locked", "deleted_at")
 CHAT_ROLES = ("user", "assistant")
 
 
@@ -102,9 +112,12 @@ class SessionState:
     temporary: bool = False
     title: str | None = None
     title_pending: bool = False
+    title_locked: bool = False
     pinned: bool = False
     archived: bool = False
     folder_id: str | None = None
+    deleted_at: datetime | None = None
+    forked_from: str | None = None
     message_count: int = 0
     image_count: int = 0
     user_messages: int = 0
@@ -128,6 +141,7 @@ class SessionState:
             title=header.get("title"),
             title_pending=bool(header.get("title_pending", False)),
             folder_id=header.get("folder_id"),
+            forked_from=header.get("forked_from"),
             snapshot=header.get("snapshot"),
         )
 
@@ -147,12 +161,14 @@ class SessionState:
         elif kind == "meta":
             changes = record.get("set") or {}
             for key, value in changes.items():
-                if key in META_FIELDS:
+                if key == "deleted_at":
+                    self.deleted_at = _stamp(value) if value else None
+                elif key in META_FIELDS:
                     setattr(self, key, value)
                 else:
                     self.extra[key] = value
-            if not any(key in META_FIELDS for key in changes):
-                return  # bookkeeping (likes, extraction progress) does not reorder the list
+            if not any(key in META_FIELDS and key not in QUIET_FIELDS for key in changes):
+                return  # bookkeeping (likes, extraction progress, trash) keeps the list order
         else:
             return
         stamp = record.get("at") or record.get("created_at")

@@ -36,6 +36,7 @@ from shared.storage.session_cache import SessionCache
 from shared.storage.session_state import (  # re-exported: the store's vocabulary
     CHAT_ROLES,
     META_FIELDS,
+    QUIET_FIELDS,
     SessionState,
     content_text,
     fold,
@@ -44,6 +45,7 @@ from shared.storage.session_state import (  # re-exported: the store's vocabular
 __all__ = [
     "CHAT_ROLES",
     "META_FIELDS",
+    "QUIET_FIELDS",
     "Appended",
     "FileInfo",
     "SessionState",
@@ -59,6 +61,7 @@ SESSION_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
 DEFAULT_CACHE_BYTES = Settings.session_cache_bytes  # the default lives with the settings
+SUMMARY_FILE = "summary.json"
 
 
 def new_session_id(moment: datetime | None = None) -> str:
@@ -122,7 +125,9 @@ class SessionStore:
         folder_id: str | None = None,
         temporary: bool = False,
         extra: dict[str, Any] | None = None,
+        records: list[dict[str, Any]] | None = None,
     ) -> tuple[SessionState, FileInfo]:
+        """A new session file: the header and `records` (a fork's copy) in one durable write."""
         moment = utcnow()
         directory = self.sessions_dir(user_id)
         directory.mkdir(parents=True, exist_ok=True)
@@ -139,9 +144,11 @@ class SessionStore:
             **(extra or {}),
         }
         stat = durable_append(
-            self.path(user_id, header["id"]), encode_records([header]), create=True
+            self.path(user_id, header["id"]),
+            encode_records([header, *(records or ())]),
+            create=True,
         )
-        return fold([header]), FileInfo.of(stat)
+        return fold([header, *(records or ())]), FileInfo.of(stat)
 
     def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> Appended:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
@@ -200,6 +207,24 @@ class SessionStore:
             os.close(fd)
         return state, FileInfo.of(stat)
 
+    def rewrite(
+        self,
+        user_id: str,
+        session_id: str,
+        make: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    ) -> tuple[SessionState, FileInfo]:
+        """Replace a session's records with `make(current records)`, atomically and under the
+        file's lock (a writer waiting for it then appends to the new file)."""
+        path = self.path(user_id, session_id)
+        try:
+            with locked(path):
+                records = make(read_jsonl(path))
+                atomic_write(path, encode_records(records))
+                stat = path.stat()
+        except FileNotFoundError:
+            raise NotFound("session not found") from None
+        return fold(records), FileInfo.of(stat)
+
     def delete(self, user_id: str, session_id: str) -> None:
         path = self.path(user_id, session_id)
         try:
@@ -211,9 +236,11 @@ class SessionStore:
             self.cache.forget((user_id, session_id))
         remove_tree(path.with_suffix(""))
 
-    def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
-        """Delete a session that has no message and no change since `older_than`, atomically
-        with respect to appends (both hold the file's lock)."""
+    def delete_if(
+        self, user_id: str, session_id: str, condition: Callable[[SessionState], bool]
+    ) -> bool:
+        """Delete a session if `condition(its state)` holds, atomically with respect to
+        appends (both hold the file's lock). An unreadable file is left for a person."""
         path = self.path(user_id, session_id)
         try:
             with locked(path):
@@ -221,7 +248,7 @@ class SessionStore:
                     state = fold(read_jsonl(path), keep_messages=False)
                 except (ValueError, KeyError, TypeError, AttributeError):
                     return False  # unreadable: leave it for a person to look at
-                if state.message_count or state.image_count or state.updated_at > older_than:
+                if not condition(state):
                     return False
                 path.unlink()
         except FileNotFoundError:
@@ -230,9 +257,30 @@ class SessionStore:
         remove_tree(path.with_suffix(""))
         return True
 
+    def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
+        """Delete a session that never had a message and is unchanged since `older_than` (a
+        cleared session had some: it stays)."""
+        return self.delete_if(
+            user_id,
+            session_id,
+            lambda state: (
+                not (
+                    state.message_count
+                    or state.image_count
+                    or state.updated_at > older_than
+                    or "cleared_at" in state.extra
+                )
+            ),
+        )
+
+    def sidecar_dir(self, user_id: str, session_id: str) -> Path:
+        """The directory beside the JSONL for the files a session references (images) and
+        its derived data (the compaction summary)."""
+        return self.path(user_id, session_id).with_suffix("")
+
     def summary_path(self, user_id: str, session_id: str) -> Path:
         """Where the compaction summary of a session lives: derived data beside the JSONL."""
-        return self.path(user_id, session_id).with_suffix("") / "summary.json"
+        return self.sidecar_dir(user_id, session_id) / SUMMARY_FILE
 
     def read_summary(self, user_id: str, session_id: str) -> dict[str, Any] | None:
         try:

@@ -76,12 +76,13 @@ def test_patch_renames_pins_and_archives(client: FlaskClient, alice: Account) ->
     assert [s["id"] for s in archived["items"]] == [second["id"]]
 
 
-def test_delete_removes_the_session_and_its_file(
+def test_delete_with_purge_removes_the_session_and_its_file(
     client: FlaskClient, alice: Account, rt: Runtime
 ) -> None:
     item = new_session(client, alice)
-    assert client.delete(f"{API}/sessions/{item['id']}", headers=alice.headers).status_code == 204
-    assert client.get(f"{API}/sessions/{item['id']}", headers=alice.headers).status_code == 404
+    url = f"{API}/sessions/{item['id']}"
+    assert client.delete(f"{url}?purge=true", headers=alice.headers).status_code == 204
+    assert client.get(url, headers=alice.headers).status_code == 404
     assert not rt.store.path(alice.user_id, item["id"]).exists()
 
 

@@ -1,6 +1,7 @@
-"""A live server on loopback whose app is wired to the fake model, for the client commands
-(`eonyx run`, `eonyx chat`), which talk to it over HTTP like they would to a remote one;
-and `start_serve`, which runs `eonyx serve` itself (tests/cli/serving.py)."""
+"""Fixtures of the CLI tests: a live server on loopback whose app is wired to the fake model
+(`make_live`, `live`) for the client commands (`eonyx run`, `eonyx chat`), which talk to it over
+HTTP like they would to a remote one; a plain live server and a CLI runner for it (`server_url`,
+`runner`, `login`); and `start_serve`, which runs `eonyx serve` itself (tests/cli/serving.py)."""
 
 from __future__ import annotations
 
@@ -117,3 +118,29 @@ def make_live(
 @pytest.fixture
 def live(make_live: Callable[..., Live]) -> Live:
     return make_live()
+
+
+@pytest.fixture
+def server_url(app: Flask) -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.port}"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture
+def runner(tmp_path: Path, server_url: str) -> CliRunner:
+    return CliRunner(
+        env={
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "EONYX_URL": server_url,
+            "EONYX_TOKEN": None,
+        }
+    )
+
+
+def login(runner: CliRunner, username: str = "alice", password: str = "correct horse"):
+    return runner.invoke(main, ["login"], input=f"{username}\n{password}\n")

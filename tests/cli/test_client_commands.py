@@ -4,45 +4,15 @@ from __future__ import annotations
 
 import re
 import stat
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
-from flask import Flask
-from werkzeug.serving import make_server
 
 from cli import main
 from shared.accounts import ACCOUNT_POLICY
 from shared.runtime import Runtime
+from tests.cli.conftest import login
 from tests.conftest import Account
-
-
-@pytest.fixture
-def server_url(app: Flask) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.port}"
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
-
-
-@pytest.fixture
-def runner(tmp_path: Path, server_url: str) -> CliRunner:
-    return CliRunner(
-        env={
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "EONYX_URL": server_url,
-            "EONYX_TOKEN": None,
-        }
-    )
-
-
-def login(runner: CliRunner, username: str = "alice", password: str = "correct horse"):
-    return runner.invoke(main, ["login"], input=f"{username}\n{password}\n")
 
 
 def test_login_saves_a_private_token(runner: CliRunner, alice: Account, tmp_path: Path) -> None:
@@ -111,15 +81,30 @@ def test_sessions_escapes_control_characters_in_titles(
     assert not any(c in result.output for c in "\x1b\x07\u202e")
 
 
-def test_sessions_delete(runner: CliRunner, client, alice: Account) -> None:
+def test_sessions_delete_goes_to_the_trash_restore_and_purge(
+    runner: CliRunner, client, alice: Account
+) -> None:
     login(runner)
     created = client.post("/api/v1/sessions", json={"title": "bye"}, headers=alice.headers)
     session_id = created.get_json()["id"]
     result = runner.invoke(main, ["sessions", "delete", session_id])
-    assert result.exit_code == 0 and f"deleted {session_id}" in result.output
+    assert result.exit_code == 0 and f"deleted {session_id} (in the trash" in result.output
     assert runner.invoke(main, ["sessions"]).output.strip() == "no sessions"
+    trash = runner.invoke(main, ["sessions", "--trash"]).output
+    assert re.match(
+        rf"^{session_id}  .*  bye  \(deleted \d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}\)$", trash
+    )
+
+    assert runner.invoke(main, ["sessions", "restore", session_id]).exit_code == 0
+    assert session_id in runner.invoke(main, ["sessions"]).output
+    assert runner.invoke(main, ["sessions", "--trash"]).output.strip() == "no sessions in the trash"
+
+    refused = runner.invoke(main, ["sessions", "delete", session_id, "--purge"], input="n\n")
+    assert refused.exit_code == 1 and session_id in runner.invoke(main, ["sessions"]).output
+    purged = runner.invoke(main, ["sessions", "delete", session_id, "--purge", "--yes"])
+    assert purged.exit_code == 0 and f"deleted {session_id} for good" in purged.output
     again = runner.invoke(main, ["sessions", "delete", session_id])
-    assert again.exit_code == 1 and "session not found" in again.output
+    assert again.exit_code == 1 and "session not found (not_found)" in again.output
 
 
 def test_not_logged_in(runner: CliRunner) -> None:

@@ -80,6 +80,12 @@ def test_continue_takes_the_most_recently_updated_session_not_a_pinned_one(live:
     ]
 
 
+def test_a_refused_message_prints_the_servers_reason(live: Live) -> None:
+    result = live.run("-", input="x" * 300_000)
+    assert result.exit_code == 1
+    assert "invalid request: json.content: Longer than maximum length 200000." in result.output
+
+
 def test_continue_with_no_session_is_an_error(live: Live) -> None:
     result = live.run("-c", "hello")
     assert result.exit_code == 1
@@ -327,6 +333,7 @@ def test_no_model_is_an_error_and_leaves_no_empty_session(
         assert result.exit_code == 1
         assert "(no_model)" in result.output and "--retry" not in result.output
         assert live.session_ids() == []
+        assert live.api("GET", "/sessions", params={"trash": "true"})["items"] == []
 
 
 def test_not_logged_in(live: Live) -> None:

@@ -106,15 +106,16 @@ def test_pinned_first_then_most_recent(rt: Runtime, alice: Account) -> None:
     assert [r[0] for r in listing(rt, me)] == [a, b, c]
 
 
-def test_search_matches_titles_and_escapes_wildcards(rt: Runtime, alice: Account) -> None:
+def test_search_matches_title_words_and_ignores_wildcards(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
     session_service.create_session(rt, me, title="Parser bugs")
     session_service.create_session(rt, me, title="100% done")
     session_service.create_session(rt, me, title="lunch")
-    rows, _ = session_service.list_sessions(rt, me, query="parser")
-    assert [r.title for r in rows] == ["Parser bugs"]
-    rows, _ = session_service.list_sessions(rt, me, query="%")
-    assert [r.title for r in rows] == ["100% done"]
+    found, _ = session_service.search_sessions(rt, me, "parser")
+    assert [f.row.title for f in found] == ["Parser bugs"]
+    found, _ = session_service.search_sessions(rt, me, "100%")
+    assert [f.row.title for f in found] == ["100% done"]
+    assert session_service.search_sessions(rt, me, "%")[0] == []  # no word: nothing
 
 
 def test_sweep_removes_only_old_empty_sessions(rt: Runtime, alice: Account) -> None:

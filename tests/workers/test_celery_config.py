@@ -142,3 +142,37 @@ def test_beat_ends_stuck_titles_within_minutes(celery_app: Celery) -> None:
         entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
     }
     assert schedule[SWEEP_TITLES] <= 5 * 60
+
+
+def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) -> None:
+    """A session 31 days in the trash is gone after the task runs; a newer one stays."""
+    from datetime import timedelta
+
+    import workers.tasks  # noqa: F401
+    from shared.core import jobs
+    from shared.core.clock import isoformat, utcnow
+    from shared.storage import index
+
+    schedule = {
+        entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
+    }
+    assert schedule[jobs.PURGE_TRASH] <= 60 * 60
+    rt = celery_app.runtime  # type: ignore[attr-defined]
+    rt.db.migrate()
+    user = "b" * 32
+    ids = []
+    for days in (31, 29):
+        state, _ = rt.store.create(user, source="web", title=f"{days} days ago")
+        deleted = isoformat(utcnow() - timedelta(days=days))
+        rt.store.append(
+            user, state.id, [{"type": "meta", "at": deleted, "set": {"deleted_at": deleted}}]
+        )
+        with rt.db.session() as db:
+            index.record(db, *rt.store.load(user, state.id))
+        ids.append(state.id)
+    try:
+        result = celery_app.tasks[jobs.PURGE_TRASH].apply().get()
+    finally:
+        celery_app.close_runtime()  # type: ignore[attr-defined]
+    assert result["purged"] == 1
+    assert not rt.store.path(user, ids[0]).exists() and rt.store.path(user, ids[1]).exists()

@@ -1,0 +1,210 @@
+"""Fork, clear and the trash: the operations that copy, rewrite or remove a session file.
+
+- fork: a new session with a copy of the messages (all of them, or up to one), of the
+  session's directory (its images) and of its compaction summary when the summary still
+  applies to the copy. It records where it came from (`forked_from`, `forked_at`), keeps the
+  memory snapshot and project context, and starts with no likes; it lands at the top.
+- clear: an atomic rewrite keeping the header (id, creation time, source, memory snapshot) and
+  the metadata (title and its lock, pin, archive, folder); every message, like and extraction
+  mark goes, and so does the session's directory. It waits for no running turn: it refuses.
+- trash: delete sets `deleted_at` (the session keeps its place, leaves the list and search);
+  restore clears it; purge removes the file, its directory, its row and its text. The sweep
+  purges what has been in the trash for TRASH_DAYS, and forgets stale listing moves.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from shared.accounts import Principal
+from shared.core.clock import isoformat, utcnow
+from shared.core.errors import Conflict, InvalidInput, NotFound, StorageError
+from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
+from shared.storage import index, listing
+from shared.storage.filestore import copy_tree, remove_tree
+from shared.storage.orm import SessionRow
+from shared.storage.session_store import SUMMARY_FILE, SessionState, fold
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+log = logging.getLogger(__name__)
+TRASH_DAYS = 30
+CLEAR_WAIT = 5.0  # seconds a clear waits for the session's turn lock before refusing
+EXTRACTION_MARK = "extracted_turns"  # shared.memory.extraction.MARKER (a package above)
+
+
+def fork_session(
+    rt: Runtime,
+    principal: Principal,
+    session_id: str,
+    *,
+    title: str | None = None,
+    message_id: str | None = None,
+) -> SessionRow:
+    refuse_in_trash(get_session(rt, principal, session_id))
+    user_id = principal.user_id
+    original, _ = rt.store.load(user_id, session_id)
+    messages = _fork_point(original.messages, message_id)
+    now = isoformat(utcnow())
+    changes: dict[str, Any] = {
+        "title": clean_title(title) if title is not None else original.title,
+        "title_locked": original.title_locked or title is not None,
+    }
+    if "project_context" in original.extra:
+        changes["project_context"] = original.extra["project_context"]
+    mark = original.extra.get(EXTRACTION_MARK)
+    if isinstance(mark, int) and mark > 0:
+        changes[EXTRACTION_MARK] = min(mark, _answered_turns(messages))
+    state, info = rt.store.create(
+        user_id,
+        source=principal.source,
+        folder_id=original.folder_id,
+        extra={
+            "snapshot": original.snapshot,
+            "forked_from": session_id,
+            "forked_at": messages[-1]["id"] if messages else None,
+        },
+        records=[*messages, {"type": "meta", "at": now, "set": changes}],
+    )
+    try:
+        _copy_files(rt, user_id, session_id, state.id, messages)
+    except StorageError:
+        rt.store.delete(user_id, state.id)
+        raise
+    with rt.db.session() as db:
+        index.record(db, state, info, text=True)
+        return index.get_row(db, user_id, state.id)
+
+
+def _fork_point(messages: list[dict[str, Any]], message_id: str | None) -> list[dict[str, Any]]:
+    """The messages a fork copies: all, or up to `message_id`, which must end a step of the
+    conversation (a user message or a final answer, never half of a tool call)."""
+    if message_id is None:
+        return messages
+    for position, message in enumerate(messages):
+        if message.get("id") != message_id:
+            continue
+        role = message.get("role")
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            raise InvalidInput(
+                "a fork starts after a user message or an answer, not inside a tool call",
+                code="not_a_fork_point",
+            )
+        return messages[: position + 1]
+    raise NotFound(f"no message {message_id} in this session")
+
+
+def _answered_turns(messages: list[dict[str, Any]]) -> int:
+    """User turns followed by a final answer (what the extraction mark counts)."""
+    turns = answered = 0
+    for message in messages:
+        if message.get("role") == "user":
+            turns += 1
+        elif message.get("role") == "assistant" and not message.get("tool_calls") and turns:
+            answered = turns
+    return answered
+
+
+def _copy_files(
+    rt: Runtime, user_id: str, source: str, target: str, messages: list[dict[str, Any]]
+) -> None:
+    """The session's directory without its summary, then the summary if the copy still has
+    the message it covers through."""
+    copy_tree(
+        rt.store.sidecar_dir(user_id, source),
+        rt.store.sidecar_dir(user_id, target),
+        skip=(SUMMARY_FILE,),
+    )
+    summary = rt.store.read_summary(user_id, source)
+    covered = summary.get("covered_through") if summary else None
+    if summary and covered in {m.get("id") for m in messages}:
+        rt.store.write_summary(user_id, target, summary)
+
+
+def clear_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+    refuse_in_trash(get_session(rt, principal, session_id))
+    user_id = principal.user_id
+    try:
+        with rt.locks.hold(f"turn:{session_id}", wait=CLEAR_WAIT, ttl=60):
+            state, info = rt.store.rewrite(user_id, session_id, _cleared)
+            remove_tree(rt.store.sidecar_dir(user_id, session_id))
+    except Conflict as exc:
+        if exc.code != "busy":
+            raise
+        raise Conflict(
+            "a turn is running in this session; clear it when the turn has ended",
+            code="turn_in_progress",
+        ) from None
+    with rt.db.session() as db:
+        index.record(db, state, info, text=True)
+        return index.get_row(db, user_id, session_id)
+
+
+def _cleared(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    current: SessionState = fold(records, keep_messages=False)
+    if current.deleted_at is not None:
+        raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
+    keep = {
+        "title": current.title,
+        "title_pending": False,
+        "title_locked": current.title_locked,
+        "pinned": current.pinned,
+        "archived": current.archived,
+        "folder_id": current.folder_id,
+        "cleared_at": isoformat(utcnow()),
+    }
+    return [records[0], {"type": "meta", "at": keep["cleared_at"], "set": keep}]
+
+
+def delete_session(
+    rt: Runtime, principal: Principal, session_id: str, *, purge: bool = False
+) -> None:
+    """To the trash (again is a no-op), or, with `purge`, gone at once."""
+    row = get_session(rt, principal, session_id)
+    if purge:
+        purge_session(rt, principal.user_id, session_id)
+    elif row.deleted_at is None:
+        append_meta(rt, principal.user_id, session_id, {"deleted_at": isoformat(utcnow())})
+
+
+def restore_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+    """Out of the trash, back at its place in the list (restoring twice is a no-op)."""
+    row = get_session(rt, principal, session_id)
+    if row.deleted_at is not None:
+        append_meta(rt, principal.user_id, session_id, {"deleted_at": None})
+    return get_session(rt, principal, session_id)
+
+
+def purge_session(rt: Runtime, user_id: str, session_id: str) -> None:
+    try:
+        rt.store.delete(user_id, session_id)
+    finally:  # gone from disk or already gone: the index forgets it either way
+        with rt.db.session() as db:
+            index.forget(db, session_id)
+
+
+def purge_trash(rt: Runtime, now: datetime | None = None) -> int:
+    """Remove sessions in the trash for TRASH_DAYS. Candidates come from the index; each is
+    confirmed against its file under the file's lock (a session restored meanwhile stays)."""
+    now = now or utcnow()
+    cutoff = now - timedelta(days=TRASH_DAYS)
+    with rt.db.session() as db:
+        candidates = index.trashed_before(db, cutoff)
+        index.prune_moves(db, now - listing.MOVES_KEPT)
+    purged = 0
+    for user_id, session_id in candidates:
+        expired = rt.store.delete_if(
+            user_id,
+            session_id,
+            lambda state: state.deleted_at is not None and state.deleted_at < cutoff,
+        )
+        if expired:
+            purged += 1
+            with rt.db.session() as db:
+                index.forget(db, session_id)
+    if purged:
+        log.info("purged %d sessions from the trash", purged)
+    return purged

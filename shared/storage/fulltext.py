@@ -1,0 +1,160 @@
+"""The full-text engines behind shared.storage.search, one interface for both backends.
+
+- SQLite: an FTS5 table over `session_text` (external content, `detail=column`: no
+  positions, as every query word is a single token). It is kept by hand, not by triggers:
+  new rows are indexed with one INSERT ... SELECT per batch, several times faster.
+- PostgreSQL: a generated tsvector column (`simple`: no stemming, no stop words, like FTS5's
+  unicode61) with a GIN index; PostgreSQL keeps it, so the write hooks do nothing.
+
+Both find a user's matching rows newest first (by id), a window at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from sqlalchemy import ColumnElement, column, func, insert, literal, select, table, text
+from sqlalchemy.orm import Session
+
+from shared.storage.orm import SessionText
+
+Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
+FTS = "session_text_fts"
+
+
+@dataclass(frozen=True)
+class Term:
+    word: str  # lower case, letters and digits only
+    prefix: bool
+
+
+class Engine(Protocol):
+    def candidates(
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]:
+        """The newest `window` of the user's rows that have every term (in no given order),
+        with ids below `before` when given."""
+        ...
+
+    def newest_id(self, db: Session) -> int:
+        """The highest row id now: rows inserted next are above it."""
+        ...
+
+    def index_new(self, db: Session, since: int) -> None:
+        """Index the rows inserted above `since` (in this transaction)."""
+        ...
+
+    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+        """Forget the rows matching `condition`, before they are deleted."""
+        ...
+
+    def unindex_all(self, db: Session) -> None: ...
+
+
+def _fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Row]:
+    """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
+    cursor = db.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, params)
+        return cast(list[Row], cursor.fetchall())
+    finally:
+        cursor.close()
+
+
+_INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
+_FTS_TABLE = table(FTS, *(column(name) for name in (FTS, "rowid", "body", "user_id", "role")))
+
+
+class SqliteEngine:
+    """The owner's id is an indexed column, so the match itself is per user."""
+
+    def candidates(
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]:
+        words = " AND ".join(f'"{t.word}"' + ("*" if t.prefix else "") for t in terms)
+        older = "AND rowid < :before " if before is not None else ""
+        sql = (
+            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
+            f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
+            f"{older}ORDER BY rowid DESC LIMIT :w) AS c "
+            "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u"
+        )
+        match = f'user_id:"{user_id}" AND body:({words})'
+        return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})
+
+    def newest_id(self, db: Session) -> int:
+        # SQLite lets one writer in at a time, and the caller writes already (its index
+        # lock): no other row can be inserted above this before the transaction ends.
+        return db.execute(select(func.coalesce(func.max(SessionText.id), 0))).scalar_one()
+
+    def index_new(self, db: Session, since: int) -> None:
+        db.execute(
+            insert(_FTS_TABLE).from_select(
+                ["rowid", "body", "user_id", "role"],
+                select(*_INDEXED).where(SessionText.id > since),
+            )
+        )
+
+    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+        db.execute(
+            insert(_FTS_TABLE).from_select(
+                [FTS, "rowid", "body", "user_id", "role"],
+                select(literal("delete"), *_INDEXED).where(condition),
+            )
+        )
+
+    def unindex_all(self, db: Session) -> None:
+        db.execute(text(f"INSERT INTO {FTS}({FTS}) VALUES ('delete-all')"))
+
+
+class PostgresEngine:
+    """The planner walks the GIN index for a rare word and (user_id, id) backwards for a
+    common one; the generated column keeps itself."""
+
+    def candidates(
+        self,
+        db: Session,
+        user_id: str,
+        terms: Sequence[Term],
+        *,
+        before: int | None,
+        window: int,
+    ) -> list[Row]:
+        older = "AND t.id < %(before)s " if before is not None else ""
+        sql = (
+            "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM session_text AS t "
+            f"WHERE t.user_id = %(u)s AND t.tsv @@ to_tsquery('simple', %(q)s) {older}"
+            "ORDER BY t.id DESC LIMIT %(w)s"
+        )
+        query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
+        return _fetch(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
+
+    def newest_id(self, db: Session) -> int:
+        return 0
+
+    def index_new(self, db: Session, since: int) -> None:
+        pass
+
+    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+        pass
+
+    def unindex_all(self, db: Session) -> None:
+        pass
+
+
+def engine_for(db: Session) -> Engine:
+    return PostgresEngine() if db.get_bind().dialect.name == "postgresql" else SqliteEngine()

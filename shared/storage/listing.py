@@ -1,0 +1,327 @@
+"""Listing sessions as a sidebar needs them: filtered, pinned first, then most recently
+updated, in pages; and search results, ranked, in pages.
+
+What a listing cursor guarantees. The first page records the owner's change number `S`
+(index_state.seq, read in the same statement as the page). Every later page walks the list
+*as it was at S*: each session that was listed at S appears exactly once across the pages,
+at its place at S, however sessions are added, updated, pinned or unpinned between pages. A
+row unchanged since S is found through the listing index; a row changed since has its key at
+S in `session_moves` (the key before its first write after S). Sessions created after S are
+not part of the walk (they are at the top of the next first page); a session that left the
+filter since S (archived, trashed, purged) is left out; the items themselves carry their
+current values. A cursor lives CURSOR_LIFE; an older one, or one from before the index was
+dropped, answers `cursor_expired` (list again from the first page).
+
+Search pages are the ranked matches (shared.storage.search), filtered like the list, cut at
+an offset. Tiers make earlier pages stable while one pages on; a session whose text changes
+between pages may move.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, false, or_, select, true
+from sqlalchemy.orm import Session
+
+from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.errors import InvalidInput
+from shared.storage import search
+from shared.storage.orm import IndexState, SessionMove, SessionRow
+
+MAX_PAGE = 200
+CURSOR_LIFE = timedelta(hours=24)
+MOVES_KEPT = CURSOR_LIFE + timedelta(hours=1)
+SOURCES = ("web", "api", "teams", "cli")
+UNFILED = "none"  # folder_id=none: the sessions in no folder
+
+Key = tuple[bool, datetime, str]  # (pinned, updated_at, id), listed in descending order
+
+
+class IndexNotBuilt(Exception):
+    """The user's index is not built (dropped, or never): reconcile, then list again."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    folder_id: str | None = None
+    archived: bool = False
+    trash: bool = False
+    source: str | None = None
+
+    def where(self, user_id: str) -> list[ColumnElement[bool]]:
+        """The trash holds deleted sessions whether archived or not; otherwise `archived`
+        picks the archived ones or the others. Temporary chats are never listed."""
+        clauses = [SessionRow.user_id == user_id, SessionRow.temporary == false()]
+        if self.trash:
+            clauses.append(SessionRow.deleted_at.is_not(None))
+        else:
+            clauses.append(SessionRow.deleted_at.is_(None))
+            clauses.append(SessionRow.archived == (true() if self.archived else false()))
+        if self.folder_id == UNFILED:
+            clauses.append(SessionRow.folder_id.is_(None))
+        elif self.folder_id is not None:
+            clauses.append(SessionRow.folder_id == self.folder_id)
+        if self.source is not None:
+            clauses.append(SessionRow.source == self.source)
+        return clauses
+
+    def admits(self, row: Any, user_id: str) -> bool:
+        """`where` in Python, for rows fetched by id (a planner given `user_id = ? AND id IN
+        (...)` may walk all the user's rows instead of looking the ids up)."""
+        if row.user_id != user_id or row.temporary:
+            return False
+        if self.trash != (row.deleted_at is not None):
+            return False
+        if not self.trash and bool(row.archived) != self.archived:
+            return False
+        if self.folder_id == UNFILED and row.folder_id is not None:
+            return False
+        if self.folder_id not in (None, UNFILED) and row.folder_id != self.folder_id:
+            return False
+        return self.source is None or row.source == self.source
+
+    def fingerprint(self, query: str | None = None) -> str:
+        raw = json.dumps([self.folder_id, self.archived, self.trash, self.source, query])
+        return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def key_of(row: SessionRow) -> Key:
+    return (bool(row.pinned), row.updated_at, row.id)
+
+
+def _ordered(stmt: Select[Any]) -> Select[Any]:
+    return stmt.order_by(
+        SessionRow.pinned.desc(), SessionRow.updated_at.desc(), SessionRow.id.desc()
+    )
+
+
+def _after(key: Key) -> ColumnElement[bool]:
+    """Rows listed after `key` (pinned first, then newest first, then id descending)."""
+    pinned, updated, last_id = key
+    same_pin = SessionRow.pinned == (true() if pinned else false())
+    after = [
+        and_(same_pin, SessionRow.updated_at < updated),
+        and_(same_pin, SessionRow.updated_at == updated, SessionRow.id < last_id),
+    ]
+    if pinned:
+        after.append(SessionRow.pinned == false())
+    return or_(*after)
+
+
+# -- cursors --------------------------------------------------------------------------------
+
+
+def _encode(data: dict[str, Any]) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(cursor: str, fingerprint: str) -> dict[str, Any]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(data, dict) or data.get("v") != 2:
+            raise ValueError("not a cursor")
+    except (ValueError, TypeError, binascii.Error):
+        raise InvalidInput(
+            "cursor is not one this server gave out", code="invalid_cursor"
+        ) from None
+    if data.get("f") != fingerprint:
+        raise InvalidInput("cursor belongs to a listing with other filters", code="invalid_cursor")
+    return data
+
+
+def _listing_cursor(generation: str, seq: int, key: Key, fingerprint: str) -> str:
+    pinned, updated, last_id = key
+    return _encode(
+        {
+            "v": 2,
+            "f": fingerprint,
+            "g": generation,
+            "s": seq,
+            "t": int(utcnow().timestamp()),
+            "k": [int(pinned), isoformat(updated), last_id],
+        }
+    )
+
+
+def _expired() -> InvalidInput:
+    return InvalidInput(
+        "the cursor has expired; list again from the first page", code="cursor_expired"
+    )
+
+
+# -- the list -------------------------------------------------------------------------------
+
+
+def list_page(
+    db: Session, user_id: str, filters: Filters, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[SessionRow], str | None]:
+    """One page of the list and the cursor of the next (None after the last page)."""
+    limit = max(1, min(limit, MAX_PAGE))
+    fingerprint = filters.fingerprint()
+    if cursor is None:
+        return _first_page(db, user_id, filters, limit, fingerprint)
+    data = _decode(cursor, fingerprint)
+    try:
+        seq, generation, issued = int(data["s"]), str(data["g"]), int(data["t"])
+        pinned, updated, last_id = data["k"]
+        after: Key = (bool(pinned), parse_time(updated), str(last_id))
+    except (KeyError, ValueError, TypeError):
+        raise InvalidInput(
+            "cursor is not one this server gave out", code="invalid_cursor"
+        ) from None
+    current = db.get(IndexState, user_id)
+    if current is None or current.generation != generation:
+        raise _expired()
+    if utcnow().timestamp() - issued > CURSOR_LIFE.total_seconds():
+        raise _expired()
+    return _later_page(db, user_id, filters, limit, fingerprint, seq, generation, after)
+
+
+def _first_page(
+    db: Session, user_id: str, filters: Filters, limit: int, fingerprint: str
+) -> tuple[list[SessionRow], str | None]:
+    # The change number and generation come in the same statement as the rows: one snapshot.
+    state = select(IndexState.seq, IndexState.generation).where(IndexState.user_id == user_id)
+    stmt = _ordered(
+        select(
+            SessionRow,
+            state.with_only_columns(IndexState.seq).scalar_subquery(),
+            state.with_only_columns(IndexState.generation).scalar_subquery(),
+        ).where(*filters.where(user_id))
+    ).limit(limit + 1)
+    found = db.execute(stmt).all()
+    if (found and found[0][2] is None) or (not found and db.get(IndexState, user_id) is None):
+        raise IndexNotBuilt(user_id)  # no extra query when there are rows: the state came
+    rows = [row for row, _, _ in found]
+    if len(rows) <= limit:
+        return rows, None
+    _, seq, generation = found[0]
+    rows = rows[:limit]
+    return rows, _listing_cursor(generation or "", seq or 0, key_of(rows[-1]), fingerprint)
+
+
+def _later_page(
+    db: Session,
+    user_id: str,
+    filters: Filters,
+    limit: int,
+    fingerprint: str,
+    seq: int,
+    generation: str,
+    after: Key,
+) -> tuple[list[SessionRow], str | None]:
+    # Unchanged since the first page: their key now is their key then.
+    unchanged = db.scalars(
+        _ordered(
+            select(SessionRow).where(*filters.where(user_id), SessionRow.seq <= seq, _after(after))
+        ).limit(limit + 1)
+    ).all()
+    placed: dict[str, tuple[Key, SessionRow]] = {row.id: (key_of(row), row) for row in unchanged}
+    # Changed since: placed by their key at the first page (before their first later write).
+    then: dict[str, Key | None] = {}
+    moves = db.execute(
+        select(SessionMove.session_id, SessionMove.pinned, SessionMove.updated_at)
+        .where(SessionMove.user_id == user_id, SessionMove.seq > seq)
+        .order_by(SessionMove.seq, SessionMove.id)
+    )
+    for session_id, pinned, updated in moves:
+        if session_id not in then:  # created after the first page: not part of this walk
+            then[session_id] = None if updated is None else (bool(pinned), updated, session_id)
+    moved = sorted(
+        ((key, sid) for sid, key in then.items() if key is not None and key < after), reverse=True
+    )
+    admitted = 0
+    for start in range(0, len(moved), limit + 1):  # rows for the first limit + 1 that pass
+        chunk = dict((sid, key) for key, sid in moved[start : start + limit + 1])
+        for row in _by_id(db, list(chunk)):
+            if filters.admits(row, user_id):
+                placed[row.id] = (chunk[row.id], row)
+                admitted += 1
+        if admitted > limit:
+            break
+    ordered = sorted(placed.values(), key=lambda pair: pair[0], reverse=True)[: limit + 1]
+    rows = [row for _, row in ordered[:limit]]
+    if len(ordered) <= limit:
+        return rows, None
+    return rows, _listing_cursor(generation, seq, ordered[limit - 1][0], fingerprint)
+
+
+# -- search ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Found:
+    row: SessionRow
+    hit: search.Hit
+
+
+def search_page(
+    db: Session,
+    user_id: str,
+    query: str,
+    filters: Filters,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[list[Found], str | None]:
+    """One page of the sessions matching `query`, best first, each with its snippet."""
+    limit = max(1, min(limit, MAX_PAGE))
+    fingerprint = filters.fingerprint(query)
+    offset = 0
+    if cursor is not None:
+        try:
+            offset = max(0, int(_decode(cursor, fingerprint)["o"]))
+        except (KeyError, ValueError, TypeError):
+            raise InvalidInput(
+                "cursor is not one this server gave out", code="invalid_cursor"
+            ) from None
+    terms = search.parse_query(query)
+    hits, more = search.search(
+        db,
+        user_id,
+        terms,
+        wanted=offset + limit + 1,
+        keep=lambda ids: _ids_in_filter(db, user_id, filters, ids),
+    )
+    shown = hits[offset : offset + limit]
+    rows = {row.id: row for row in _by_id(db, [hit.session_id for hit in shown])}
+    page = [Found(rows[hit.session_id], hit) for hit in shown if hit.session_id in rows]
+    search.add_snippets([found.hit for found in page], terms)
+    more = more or len(hits) > offset + limit
+    next_cursor = _encode({"v": 2, "f": fingerprint, "o": offset + limit}) if more else None
+    return page, next_cursor
+
+
+def _ids_in_filter(db: Session, user_id: str, filters: Filters, ids: Sequence[str]) -> set[str]:
+    columns = (
+        SessionRow.id,
+        SessionRow.user_id,
+        SessionRow.temporary,
+        SessionRow.deleted_at,
+        SessionRow.archived,
+        SessionRow.folder_id,
+        SessionRow.source,
+    )
+    allowed: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        for row in db.execute(select(*columns).where(SessionRow.id.in_(chunk))):
+            if filters.admits(row, user_id):
+                allowed.add(row.id)
+    return allowed
+
+
+def _by_id(db: Session, ids: Sequence[str]) -> list[SessionRow]:
+    rows: list[SessionRow] = []
+    for start in range(0, len(ids), 500):
+        rows += db.scalars(select(SessionRow).where(SessionRow.id.in_(ids[start : start + 500])))
+    return rows

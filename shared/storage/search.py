@@ -1,0 +1,279 @@
+"""Full-text search over the sessions' text: titles and messages, tool results included.
+
+`session_text` holds one row per message (user, assistant, tool) and one per title; the
+index's writers keep it current (`add`, `set_title`, `replace_session`, `forget`). What
+differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
+(shared.storage.fulltext); the rest is here, so both backends answer alike:
+
+- every word of the query must match a whole word (AND); a word ending in `*` is a prefix;
+- matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
+  says how), so a word found in every message costs a tier per page, never a scan; at most
+  MAX_TIERS tiers are read (another word narrows a search that common);
+- ranking is BM25-style term frequency with length normalisation, the same formula in Python
+  for both engines; a title match weighs TITLE_WEIGHT times a message match;
+- a snippet is cut around the first match of the best message, with highlight offsets as
+  data (never markup: the text is the user's and is shown as text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sqlalchemy import ColumnElement, Table, delete
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from shared.core.text import for_index
+from shared.storage import fulltext
+from shared.storage.fulltext import Term
+from shared.storage.orm import SessionText
+from shared.storage.session_store import content_text
+
+WINDOW = 2000
+MAX_TIERS = 10
+PER_SESSION = 5  # texts of one session ranked per tier
+MAX_TERMS = 8
+MAX_TERM_CHARS = 64
+TITLE_WEIGHT = 2.0
+K1, B, AVERAGE_CHARS = 1.2, 0.75, 400
+SNIPPET_CHARS = 160
+INDEXED_ROLES = ("user", "assistant", "tool")  # never the system prompt
+TITLE = "title"
+_WORD = re.compile(r"([^\W_]+)(\*?)")
+
+
+def parse_query(query: str) -> list[Term]:
+    """The query's words (letters and digits; `*` right after one makes it a prefix)."""
+    terms: dict[str, Term] = {}
+    for match in _WORD.finditer(query):
+        word = match.group(1).lower()[:MAX_TERM_CHARS]
+        prefix = bool(match.group(2)) or terms.get(word, Term(word, False)).prefix
+        terms[word] = Term(word, prefix)
+    return list(terms.values())[:MAX_TERMS]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A matching text: a message, or a title (`message_id` "")."""
+
+    id: int
+    session_id: str
+    message_id: str
+    role: str
+    body: str
+
+
+@dataclass
+class Hit:
+    """A session that matched: its best-scoring text and where it is."""
+
+    session_id: str
+    score: float
+    best: Candidate
+    snippet: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def match(self) -> dict[str, Any]:
+        if self.best.role == TITLE:
+            return {"role": TITLE, "message_id": None}
+        return {"role": self.best.role, "message_id": self.best.message_id}
+
+
+def search(
+    db: Session,
+    user_id: str,
+    terms: Sequence[Term],
+    *,
+    wanted: int,
+    keep: Callable[[list[str]], set[str]] = set,
+    window: int | None = None,
+    tiers: int | None = None,
+) -> tuple[list[Hit], bool]:
+    """The user's sessions whose title or messages match, `wanted` of them if there are as
+    many, and whether there may be more.
+
+    Matching texts are read newest first in tiers of `window`. A session belongs to the tier
+    of its newest match; within a tier sessions are ranked by their best text there (ties:
+    the newer), among its PER_SESSION newest texts there (a conversation with more matches
+    than that in one tier is listed anyway; scoring them all only cost time). A text's
+    score is BM25's term-frequency saturation and length normalisation
+    without corpus statistics (every candidate has every word): for each word, with tf its
+    substring count in the text (at least 1), tf·(K1+1) / (tf + K1·(1-B+B·len/AVERAGE_CHARS)),
+    summed, and times TITLE_WEIGHT for a title. Deeper pages read more tiers, so the first
+    pages never change as one pages on, and a word found in every message costs a tier per
+    page, not a scan. `keep` (the list's filters) says which of a tier's sessions may be
+    shown."""
+    if not terms:
+        return [], False
+    window, tiers = window or WINDOW, tiers or MAX_TIERS
+    engine = fulltext.engine_for(db)
+    words = [term.word for term in terms]
+    placed: set[str] = set()
+    hits: list[Hit] = []
+    before: int | None = None
+    for _ in range(tiers):
+        found = engine.candidates(db, user_id, terms, before=before, window=window)
+        best: dict[str, tuple[float, fulltext.Row]] = {}
+        scored: dict[str, int] = {}
+        for row in found:  # the hot loop when a word is common: kept to plain arithmetic
+            session_id = row[1]
+            if session_id in placed:
+                continue
+            count = scored.get(session_id, 0)
+            if count >= PER_SESSION:
+                continue
+            scored[session_id] = count + 1
+            lowered, norm, value = (
+                row[4].lower(),
+                K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
+                0.0,
+            )
+            for word in words:
+                tf = lowered.count(word) or 1
+                value += tf * (K1 + 1) / (tf + norm)
+            if row[3] == TITLE:
+                value *= TITLE_WEIGHT
+            current = best.get(session_id)
+            if current is None or (value, row[0]) > (current[0], current[1][0]):
+                best[session_id] = (value, row)
+        placed.update(best)
+        shown = keep(list(best))
+        tier = [
+            Hit(session_id, value, Candidate(*row))
+            for session_id, (value, row) in best.items()
+            if session_id in shown
+        ]
+        hits += sorted(tier, key=lambda h: (h.score, h.best.id), reverse=True)
+        if len(found) < window:
+            return hits, False
+        if len(hits) >= wanted:
+            return hits, True
+        before = min(row[0] for row in found)
+    return hits, False  # the last tier read: older matches are out of reach
+
+
+def add_snippets(hits: Sequence[Hit], terms: Sequence[Term]) -> None:
+    pattern = _pattern(terms)
+    for hit in hits:
+        hit.snippet = snippet(hit.best.body, terms, pattern=pattern)
+
+
+def _pattern(terms: Sequence[Term]) -> re.Pattern[str]:
+    words = (
+        r"(?<![^\W_])" + re.escape(t.word) + (r"[^\W_]*" if t.prefix else r"(?![^\W_])")
+        for t in terms
+    )
+    return re.compile("|".join(words), re.IGNORECASE)
+
+
+def snippet(
+    body: str,
+    terms: Sequence[Term],
+    width: int = SNIPPET_CHARS,
+    *,
+    pattern: re.Pattern[str] | None = None,
+) -> dict[str, Any]:
+    """`{text, highlights}`: about `width` characters around the first match, whitespace
+    folded, `…` where text was cut; highlights are [start, end) offsets into `text`."""
+    pattern = pattern or _pattern(terms)
+    first = pattern.search(body)
+    start = 0 if first is None else max(0, first.start() - width // 3)
+    if start:
+        space = body.find(" ", start, first.start() if first else None)
+        start = space + 1 if space >= 0 else start
+    end = min(len(body), start + width)
+    if end < len(body):
+        space = body.rfind(" ", start + width // 2, end)
+        end = space if space > 0 else end
+    cut = " ".join(body[start:end].split())
+    shown = ("…" if start else "") + cut + ("…" if end < len(body) else "")
+    return {"text": shown, "highlights": [[m.start(), m.end()] for m in pattern.finditer(shown)]}
+
+
+# -- keeping the text current -------------------------------------------------------------
+
+
+def docs_of(user_id: str, session_id: str, records: Iterable[dict[str, Any]]) -> list[dict]:
+    """Rows for the messages among `records` that carry text."""
+    docs = []
+    for record in records:
+        if record.get("type") != "message" or record.get("role") not in INDEXED_ROLES:
+            continue
+        body = for_index(content_text(record.get("content"))).strip()
+        if body and isinstance(record.get("id"), str):
+            docs.append(
+                {
+                    "user_id": user_id,
+                    "session_id": session_id,
+                    "message_id": record["id"],
+                    "role": record["role"],
+                    "body": body,
+                }
+            )
+    return docs
+
+
+def add(db: Session, docs: list[dict[str, Any]]) -> None:
+    """Insert rows, and index them; a row already there (the same message indexed twice) is
+    left as it is. Called inside an index write (the caller holds the user's index lock)."""
+    if not docs:
+        return
+    engine = fulltext.engine_for(db)
+    newest = engine.newest_id(db)
+    dialect = db.get_bind().dialect.name
+    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = make_insert(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
+        index_elements=["session_id", "message_id"]
+    )
+    for start in range(0, len(docs), 1000):
+        db.execute(statement, docs[start : start + 1000])
+    engine.index_new(db, newest)
+
+
+def set_title(db: Session, user_id: str, session_id: str, title: str | None) -> None:
+    _delete(db, (SessionText.session_id == session_id) & (SessionText.message_id == ""))
+    if title and title.strip():
+        add(db, [title_doc(user_id, session_id, title)])
+
+
+def title_doc(user_id: str, session_id: str, title: str) -> dict[str, Any]:
+    return {
+        "user_id": user_id,
+        "session_id": session_id,
+        "message_id": "",
+        "role": TITLE,
+        "body": for_index(title).strip(),
+    }
+
+
+def replace_session(
+    db: Session,
+    user_id: str,
+    session_id: str,
+    title: str | None,
+    records: Iterable[dict[str, Any]],
+) -> None:
+    """All of a session's text again, from its file (a rebuild, a clear, a fork)."""
+    forget(db, [session_id])
+    docs = docs_of(user_id, session_id, records)
+    if title and title.strip():
+        docs.append(title_doc(user_id, session_id, title))
+    add(db, docs)
+
+
+def forget(db: Session, session_ids: Sequence[str]) -> None:
+    for start in range(0, len(session_ids), 500):
+        _delete(db, SessionText.session_id.in_(list(session_ids[start : start + 500])))
+
+
+def _delete(db: Session, condition: ColumnElement[bool]) -> None:
+    fulltext.engine_for(db).unindex(db, condition)
+    db.execute(delete(SessionText).where(condition))
+
+
+def drop(db: Session) -> None:
+    fulltext.engine_for(db).unindex_all(db)
+    db.execute(delete(SessionText))

@@ -1,0 +1,159 @@
+"""Search over titles and message text, on SQLite FTS5 and on PostgreSQL full-text search
+(every test runs on both backends): ranked, with snippets, only ever the caller's own."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from shared.accounts import Principal
+from shared.core.clock import isoformat, utcnow
+from shared.runtime import Runtime
+from shared.sessions import lifecycle
+from shared.sessions import service as session_service
+from shared.storage import index, search
+from shared.storage.session_store import new_message_id
+from tests.conftest import Account
+
+
+def me(account: Account) -> Principal:
+    return Principal(account.user_id, account.username, False, "web", "")
+
+
+def chat_in(rt: Runtime, who: Account, title: str, *lines: str | tuple[str, str]) -> str:
+    """A session with messages: plain strings alternate user/assistant; (role, text) pairs
+    say the role."""
+    session_id = session_service.create_session(rt, me(who), title=title).id
+    records = []
+    for n, line in enumerate(lines):
+        role, content = line if isinstance(line, tuple) else (("user", "assistant")[n % 2], line)
+        records.append(
+            {
+                "type": "message",
+                "id": new_message_id(),
+                "role": role,
+                "content": content,
+                "created_at": isoformat(utcnow()),
+            }
+        )
+    if records:
+        session_service.append_records(rt, me(who), session_id, records)
+    return session_id
+
+
+def found(rt: Runtime, who: Account, query: str, **options: object) -> list[str]:
+    results, _ = session_service.search_sessions(rt, me(who), query, **options)  # type: ignore[arg-type]
+    return [result.row.id for result in results]
+
+
+def test_titles_rank_above_text_and_frequent_mentions_above_passing_ones(
+    rt: Runtime, alice: Account
+) -> None:
+    passing = chat_in(rt, alice, "Groceries", "we need milk, eggs and a parser for Tuesday")
+    frequent = chat_in(rt, alice, "Tokens", "the parser, my parser: a parser for Tuesday")
+    titled = chat_in(rt, alice, "Parser refactor", "let us start")
+    chat_in(rt, alice, "Lunch", "sandwich", "soup")
+    assert found(rt, alice, "parser") == [titled, frequent, passing]
+    assert found(rt, alice, "PARSER my") == [frequent]  # every word must match
+    assert found(rt, alice, "pars") == []  # whole words...
+    assert found(rt, alice, "pars*") == [titled, frequent, passing]  # ...or a prefix
+
+
+def test_a_snippet_surrounds_the_match_with_its_highlights(rt: Runtime, alice: Account) -> None:
+    filler = "word " * 60
+    body = f"{filler}the quick Brown fox jumps over the lazy dog {filler}".strip()
+    session_id = chat_in(rt, alice, "Animals", body)
+    results, _ = session_service.search_sessions(rt, me(alice), "brown dog")
+    assert [r.row.id for r in results] == [session_id]
+    hit = results[0].hit
+    snippet = hit.snippet
+    assert snippet["text"].startswith("…") and snippet["text"].endswith("…")
+    assert len(snippet["text"]) <= search.SNIPPET_CHARS + 2
+    marked = [snippet["text"][a:b] for a, b in snippet["highlights"]]
+    assert marked == ["Brown", "dog"]
+    assert hit.match == {"role": "user", "message_id": hit.best.message_id}
+
+    title_hit = session_service.search_sessions(rt, me(alice), "animals")[0][0].hit
+    assert title_hit.match == {"role": "title", "message_id": None}
+    assert title_hit.snippet == {"text": "Animals", "highlights": [[0, 7]]}
+
+
+def test_another_users_text_is_never_found(rt: Runtime, alice: Account, bob: Account) -> None:
+    chat_in(rt, alice, "Alice's secret", "my zeppelin plans")
+    mine = chat_in(rt, bob, "Bob", "nothing about airships")
+    assert found(rt, bob, "zeppelin") == [] and found(rt, bob, "secret") == []
+    assert found(rt, bob, "zeppelin*") == [] and found(rt, bob, "airships") == [mine]
+    assert len(found(rt, alice, "zeppelin")) == 1
+
+
+def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice: Account) -> None:
+    session_id = chat_in(rt, alice, "Notes", "first: narwhal")
+    assert found(rt, alice, "narwhal") == [session_id]
+    chat_in_again = {
+        "type": "message",
+        "id": new_message_id(),
+        "role": "assistant",
+        "content": "second: okapi",
+        "created_at": isoformat(utcnow()),
+    }
+    session_service.append_records(rt, me(alice), session_id, [chat_in_again])
+    assert found(rt, alice, "okapi") == [session_id]
+    session_service.update_session(rt, me(alice), session_id, {"title": "Zoo"})
+    assert found(rt, alice, "zoo") == [session_id] and found(rt, alice, "notes") == []
+
+    with rt.db.session() as db:  # the index is a cache: dropped, it comes back with the text
+        index.drop(db)
+    assert found(rt, alice, "narwhal") == [session_id]
+
+    lifecycle.clear_session(rt, me(alice), session_id)
+    assert found(rt, alice, "narwhal") == [] and found(rt, alice, "zoo") == [session_id]
+    fork = lifecycle.fork_session(rt, me(alice), session_id, title="Zoo 2").id
+    lifecycle.delete_session(rt, me(alice), session_id, purge=True)
+    assert found(rt, alice, "zoo") == [fork]
+    assert_fts_consistent(rt)
+
+
+def assert_fts_consistent(rt: Runtime) -> None:
+    """SQLite's FTS index is kept by hand (shared/storage/fulltext.py): it must match its
+    content table exactly (PostgreSQL's generated column keeps itself)."""
+    with rt.db.session() as db:
+        if db.get_bind().dialect.name == "sqlite":
+            check = "INSERT INTO session_text_fts(session_text_fts, rank) VALUES (:c, 1)"
+            db.execute(text(check), {"c": "integrity-check"})
+
+
+def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
+    rt: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tiny tiers (3 texts) to see what a word in thousands of messages does."""
+    made = [chat_in(rt, alice, f"s{n}", "a heron", "heron " * (n % 3 + 1)) for n in range(6)]
+    monkeypatch.setattr(search, "WINDOW", 3)
+    everything = found(rt, alice, "heron", limit=50)
+    assert sorted(everything) == sorted(made)
+    pages, cursor = [], None
+    while True:
+        results, cursor = session_service.search_sessions(
+            rt, me(alice), "heron", limit=2, cursor=cursor
+        )
+        pages.append([r.row.id for r in results])
+        if cursor is None:
+            break
+    assert [s for page in pages for s in page] == everything
+    assert all(len(page) == 2 for page in pages)
+
+    monkeypatch.setattr(search, "MAX_TIERS", 2)  # 6 texts: the 3 newest sessions
+    assert sorted(found(rt, alice, "heron", limit=50)) == sorted(made[3:])
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("Parser  refactor", [("parser", False), ("refactor", False)]),
+        ("pars* pars", [("pars", True)]),
+        ('"quoted" AND NOT -x', [("quoted", False), ("and", False), ("not", False), ("x", False)]),
+        ("snake_case 3.5", [("snake", False), ("case", False), ("3", False), ("5", False)]),
+        ("%%%", []),
+    ],
+)
+def test_queries_are_words_never_syntax(query: str, terms: list[tuple[str, bool]]) -> None:
+    assert [(t.word, t.prefix) for t in search.parse_query(query)] == terms
