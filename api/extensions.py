@@ -102,10 +102,18 @@ class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = EonyxParser()
 
     def arguments(  # type: ignore[override]
-        self, schema: Any, *, location: str = "json", required: bool = True, **kwargs: Any
+        self,
+        schema: Any,
+        *,
+        location: str = "json",
+        required: bool = True,
+        multipart: bool = False,
+        **kwargs: Any,
     ) -> Callable[..., Any]:
+        """`multipart`: the view also takes multipart/form-data, which it reads itself (it is
+        called with an empty body then); any other body must be JSON."""
         decorator = super().arguments(schema, location=location, required=required, **kwargs)
-        if location != "json" or not required:
+        if location != "json" or not (required or multipart):
             return decorator
 
         def wrap(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,7 +121,9 @@ class Blueprint(flask_smorest.Blueprint):
 
             @wraps(parsed)
             def needs_body(*args: Any, **kw: Any) -> Any:
-                if not request.get_data(cache=True):
+                if multipart and request.mimetype == "multipart/form-data":
+                    return view(*args, {}, **kw)
+                if required and not request.get_data(cache=True):
                     abort(
                         422,
                         message="this request needs a JSON body",

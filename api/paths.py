@@ -15,6 +15,8 @@ from werkzeug.routing import BaseConverter
 
 from shared.accounts import TOKEN_ID_RE
 from shared.llm.catalog import OFFERING_ID_RE
+from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
+from shared.sessions.images import NAME_RE as IMAGE_NAME_RE
 from shared.storage.session_store import SESSION_ID_RE
 
 
@@ -47,6 +49,18 @@ class JobId(BaseConverter):
     regex = r"[0-9a-f-]{36}"
 
 
+class FolderId(BaseConverter):
+    regex = _bare(FOLDER_ID_RE.pattern)
+
+
+class DeviceId(BaseConverter):
+    regex = _bare(DEVICE_ID_RE.pattern)
+
+
+class ImageName(BaseConverter):
+    regex = _bare(IMAGE_NAME_RE.pattern).replace("(png|", "(?:png|")
+
+
 CONVERTERS: dict[str, type[BaseConverter]] = {
     "session_id": SessionId,
     "message_id": MessageId,
@@ -54,6 +68,9 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "offering_id": OfferingId,
     "backup_name": BackupName,
     "job_id": JobId,
+    "folder_id": FolderId,
+    "device_id": DeviceId,
+    "image_name": ImageName,
 }
 
 

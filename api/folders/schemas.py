@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import StrictSchema
+from api.schemas import Flag, Line, StrictSchema
 from shared.sessions.folders import NAME_MAX, PALETTE, SECTIONS
 
 COLOR = ma.validate.OneOf(list(PALETTE), error="color must be one of the palette: {choices}")
@@ -29,18 +29,18 @@ class FolderListSchema(ma.Schema):
 
 
 class NewFolderSchema(StrictSchema):
-    name = ma.fields.String(required=True, validate=NAME)
-    color = ma.fields.String(load_default=None, validate=COLOR)
+    name = Line(required=True, validate=NAME)
+    color = Line(load_default=None, validate=COLOR)
 
 
 class FolderPatchSchema(StrictSchema):
-    name = ma.fields.String(validate=NAME)
-    color = ma.fields.String(validate=COLOR)
+    name = Line(validate=NAME)
+    color = Line(validate=COLOR)
 
 
 class FolderOrderSchema(StrictSchema):
     ids = ma.fields.List(
-        ma.fields.String(validate=ma.validate.Length(max=32)),
+        Line(validate=ma.validate.Length(max=32)),
         required=True,
         validate=ma.validate.Length(max=1000),
         metadata={"description": "folder ids, first to last; folders not named follow"},
@@ -63,13 +63,13 @@ class UiStateSchema(ma.Schema):
 
 class UiStatePutSchema(StrictSchema):
     sections_collapsed = ma.fields.Dict(
-        keys=ma.fields.String(validate=ma.validate.OneOf(SECTIONS)),
-        values=ma.fields.Boolean(),
+        keys=Line(validate=ma.validate.OneOf(SECTIONS)),
+        values=Flag(),
         load_default=dict,
     )
     folders_collapsed = ma.fields.Dict(
-        keys=ma.fields.String(validate=ma.validate.Length(max=32)),
-        values=ma.fields.Boolean(),
+        keys=Line(validate=ma.validate.Length(max=32)),
+        values=Flag(),
         load_default=dict,
         validate=ma.validate.Length(max=1000),
     )

@@ -15,7 +15,7 @@ from shared.sessions import folders
 blp = Blueprint("ui_state", __name__, description="The sidebar state of each device")
 
 
-@blp.route("/devices/<device_id>/ui-state")
+@blp.route("/devices/<device_id:device_id>/ui-state")
 class DeviceUiState(MethodView):
     @login_required
     @blp.response(200, UiStateSchema)

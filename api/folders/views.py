@@ -48,7 +48,7 @@ class FolderOrder(MethodView):
         return {"items": ordered, "palette": folders.palette()}
 
 
-@blp.route("/folders/<folder_id>")
+@blp.route("/folders/<folder_id:folder_id>")
 class FolderById(MethodView):
     @login_required
     @blp.arguments(FolderPatchSchema)

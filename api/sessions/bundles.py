@@ -35,7 +35,7 @@ class ImportResultSchema(ma.Schema):
     )
 
 
-@blp.route("/sessions/<session_id>/export")
+@blp.route("/sessions/<session_id:session_id>/export")
 class Export(MethodView):
     @login_required
     @blp.arguments(ExportArgsSchema, location="query")

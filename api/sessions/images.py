@@ -12,7 +12,7 @@ from shared.sessions import images
 blp = Blueprint("images", __name__, description="Images in messages")
 
 
-@blp.route("/sessions/<session_id>/images/<name>")
+@blp.route("/sessions/<session_id:session_id>/images/<image_name:name>")
 class SessionImage(MethodView):
     @login_required
     @blp.response(200, description="the image's bytes, with its media type")

@@ -61,7 +61,7 @@ def turn_body_limit(settings: Settings) -> int:
 class Turns(MethodView):
     @login_required
     @body_limit(turn_body_limit)
-    @blp.arguments(TurnSchema)
+    @blp.arguments(TurnSchema, multipart=True)
     @blp.response(200, TurnResultSchema, description=STREAM_EVENTS)
     @blp.alt_response(
         200,

@@ -85,7 +85,7 @@ class SessionById(MethodView):
         lifecycle.delete_session(runtime(), principal(), session_id, purge=args["purge"])
 
 
-@blp.route("/sessions/<session_id>/fork")
+@blp.route("/sessions/<session_id:session_id>/fork")
 class Fork(MethodView):
     @login_required
     @blp.arguments(ForkSchema)
@@ -95,7 +95,7 @@ class Fork(MethodView):
         return lifecycle.fork_session(runtime(), principal(), session_id, **body)
 
 
-@blp.route("/sessions/<session_id>/clear")
+@blp.route("/sessions/<session_id:session_id>/clear")
 class Clear(MethodView):
     @login_required
     @blp.response(200, SessionSchema)
@@ -104,7 +104,7 @@ class Clear(MethodView):
         return lifecycle.clear_session(runtime(), principal(), session_id)
 
 
-@blp.route("/sessions/<session_id>/restore")
+@blp.route("/sessions/<session_id:session_id>/restore")
 class Restore(MethodView):
     @login_required
     @blp.response(200, SessionSchema)

@@ -48,6 +48,7 @@ NAME_MAX = 100
 MAX_FOLDERS = 500
 SECTIONS = ("folders", "chats")
 DEVICE_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+FOLDER_ID_RE = re.compile(r"^[0-9a-f]{32}$")  # secrets.token_hex(16)
 
 
 def palette() -> list[dict[str, str]]:

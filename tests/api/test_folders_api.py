@@ -225,7 +225,7 @@ def test_each_device_remembers_its_collapsed_folders_and_sections(
     )
     assert bad_section.status_code == 422
     bad_device = client.get(f"{API}/devices/{'x' * 65}/ui-state", headers=alice.headers)
-    assert bad_device.status_code == 400
+    assert bad_device.status_code == 404  # not a device id: a URL that names nothing
     with rt.db.session() as db:
         db.get_one(DeviceUiState, (alice.user_id, "laptop-1")).state = '{"sections": [1], "fo'
     state = client.get(laptop, headers=alice.headers).get_json()

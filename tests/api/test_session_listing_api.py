@@ -76,10 +76,17 @@ def test_pinned_first_then_most_recently_updated(
     assert ids(client, alice) == [c, b, a]
 
 
+def new_folder(client: FlaskClient, alice: Account) -> str:
+    created = client.post(f"{API}/folders", json={"name": "Work"}, headers=alice.headers)
+    assert created.status_code == 201, created.get_json()
+    return created.get_json()["id"]
+
+
 def test_every_item_carries_what_a_sidebar_shows(
     client: FlaskClient, alice: Account, rt: Runtime
 ) -> None:
-    session_id = new_session(client, alice, title="x", folder_id="f1")
+    f1 = new_folder(client, alice)
+    session_id = new_session(client, alice, title="x", folder_id=f1)
     say(rt, alice, session_id)
     fork = client.post(f"{API}/sessions/{session_id}/fork", json={}, headers=alice.headers)
     item = page(client, alice)["items"][0]
@@ -88,7 +95,7 @@ def test_every_item_carries_what_a_sidebar_shows(
         "source": "web",
         "pinned": False,
         "archived": False,
-        "folder_id": "f1",
+        "folder_id": f1,
     }
     assert (item["message_count"], item["image_count"], item["title_pending"]) == (1, 0, False)
     assert item["forked_from"] == session_id and item["deleted_at"] is None
@@ -98,10 +105,11 @@ def test_every_item_carries_what_a_sidebar_shows(
 def test_filters_by_folder_archive_trash_and_source(
     client: FlaskClient, alice: Account, rt: Runtime
 ) -> None:
-    filed = new_session(client, alice, title="filed", folder_id="f1")
+    f1 = new_folder(client, alice)
+    filed = new_session(client, alice, title="filed", folder_id=f1)
     unfiled = new_session(client, alice, title="unfiled")
-    archived = new_session(client, alice, title="archived", folder_id="f1")
-    trashed = new_session(client, alice, title="trashed", folder_id="f1")
+    archived = new_session(client, alice, title="archived", folder_id=f1)
+    trashed = new_session(client, alice, title="trashed", folder_id=f1)
     patch(client, alice, archived, archived=True)
     client.delete(f"{API}/sessions/{trashed}", headers=alice.headers)
     with rt.db.session() as db:
@@ -110,10 +118,10 @@ def test_filters_by_folder_archive_trash_and_source(
     by_api = new_session(client, robot, title="from a script")
 
     assert ids(client, alice) == [by_api, unfiled, filed]
-    assert ids(client, alice, "?folder_id=f1") == [filed]
+    assert ids(client, alice, f"?folder_id={f1}") == [filed]
     assert ids(client, alice, "?folder_id=none") == [by_api, unfiled]
     assert ids(client, alice, "?archived=true") == [archived]
-    assert ids(client, alice, "?archived=true&folder_id=f1") == [archived]
+    assert ids(client, alice, f"?archived=true&folder_id={f1}") == [archived]
     assert ids(client, alice, "?trash=true") == [trashed]
     assert ids(client, alice, "?source=api") == [by_api]
     assert ids(client, alice, "?source=web&folder_id=none") == [unfiled]

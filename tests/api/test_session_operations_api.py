@@ -152,7 +152,7 @@ def test_another_users_session_cannot_be_forked_cleared_trashed_or_restored(
         ("delete", ""),
         ("delete", "?purge=true"),
     ]:
-        response = getattr(client, method)(url + path, headers=bob.headers)
+        response = getattr(client, method)(url + path, json={}, headers=bob.headers)
         assert response.status_code == 404, (method, path)
     assert transcript(client, alice, secret["id"]) == [("user", "secret")]
     assert listed(client, bob) == [] and listed(client, alice) == [secret["id"]]
@@ -164,7 +164,9 @@ def test_another_users_session_cannot_be_forked_cleared_trashed_or_restored(
 def test_clear_wipes_the_history_and_keeps_id_title_pin_and_folder(
     client: FlaskClient, alice: Account, rt: Runtime
 ) -> None:
-    session = new_session(client, alice, title="Keep me", folder_id="f1")
+    folder = client.post(f"{API}/folders", json={"name": "Work"}, headers=alice.headers)
+    folder_id = folder.get_json()["id"]
+    session = new_session(client, alice, title="Keep me", folder_id=folder_id)
     other = new_session(client, alice, title="other")
     url = f"{API}/sessions/{session['id']}"
     client.patch(url, json={"pinned": True}, headers=alice.headers)
@@ -175,7 +177,7 @@ def test_clear_wipes_the_history_and_keeps_id_title_pin_and_folder(
     assert response.status_code == 200, response.get_json()
     cleared = response.get_json()
     assert (cleared["id"], cleared["title"], cleared["pinned"]) == (session["id"], "Keep me", True)
-    assert (cleared["folder_id"], cleared["message_count"]) == ("f1", 0)
+    assert (cleared["folder_id"], cleared["message_count"]) == (folder_id, 0)
     assert transcript(client, alice, session["id"]) == []
     assert not rt.store.sidecar_dir(alice.user_id, session["id"]).exists()
     assert listed(client, alice) == [session["id"], other["id"]]

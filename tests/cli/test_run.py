@@ -83,7 +83,7 @@ def test_continue_takes_the_most_recently_updated_session_not_a_pinned_one(live:
 def test_a_refused_message_prints_the_servers_reason(live: Live) -> None:
     result = live.run("-", input="x" * 300_000)
     assert result.exit_code == 1
-    assert "invalid request: json.content: Longer than maximum length 200000." in result.output
+    assert "content: longer than maximum length 200000 (invalid_request)" in result.output
 
 
 def test_continue_with_no_session_is_an_error(live: Live) -> None:

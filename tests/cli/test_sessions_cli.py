@@ -82,10 +82,12 @@ def test_filters_paging_and_search_with_snippets(
     runner: CliRunner, client: FlaskClient, alice: Account, rt: Runtime
 ) -> None:
     login(runner)
-    filed = new_session(client, alice, title="filed", folder_id="f1")
+    folder = client.post(f"{API}/folders", json={"name": "Work"}, headers=alice.headers)
+    folder_id = folder.get_json()["id"]
+    filed = new_session(client, alice, title="filed", folder_id=folder_id)
     loose = [new_session(client, alice, title=f"loose {n}") for n in range(3)]
     say(rt, alice, loose[0], message("user", "the ocelot sleeps in the afternoon sun"))
-    assert listed_ids(run(runner, "--folder", "f1")) == [filed]
+    assert listed_ids(run(runner, "--folder", folder_id)) == [filed]
     assert set(listed_ids(run(runner, "--folder", "none"))) == set(loose)
     first = runner.invoke(main, ["sessions", "--limit", "2"])
     assert len(listed_ids(first.output)) == 2 and "add --all" in first.output
@@ -129,7 +131,7 @@ def test_errors_print_the_servers_reason(
     login(runner)
     session_id = new_session(client, alice, title="t")
     long = run(runner, "rename", session_id, "x" * 201, code=1)
-    assert "invalid request: json.title: Longer than maximum length 200." in long
+    assert "title: longer than maximum length 200 (invalid_request)" in long
     missing = run(runner, "show", "20260101T000000-00000000", code=1)
     assert "session not found (not_found)" in missing
     bad = run(runner, "fork", session_id, "--from", "nope", code=1)
