@@ -42,25 +42,29 @@ def principal() -> Principal:
     return g.principal
 
 
+def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
+    """The token the request authenticates with, and whether it is the session cookie's:
+    `Authorization: Bearer <token>`, else `fallback_token` (for clients such as browsers'
+    WebSockets that cannot send headers), else the cookie. ("", False) when there is none."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip(), False
+    if fallback_token and fallback_token.strip():
+        return fallback_token.strip(), False
+    cookie = request.cookies.get(SESSION_COOKIE, "").strip()
+    return cookie, bool(cookie)
+
+
 def authenticate(fallback_token: str | None = None) -> Principal:
-    """The caller behind `Authorization: Bearer <token>` (or `fallback_token`, for clients
-    such as browsers' WebSockets that cannot send headers), else behind the session cookie;
-    `g.by_cookie` says which. A state-changing request by cookie must pass `check_csrf`."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        token = fallback_token or ""
-    cookie = request.cookies.get(SESSION_COOKIE, "")
-    by_cookie = not token.strip() and bool(cookie)
-    if by_cookie:
-        token = cookie
-    if not token.strip():
+    """The caller behind the request's token (see `presented_token`). A state-changing
+    request authenticated by the cookie must also pass `check_csrf`."""
+    token, by_cookie = presented_token(fallback_token)
+    if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     with runtime().db.session() as db:
-        found = accounts.authenticate(db, token.strip(), from_cookie=by_cookie)
-    g.by_cookie = by_cookie
+        found = accounts.authenticate(db, token, from_cookie=by_cookie)
     if by_cookie and request.method not in SAFE_METHODS:
-        check_csrf(cookie)
+        check_csrf(token)
     return found
 
 

@@ -26,7 +26,7 @@ from simple_websocket import ConnectionClosed
 from sqlalchemy.exc import SQLAlchemyError
 from wsproto.utilities import LocalProtocolError
 
-from api.context import SESSION_COOKIE, authenticate, runtime
+from api.context import authenticate, presented_token, runtime
 from api.extensions import error_payload
 from shared.core.errors import Unauthorized
 from shared.storage import events
@@ -42,8 +42,6 @@ INTERNAL_ERROR = 1011
 # What sending raises once the client is gone: the close seen by the socket's reader thread
 # (ConnectionClosed), its socket closed under us (OSError), or a frame after the close.
 GONE = (ConnectionClosed, OSError, LocalProtocolError)
-
-
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -52,7 +50,11 @@ def register_events(app: Flask) -> None:
 
     @app.before_request
     def refuse_cross_site_cookie():  # type: ignore[no-untyped-def]
-        if request.endpoint == "events_socket" and _by_cookie() and not _same_origin():
+        if (
+            request.endpoint == "events_socket"
+            and presented_token(request.args.get("token"))[1]
+            and not _same_origin()
+        ):
             message = "a signed-in browser may open the events socket only from this server's pages"
             return error_payload("bad_origin", message), 403
         return None
@@ -63,14 +65,6 @@ def register_events(app: Flask) -> None:
             _serve(ws, request.args.get("token"))
         except GONE:
             pass  # the client left; there is no one to tell
-
-
-def _by_cookie() -> bool:
-    """Whether `authenticate` would use the session cookie for this request."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    bearer = scheme.lower() == "bearer" and token.strip()
-    query = (request.args.get("token") or "").strip()
-    return not bearer and not query and bool(request.cookies.get(SESSION_COOKIE))
 
 
 def _same_origin() -> bool:
