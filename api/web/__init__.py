@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, send_from_directory
+from flask import Blueprint, Response
 
 STATIC = Path(__file__).parent / "static"
 # Routes the client draws itself (history API); each answers the same page. Nothing here
@@ -17,7 +17,8 @@ blp = Blueprint("web", __name__, static_folder="static", static_url_path="/stati
 
 
 def index(**_: str) -> Response:
-    response = send_from_directory(STATIC, "index.html", max_age=0)
+    """The page (a few hundred bytes: read whole, so no file stays open with the response)."""
+    response = Response((STATIC / "index.html").read_bytes(), mimetype="text/html")
     response.headers["Cache-Control"] = "no-cache"
     return response
 
