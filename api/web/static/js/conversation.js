@@ -100,7 +100,10 @@ export async function send(id, { text = "", files = [], retry = false }) {
       } else if (event.name === "memory_write") turn.memory.push(event.data);
       else if (event.name === "done") {
         const result = event.data;
-        c.messages = [...c.messages, result.user_message, ...result.steps, result.assistant_message];
+        // A retry answers the user message already shown: each message once.
+        const fresh = [result.user_message, ...result.steps, result.assistant_message].filter(Boolean);
+        const ids = new Set(fresh.map((m) => m.id));
+        c.messages = [...c.messages.filter((m) => !ids.has(m.id)), ...fresh];
         c.context = result.context;
         c.notices = (c.notices || new Map()).set(result.assistant_message.id, result.memory_writes || turn.memory);
         turn.status = "done";
@@ -173,6 +176,8 @@ export async function like(id, message, liked) {
     try {
       const body = await api.post(`/sessions/${id}/messages/${message.id}/like`);
       applyLike(id, body.message_ids, { status: body.status, detail: body.detail, pair_id: body.pair_id });
+      // The job may have finished, and its event come, before this answer: ask once more.
+      if (body.status === "saving") await refreshLikes(id);
       pollLikes(id);
     } catch (error) {
       applyLike(id, [message.id], { status: "failed", detail: error.message });
@@ -196,19 +201,25 @@ onEvent("like.updated", (event) => {
   });
 });
 
+/** The likes as the server has them (the messages themselves stay as shown). */
+async function refreshLikes(id) {
+  const c = conversation(id);
+  try {
+    const body = await api.get(`/sessions/${id}/messages`);
+    const likes = new Map(body.items.map((m) => [m.id, m.like || null]));
+    c.messages = c.messages.map((m) => (likes.has(m.id) ? { ...m, like: likes.get(m.id) } : m));
+    emit();
+  } catch {
+    /* the next event or poll */
+  }
+}
+
 /** Without the socket, a saving like is polled until it settles. */
 function pollLikes(id) {
   const tick = async () => {
     if (state.live === "open") return;
-    const c = conversation(id);
-    if (!c.messages.some((m) => m.like?.status === "saving")) return;
-    try {
-      const body = await api.get(`/sessions/${id}/messages`);
-      if (c.turn?.status !== "streaming") c.messages = body.items;
-      emit();
-    } catch {
-      /* next tick */
-    }
+    if (!conversation(id).messages.some((m) => m.like?.status === "saving")) return;
+    await refreshLikes(id);
     setTimeout(tick, 2000);
   };
   setTimeout(tick, 2000);

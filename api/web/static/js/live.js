@@ -22,6 +22,7 @@ export function onEvent(type, fn) {
 function dispatch(event) {
   if (event.type === "session.title" && event.session_id) {
     state.awaiting.delete(event.session_id);
+    if (!event.title_pending) state.resolved.add(event.session_id);
     if (state.sessions.has(event.session_id)) {
       upsert({ id: event.session_id, title: event.title, title_pending: false });
     }

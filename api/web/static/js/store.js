@@ -15,6 +15,7 @@ export const state = {
   palette: [],
   ui: { sections_collapsed: {}, folders_collapsed: {} },
   awaiting: new Set(), // sessions whose first reply is under way: the title spinner shows
+  resolved: new Set(), // sessions whose title was pushed (title_pending never comes back)
   live: "connecting", // the events socket: connecting, open or down (then: polling)
 };
 
@@ -45,6 +46,7 @@ export function reset() {
   state.lists = {};
   state.folders = [];
   state.awaiting = new Set();
+  state.resolved = new Set();
   emit();
 }
 
@@ -82,7 +84,12 @@ export const isPending = (s) => Boolean(s && (s.title_pending || state.awaiting.
 
 /** Take in what the server says of a session and keep every loaded list right. */
 export function upsert(session) {
-  const merged = { ...state.sessions.get(session.id), ...session };
+  const known = state.sessions.get(session.id);
+  if (session.title_pending && state.resolved.has(session.id)) {
+    // A title pushed already ended the pending state; an answer read before it is stale.
+    session = { ...session, title_pending: false, title: known?.title ?? session.title };
+  }
+  const merged = { ...known, ...session };
   state.sessions.set(session.id, merged);
   for (const [key, list] of Object.entries(state.lists)) {
     const fits = belongs(key, merged);
