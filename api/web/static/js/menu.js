@@ -46,7 +46,7 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
   }
 
   const shown = sub ? sub.items : items;
-  return html`<div class=${`menu ${className}`} ref=${root} onKeyDown=${open && keydown}>
+  return html`<div class=${`menu ${className}${open ? " open" : ""}`} ref=${root} onKeyDown=${open && keydown}>
     <button ref=${button} type="button" class="icon-button menu-button" aria-label=${label}
       aria-haspopup="menu" aria-expanded=${open ? "true" : "false"}
       onClick=${(e) => { e.stopPropagation(); open ? close() : setOpen(true); }}>
