@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
 from tests.cli.serving import Served, descendants_of, eonyx, ready, serve_environment
 from tests.conftest import eonyx_executable, free_port, wait_for
-from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, echo, last_user_text, text
 
 CHROMIUM = "/usr/bin/chromium"

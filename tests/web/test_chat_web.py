@@ -75,7 +75,9 @@ def test_an_answer_streams_in_and_renders_as_highlighted_markdown(
 def test_the_new_chat_is_listed_at_once_with_a_spinner_then_its_title_is_pushed(
     web: Browsing, server: Server, user: dict[str, Any]
 ) -> None:
-    server.model.answers["paris-marker"] = text("Start with the Luxembourg garden.", chunk_delay=0.2)
+    server.model.answers["paris-marker"] = text(
+        "Start with the Luxembourg garden.", chunk_delay=0.2
+    )
     server.model.titles["paris-marker"] = text("Paris with kids", delay=1.0)
     page = web.open(user)
     expect(page.locator(".chat-list .row")).to_have_count(0)
@@ -95,7 +97,9 @@ def test_a_failing_title_model_ends_the_spinner_with_the_simple_title(
     page = web.open(user)
     send(page, "broken-title: what is a monad")
     first = page.locator(".chat-list .row").first
-    expect(first.locator(".title-text")).to_have_text("broken-title: what is a monad", timeout=20_000)
+    expect(first.locator(".title-text")).to_have_text(
+        "broken-title: what is a monad", timeout=20_000
+    )
     expect(first).not_to_have_class(re.compile(r"\bpending\b"))
 
 
@@ -163,10 +167,15 @@ def test_an_image_attached_by_the_picker_is_sent_and_shown_inline(
     send(page, "What color is this?")
     shown = page.locator(".message.from-user .images img").first
     expect(shown).to_have_attribute("src", re.compile(r"^/api/v1/sessions/.+/images/"))
-    poll(lambda: shown.evaluate("img => img.complete && img.naturalWidth === 2"), "the image to load")
+    poll(
+        lambda: shown.evaluate("img => img.complete && img.naturalWidth === 2"), "the image to load"
+    )
     page.reload()
     reloaded = page.locator(".message.from-user .images img").first
-    poll(lambda: reloaded.evaluate("img => img.complete && img.naturalWidth === 2"), "the image after reload")
+    poll(
+        lambda: reloaded.evaluate("img => img.complete && img.naturalWidth === 2"),
+        "the image after reload",
+    )
 
 
 def test_a_like_shows_its_status_and_is_still_there_after_a_reload(
@@ -177,20 +186,30 @@ def test_a_like_shows_its_status_and_is_still_there_after_a_reload(
     answer = page.locator(".message.from-assistant").last
     expect(answer).to_have_text("Remember that I deploy with Ansible.")
     answer.get_by_role("button", name="Remember this turn").click()
-    expect(answer.get_by_role("button", name="Remember this turn")).to_have_attribute("aria-pressed", "true")
+    expect(answer.get_by_role("button", name="Remember this turn")).to_have_attribute(
+        "aria-pressed", "true"
+    )
     expect(answer.locator(".like-status")).to_have_text(re.compile(r"^(saving…|saved|failed)"))
-    expect(answer.locator(".like-status")).to_have_text(re.compile(r"^(saved|failed)"), timeout=20_000)
+    expect(answer.locator(".like-status")).to_have_text(
+        re.compile(r"^(saved|failed)"), timeout=20_000
+    )
     status = answer.locator(".like-status").inner_text()
 
     page.reload()
     again = page.locator(".message.from-assistant").last
-    expect(again.get_by_role("button", name="Remember this turn")).to_have_attribute("aria-pressed", "true")
+    expect(again.get_by_role("button", name="Remember this turn")).to_have_attribute(
+        "aria-pressed", "true"
+    )
     expect(again.locator(".like-status")).to_have_text(status)
     user_message = page.locator(".message.from-user").last
-    expect(user_message.get_by_role("button", name="Remember this turn")).to_have_attribute("aria-pressed", "true")
+    expect(user_message.get_by_role("button", name="Remember this turn")).to_have_attribute(
+        "aria-pressed", "true"
+    )
 
 
-def test_html_and_javascript_links_in_messages_are_inert(web: Browsing, user: dict[str, Any]) -> None:
+def test_html_and_javascript_links_in_messages_are_inert(
+    web: Browsing, user: dict[str, Any]
+) -> None:
     page = web.open(user)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -204,6 +223,8 @@ def test_html_and_javascript_links_in_messages_are_inert(web: Browsing, user: di
         assert image.get_attribute("onerror") is None
     link.click()
     user_text = page.locator(".message.from-user .user-text").last
-    expect(user_text).to_have_text("<img src=x onerror=alert(1)> and [click me](javascript:alert(2))")
+    expect(user_text).to_have_text(
+        "<img src=x onerror=alert(1)> and [click me](javascript:alert(2))"
+    )
     assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
     assert dialogs == []

@@ -13,6 +13,13 @@ from playwright.sync_api import Page, expect
 
 from tests.web.conftest import Browsing, poll
 
+SPINNER_WATCH = """() => {
+  window.sawSpinner = false;
+  new MutationObserver(() => {
+    if (document.querySelector('[aria-label="Importing"]')) window.sawSpinner = true;
+  }).observe(document.body, {subtree: true, childList: true});
+}"""
+
 
 def api(account: dict[str, Any], method: str, path: str, **kwargs: Any) -> Any:
     response = account["http"].request(method, path, **kwargs)
@@ -63,7 +70,9 @@ def test_folders_are_created_with_colors_dragged_into_a_new_order_and_kept(
     travel.drag_to(page.locator(".folder > .folder-head", has_text="Work"))
     poll(lambda: folder_names(page) == ["Travel", "Work", "Home"], "the dragged order")
     poll(
-        lambda: [f["name"] for f in api(user, "GET", "/folders")["items"]] == ["Travel", "Work", "Home"],
+        lambda: (
+            [f["name"] for f in api(user, "GET", "/folders")["items"]] == ["Travel", "Work", "Home"]
+        ),
         "the order saved by PUT /folders/order",
     )
     page.screenshot(path=shots / "sidebar-folders.png")
@@ -91,16 +100,20 @@ def test_collapse_state_is_kept_per_device(web: Browsing, user: dict[str, Any]) 
     assert phone.evaluate("localStorage.getItem('eonyx.device')") != laptop.evaluate(
         "localStorage.getItem('eonyx.device')"
     )
-    expect(phone.get_by_role("button", name="Chats", exact=True)).to_have_attribute("aria-expanded", "true")
-    expect(phone.locator(".folder", has_text="Projects").locator(".folder-toggle")).to_have_attribute(
-        "aria-expanded", "false"
-    )
-
-    laptop.reload()
-    expect(laptop.get_by_role("button", name="Chats", exact=True)).to_have_attribute("aria-expanded", "false")
-    expect(laptop.locator(".folder", has_text="Projects").locator(".folder-toggle")).to_have_attribute(
+    expect(phone.get_by_role("button", name="Chats", exact=True)).to_have_attribute(
         "aria-expanded", "true"
     )
+    expect(
+        phone.locator(".folder", has_text="Projects").locator(".folder-toggle")
+    ).to_have_attribute("aria-expanded", "false")
+
+    laptop.reload()
+    expect(laptop.get_by_role("button", name="Chats", exact=True)).to_have_attribute(
+        "aria-expanded", "false"
+    )
+    expect(
+        laptop.locator(".folder", has_text="Projects").locator(".folder-toggle")
+    ).to_have_attribute("aria-expanded", "true")
 
 
 def test_300_chats_load_as_the_list_scrolls_with_skeleton_rows_and_pinned_first(
@@ -132,14 +145,19 @@ def test_300_chats_load_as_the_list_scrolls_with_skeleton_rows_and_pinned_first(
     expect(rows.first.locator(".pin")).to_be_visible()
     height = rows.nth(1).bounding_box()["height"]
     rows.nth(1).hover()
-    expect(rows.nth(1).locator(".row-meta time")).to_have_text(re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}$"))
+    expect(rows.nth(1).locator(".row-meta time")).to_have_text(
+        re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}$")
+    )
     assert rows.nth(1).bounding_box()["height"] == height  # hover shows the line, same height
 
     for _ in range(40):
         if rows.count() >= 300:
             break
         skeletons.first.scroll_into_view_if_needed()
-        page.wait_for_function("n => document.querySelectorAll('.chat-list .row:not(.skeleton)').length > n", arg=rows.count())
+        page.wait_for_function(
+            "n => document.querySelectorAll('.chat-list .row:not(.skeleton)').length > n",
+            arg=rows.count(),
+        )
     expect(rows).to_have_count(300)
     expect(skeletons).to_have_count(0)
     assert page.locator(".chat-list .row .title-text").all_inner_texts() == expected
@@ -202,11 +220,7 @@ def test_the_chat_menu_moves_exports_deletes_with_undo_and_the_trash_restores(
     expect(chat_rows(page)).to_have_count(1)
 
     # The exported bundle imports as a new chat, selected, with the spinner while it uploads.
-    page.evaluate(
-        """() => { window.sawSpinner = false;
-        new MutationObserver(() => { if (document.querySelector('[aria-label="Importing"]'))
-          window.sawSpinner = true; }).observe(document.body, {subtree: true, childList: true}); }"""
-    )
+    page.evaluate(SPINNER_WATCH)
     page.get_by_label("Chat bundle to import").set_input_files(str(bundle))
     expect(chat_rows(page)).to_have_count(2)
     expect(page).to_have_url(re.compile(r"/c/\d{8}T\d{6}-[0-9a-f]{8}$"))
@@ -222,7 +236,9 @@ def test_the_chat_menu_moves_exports_deletes_with_undo_and_the_trash_restores(
     expect(chat_rows(page)).to_have_count(2)
 
 
-def test_a_cookie_request_without_the_csrf_header_is_refused(web: Browsing, user: dict[str, Any]) -> None:
+def test_a_cookie_request_without_the_csrf_header_is_refused(
+    web: Browsing, user: dict[str, Any]
+) -> None:
     page = web.open(user)
     status = page.evaluate(
         """() => fetch('/api/v1/folders', {method: 'POST', credentials: 'same-origin',
@@ -233,7 +249,9 @@ def test_a_cookie_request_without_the_csrf_header_is_refused(web: Browsing, user
     assert api(user, "GET", "/folders")["items"] == []
 
 
-def test_the_settings_icon_is_for_administrators_only(web: Browsing, server: Any, user: dict[str, Any]) -> None:
+def test_the_settings_icon_is_for_administrators_only(
+    web: Browsing, server: Any, user: dict[str, Any]
+) -> None:
     page = web.open(user)
     expect(page.get_by_role("button", name="Agent memory")).to_be_visible()
     expect(page.get_by_role("button", name="Model settings")).to_have_count(0)
