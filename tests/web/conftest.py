@@ -56,8 +56,9 @@ class Model:
 
     def __init__(self, llm: FakeLLM) -> None:
         self.llm = llm
-        self.answers: dict[str, Reply] = {}
-        self.titles: dict[str, Reply] = {}
+        # A list is served in order, its last reply from then on (a tool call, then text).
+        self.answers: dict[str, Reply | list[Reply]] = {}
+        self.titles: dict[str, Reply | list[Reply]] = {}
         llm.set_default(self.reply)
 
     def reply(self, request: RecordedRequest) -> Reply:
@@ -66,6 +67,8 @@ class Model:
         said = last_user_text(request.body)
         for marker, reply in (self.titles if is_title else self.answers).items():
             if marker in said:
+                if isinstance(reply, list):
+                    return reply.pop(0) if len(reply) > 1 else reply[0]
                 return reply
         return text("A generated title") if is_title else echo(request)
 
@@ -82,19 +85,30 @@ class Server:
     counter: int = 0
 
     def user(self, *, admin: bool = False) -> dict[str, Any]:
-        """A new user (`eonyx users create`) and an HTTP client holding a bearer token."""
+        """A new user and an HTTP client holding a bearer token for them. The first is made
+        by `eonyx users create` (an administrator), the others through the API (faster)."""
         self.counter += 1
         name = f"{'admin' if admin else 'user'}{self.counter}"
-        args = ["users", "create", name, "--password", PASSWORD] + (["--admin"] if admin else [])
-        created = eonyx(self.served.env, *args)
-        assert created.returncode == 0, created.stderr
+        if not self.users:
+            created = eonyx(
+                self.served.env, "users", "create", "root", "--password", PASSWORD, "--admin"
+            )
+            assert created.returncode == 0, created.stderr
+            self.users["root"] = self._login("root", admin=True)
+        made = self.users["root"]["http"].post(
+            "/users", json={"username": name, "password": PASSWORD, "is_admin": admin}
+        )
+        assert made.status_code == 201, made.text
+        account = self._login(name, admin=admin)
+        self.users[name] = account
+        return account
+
+    def _login(self, name: str, *, admin: bool) -> dict[str, Any]:
         http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
         login = http.post("/auth/login", json={"username": name, "password": PASSWORD})
         assert login.status_code == 200, login.text
         http.headers["Authorization"] = f"Bearer {login.json()['token']}"
-        account = {"username": name, "password": PASSWORD, "http": http, "admin": admin}
-        self.users[name] = account
-        return account
+        return {"username": name, "password": PASSWORD, "http": http, "admin": admin}
 
 
 def start_server(tmp_path: Path, llm: FakeLLM, **env: str) -> tuple[Served, str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.fake_llm import error, text
+from tests.fake_llm import error, text, tool_call, tool_calls
 from tests.web.conftest import Browsing, Server, poll
 
 # A 2x2 red PNG.
@@ -228,3 +228,39 @@ def test_html_and_javascript_links_in_messages_are_inert(
     )
     assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
     assert dialogs == []
+
+
+def test_tool_steps_fold_away_and_a_memory_write_shows_a_notice(
+    web: Browsing, server: Server, user: dict[str, Any]
+) -> None:
+    server.model.answers["tool-marker"] = [
+        tool_calls(
+            tool_call("manage_memory", {"action": "add", "content": "Deploys with Ansible"})
+        ),
+        text("Noted: you deploy with Ansible."),
+    ]
+    page = web.open(user)
+    send(page, "tool-marker: remember how I deploy")
+    answer = page.locator(".message.from-assistant .bubble").last
+    expect(answer).to_have_text("Noted: you deploy with Ansible.")
+    step = page.locator("details.tool-step")
+    expect(step).to_have_count(1)
+    expect(step.locator("summary")).to_contain_text("Used manage_memory")
+    expect(step.get_by_text("Deploys with Ansible").first).to_be_hidden()  # folded until opened
+    step.locator("summary").click()
+    expect(step.get_by_text("Deploys with Ansible").first).to_be_visible()
+    expect(page.get_by_role("note")).to_contain_text("Memory updated")
+    page.reload()
+    expect(page.locator("details.tool-step summary")).to_contain_text("Used manage_memory")
+
+
+def test_a_temporary_chat_is_not_listed(web: Browsing, user: dict[str, Any]) -> None:
+    page = web.open(user)
+    toggle = page.get_by_role("button", name="Temporary chat")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-pressed", "true")
+    send(page, "Just between us")
+    expect(page.locator(".message.from-assistant").last).to_have_text("Just between us")
+    expect(page.locator(".chat-head .badge")).to_have_text("Temporary")
+    expect(page.locator(".chat-list .row:not(.skeleton)")).to_have_count(0)
+    assert user["http"].get("/sessions").json()["items"] == []

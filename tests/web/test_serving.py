@@ -14,7 +14,9 @@ import api.web
 STATIC = Path(api.web.__file__).parent / "static"
 
 
-@pytest.mark.parametrize("path", ["/", "/signin", "/trash", "/c/20260101T120000-0123abcd"])
+@pytest.mark.parametrize(
+    "path", ["/", "/signin", "/trash", "/archived", "/c/20260101T120000-0123abcd"]
+)
 def test_the_page_answers_at_the_client_routes(client: FlaskClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 200

@@ -257,3 +257,37 @@ def test_the_settings_icon_is_for_administrators_only(
     expect(page.get_by_role("button", name="Model settings")).to_have_count(0)
     admin = web.open(server.user(admin=True))
     expect(admin.get_by_role("button", name="Model settings")).to_be_visible()
+
+
+def test_api_chats_carry_their_badge_and_archived_chats_come_back_from_the_archive(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    key = api(user, "POST", "/tokens", json={"name": "script"})["token"]
+    scripted = {"http": user["http"]}
+    user["http"].headers["Authorization"], saved = (
+        f"Bearer {key}",
+        user["http"].headers["Authorization"],
+    )
+    try:
+        chat_with(scripted, "Nightly report from the cron job")
+    finally:
+        user["http"].headers["Authorization"] = saved
+    chat_with(user, "A chat typed in the browser")
+    chat_with(user, "Old chat to archive")
+    page = web.open(user)
+    api_row = chat_rows(page).filter(has_text="Nightly report")
+    expect(api_row.locator(".badge")).to_have_text("API")  # at rest, no hover
+    expect(chat_rows(page).filter(has_text="typed in the browser").locator(".badge")).to_have_count(
+        0
+    )
+    page.screenshot(path=shots / "sidebar.png")
+
+    open_menu(page, "Old chat to archive")
+    page.get_by_role("menuitem", name="Archive").click()
+    expect(chat_rows(page)).to_have_count(2)
+    page.get_by_role("link", name="Archived chats").click()
+    archived = page.get_by_role("list", name="Archived chats")
+    expect(archived.locator("li")).to_have_count(1)
+    archived.get_by_role("button", name="Unarchive").click()
+    expect(archived.locator("li")).to_have_count(0)
+    expect(chat_rows(page)).to_have_count(3)

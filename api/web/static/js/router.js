@@ -1,4 +1,4 @@
-// The client's routes on the history API: / (a new chat), /c/<id>, /trash, /signin.
+// The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin.
 import { useEffect, useState } from "../vendor/preact.js";
 
 const listeners = new Set();
@@ -7,6 +7,7 @@ export function parse(path = location.pathname) {
   const chat = path.match(/^\/c\/([0-9]{8}T[0-9]{6}-[0-9a-f]{8})$/);
   if (chat) return { name: "chat", id: chat[1] };
   if (path === "/trash") return { name: "trash" };
+  if (path === "/archived") return { name: "archived" };
   if (path === "/signin") return { name: "signin" };
   return { name: "new" };
 }

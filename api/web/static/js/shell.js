@@ -5,7 +5,7 @@ import { PanelDialog } from "./panels.js";
 import { Sidebar } from "./sidebar.js";
 import { loadFolders, loadUiState, useStore } from "./store.js";
 import { Toasts } from "./toast.js";
-import { TrashView } from "./trash.js";
+import { ArchivedView, TrashView } from "./trash.js";
 import { cx } from "./util.js";
 
 export function Shell({ user, route, onSignOut }) {
@@ -29,6 +29,8 @@ export function Shell({ user, route, onSignOut }) {
     <main class="main">
       ${route.name === "trash"
         ? html`<${TrashView} />`
+        : route.name === "archived"
+        ? html`<${ArchivedView} />`
         : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
             onMenu=${() => setNavOpen(!navOpen)} />`}
     </main>

@@ -121,6 +121,8 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         onClick=${() => openPanel("memory")}><${Icon} name="brain" /></button>
       ${user.is_admin && html`<button type="button" class="icon-button" aria-label="Model settings"
         title="Model settings" onClick=${() => openPanel("models")}><${Icon} name="gear" /></button>`}
+      <a class=${cx("icon-button", route.name === "archived" && "active")} href="/archived" aria-label="Archived chats"
+        title="Archived chats" onClick=${(e) => { e.preventDefault(); navigate("/archived"); }}><${Icon} name="archive" /></a>
       <a class=${cx("icon-button", route.name === "trash" && "active")} href="/trash" aria-label="Trash" title="Trash"
         onClick=${(e) => { e.preventDefault(); navigate("/trash"); }}><${Icon} name="trash" /></a>
       <span class="who" title=${user.username}>${user.username}</span>
