@@ -264,3 +264,15 @@ def test_a_temporary_chat_is_not_listed(web: Browsing, user: dict[str, Any]) -> 
     expect(page.locator(".chat-head .badge")).to_have_text("Temporary")
     expect(page.locator(".chat-list .row:not(.skeleton)")).to_have_count(0)
     assert user["http"].get("/sessions").json()["items"] == []
+
+
+def test_the_context_gauge_is_highlighted_from_80_percent(web: Browsing, user: dict[str, Any]) -> None:
+    page = web.open(user)
+    send(page, "short")
+    gauge = page.locator(".gauge")
+    expect(gauge).to_have_text(re.compile(r"^\{ctx \d+%\}$"))
+    expect(gauge).not_to_have_class(re.compile(r"\bhot\b"))
+    send(page, "many words " * 300)  # echoed back: most of the 2000-token window
+    expect(gauge).to_have_class(re.compile(r"\bhot\b"))
+    percent = int(re.findall(r"\d+", gauge.inner_text())[0])
+    assert percent >= 80
