@@ -10,7 +10,7 @@ import weakref
 
 from flask import Flask
 
-from api import health, jobs, teams
+from api import docs, health, jobs, teams
 from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
@@ -23,6 +23,7 @@ from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
 from api.paths import register_converters
+from api.security import register_security_headers
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from api.web import blp as web_blp
@@ -66,6 +67,8 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.register_blueprint(health.blp)
     app.register_blueprint(teams.blp)
     register_events(app)
+    app.register_blueprint(docs.blp, url_prefix=API_PREFIX)
+    register_security_headers(app)
     app.register_blueprint(web_blp)
     return app
 

@@ -262,7 +262,8 @@ def authenticate(db: Session, token: str, *, from_cookie: bool = False) -> Princ
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     if last_used_at is None or stamp - last_used_at > TOUCH_EVERY:
         connection.execute(_TOUCH, {"token_id": token_id, "stamp": stamp})
-    return Principal(user_id, username, is_admin, source, token_id)
+    # A browser sign-in is the web client: what it starts is from "web", as the listing says.
+    return Principal(user_id, username, is_admin, "web" if source == BROWSER else source, token_id)
 
 
 def csrf_token(session_token: str) -> str:

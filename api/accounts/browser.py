@@ -79,7 +79,7 @@ class BrowserSession(MethodView):
         return {"user": me, "csrf_token": accounts.csrf_token(token)}
 
     @blp.response(204)
-    @blp.doc(security=[{"cookieAuth": []}])
+    @blp.doc(security=[{}, {"cookieAuth": []}])  # without a sign-in: nothing to end, still 204
     def delete(self) -> None:
         """Sign out: the sign-in is revoked on the server and the cookie cleared. Needs the
         X-CSRF-Token of a valid sign-in; without a valid one there is only a cookie to clear."""

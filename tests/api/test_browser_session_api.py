@@ -116,7 +116,7 @@ def test_a_cookie_request_that_changes_state_needs_the_csrf_header(
         refused = getattr(client, method)(f"{API}/sessions/{session_id}", json={"title": "x"})
         assert refused.status_code == 403, method
     listed = client.get(f"{API}/sessions").get_json()["items"]
-    assert [(s["id"], s["title"]) for s in listed] == [(session_id, "mine")]
+    assert [(s["id"], s["title"], s["source"]) for s in listed] == [(session_id, "mine", "web")]
     before = client.get(f"{API}/memory/user").get_json()
     assert client.put(f"{API}/memory/user", json={"content": "- x\n"}).status_code == 403
     assert client.get(f"{API}/memory/user").get_json() == before
