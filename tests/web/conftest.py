@@ -221,6 +221,10 @@ class Browsing:
         page = (context or self.context()).new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on(  # what the Content-Security-Policy refused (an inline script, an eval...)
+            "console",
+            lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None,
+        )
         page.errors = errors  # type: ignore[attr-defined]
         self.sign_in(page, account)
         if path != "/":

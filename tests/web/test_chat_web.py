@@ -80,6 +80,7 @@ def test_the_new_chat_is_listed_at_once_with_a_spinner_then_its_title_is_pushed(
     )
     server.model.titles["paris-marker"] = text("Paris with kids", delay=1.0)
     page = web.open(user)
+    expect(page.locator(".shell")).to_have_attribute("data-live", "open")  # pushed, not polled
     expect(page.locator(".chat-list .row")).to_have_count(0)
     send(page, "paris-marker: plan a week in Paris")
     first = page.locator(".chat-list .row").first
@@ -116,6 +117,7 @@ def test_without_the_socket_the_list_is_polled_until_the_title_comes(
 
     context.route_web_socket(re.compile(r"/api/v1/events"), refuse)
     page = web.open(user, context)
+    expect(page.locator(".shell")).to_have_attribute("data-live", "down")
     send(page, "polled-marker: hello")
     first = page.locator(".chat-list .row").first
     expect(first.locator(".title-text")).to_have_text("Polled title", timeout=20_000)

@@ -58,6 +58,7 @@ export function connect() {
     if (event.type === "ready") {
       retry = 1000;
       setLive("open");
+      resync(); // what was pushed while the socket was down is not pushed again
     } else if (event.type === "error") {
       setLive("down");
     } else dispatch(event);
@@ -122,6 +123,18 @@ async function poll() {
     /* try again at the next tick */
   }
   schedulePoll();
+}
+
+/** Read the pending titles once (after a (re)connect: their event may have come before). */
+async function resync() {
+  for (const session of [...state.sessions.values()].filter(isPending)) {
+    if (activeTurns.has(session.id)) continue;
+    try {
+      upsert(await api.get(`/sessions/${session.id}`));
+    } catch {
+      /* gone, or the next event says */
+    }
+  }
 }
 
 // Sessions whose turn is streaming: their spinner is the turn's to end.

@@ -9,7 +9,6 @@ import { ArchivedView, TrashView } from "./trash.js";
 import { cx } from "./util.js";
 
 export function Shell({ user, route, onSignOut }) {
-  useStore();
   const [panel, setPanel] = useState(null);
   const [temporary, setTemporary] = useState(false);
   const [ready, setReady] = useState(false);
@@ -21,7 +20,8 @@ export function Shell({ user, route, onSignOut }) {
   useEffect(() => setNavOpen(false), [route.name, route.id]);
 
   const activeId = route.name === "chat" ? route.id : null;
-  return html`<div class=${cx("shell", navOpen && "nav-open")}>
+  const store = useStore();
+  return html`<div class=${cx("shell", navOpen && "nav-open")} data-live=${store.live}>
     ${ready
       ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
           setTemporary=${setTemporary} openPanel=${setPanel} onSignOut=${onSignOut} />`
