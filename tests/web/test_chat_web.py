@@ -268,7 +268,9 @@ def test_a_temporary_chat_is_not_listed(web: Browsing, user: dict[str, Any]) -> 
     assert user["http"].get("/sessions").json()["items"] == []
 
 
-def test_the_context_gauge_is_highlighted_from_80_percent(web: Browsing, user: dict[str, Any]) -> None:
+def test_the_context_gauge_is_highlighted_from_80_percent(
+    web: Browsing, user: dict[str, Any]
+) -> None:
     page = web.open(user)
     send(page, "short")
     gauge = page.locator(".gauge")
