@@ -280,3 +280,34 @@ def test_the_context_gauge_is_highlighted_from_80_percent(
     expect(gauge).to_have_class(re.compile(r"\bhot\b"))
     percent = int(re.findall(r"\d+", gauge.inner_text())[0])
     assert percent >= 80
+
+
+DROP_OR_PASTE = """([kind, bytes]) => {
+  const file = new File([new Uint8Array(bytes)], `${kind}.png`, {type: "image/png"});
+  const data = new DataTransfer();
+  data.items.add(file);
+  if (kind === "pasted") {
+    const area = document.querySelector("textarea");
+    area.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true}));
+  } else {
+    const form = document.querySelector("form.composer");
+    form.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, bubbles: true, cancelable: true}));
+    form.dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+  }
+}"""
+
+
+def test_images_can_be_pasted_or_dropped_into_the_composer(
+    web: Browsing, user: dict[str, Any]
+) -> None:
+    page = web.open(user)
+    page.evaluate(DROP_OR_PASTE, ["pasted", list(PNG)])
+    page.evaluate(DROP_OR_PASTE, ["dropped", list(PNG)])
+    expect(page.get_by_alt_text("To send: pasted.png")).to_be_visible()
+    expect(page.get_by_alt_text("To send: dropped.png")).to_be_visible()
+    page.get_by_role("button", name="Remove dropped.png").click()
+    expect(page.get_by_alt_text("To send: dropped.png")).to_have_count(0)
+    send(page, "One picture")
+    shown = page.locator(".message.from-user .images img")
+    expect(shown).to_have_count(1)
+    expect(shown).to_have_attribute("src", re.compile(r"^/api/v1/sessions/.+/images/"))

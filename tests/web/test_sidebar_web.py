@@ -75,6 +75,14 @@ def test_folders_are_created_with_colors_dragged_into_a_new_order_and_kept(
         ),
         "the order saved by PUT /folders/order",
     )
+    chat_with(user, "A chat to file by dragging")
+    page.reload()
+    row = chat_rows(page).filter(has_text="A chat to file by dragging")
+    row.locator(".row-link").drag_to(page.locator(".folder > .folder-head", has_text="Home"))
+    expect(chat_rows(page)).to_have_count(0)
+    home = page.locator(".folder", has_text="Home")
+    home.locator(".folder-toggle").click()
+    expect(home.locator(".row .title-text")).to_have_text("A chat to file by dragging")
     page.screenshot(path=shots / "sidebar-folders.png")
     page.reload()
     page.get_by_role("button", name="New chat").wait_for()

@@ -26,6 +26,7 @@ export function Shell({ user, route, onSignOut }) {
       ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
           setTemporary=${setTemporary} openPanel=${setPanel} onSignOut=${onSignOut} />`
       : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`}
+    ${navOpen && html`<div class="backdrop" aria-hidden="true" onClick=${() => setNavOpen(false)}></div>`}
     <main class="main">
       ${route.name === "trash"
         ? html`<${TrashView} />`
