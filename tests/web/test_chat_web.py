@@ -286,13 +286,14 @@ DROP_OR_PASTE = """([kind, bytes]) => {
   const file = new File([new Uint8Array(bytes)], `${kind}.png`, {type: "image/png"});
   const data = new DataTransfer();
   data.items.add(file);
+  const how = {bubbles: true, cancelable: true};
   if (kind === "pasted") {
     const area = document.querySelector("textarea");
-    area.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, bubbles: true, cancelable: true}));
+    area.dispatchEvent(new ClipboardEvent("paste", {clipboardData: data, ...how}));
   } else {
     const form = document.querySelector("form.composer");
-    form.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, bubbles: true, cancelable: true}));
-    form.dispatchEvent(new DragEvent("drop", {dataTransfer: data, bubbles: true, cancelable: true}));
+    form.dispatchEvent(new DragEvent("dragover", {dataTransfer: data, ...how}));
+    form.dispatchEvent(new DragEvent("drop", {dataTransfer: data, ...how}));
   }
 }"""
 
