@@ -312,3 +312,15 @@ def test_images_can_be_pasted_or_dropped_into_the_composer(
     shown = page.locator(".message.from-user .images img")
     expect(shown).to_have_count(1)
     expect(shown).to_have_attribute("src", re.compile(r"^/api/v1/sessions/.+/images/"))
+
+
+def test_an_empty_first_answer_ends_the_spinner_with_the_simple_title(
+    web: Browsing, server: Server, user: dict[str, Any]
+) -> None:
+    server.model.answers["empty-marker"] = text("")
+    page = web.open(user)
+    send(page, "empty-marker: say nothing")
+    first = page.locator(".chat-list .row").first
+    expect(first.locator(".title-text")).to_have_text("empty-marker: say nothing")
+    expect(first).not_to_have_class(re.compile(r"\bpending\b"))
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
