@@ -89,6 +89,38 @@ def test_folders_are_created_with_colors_dragged_into_a_new_order_and_kept(
     assert folder_names(page) == ["Travel", "Work", "Home"]
 
 
+def test_the_folder_menu_renames_recolors_and_deletes_keeping_the_chats(
+    web: Browsing, user: dict[str, Any]
+) -> None:
+    folder = api(user, "POST", "/folders", json={"name": "Work", "color": "red"})
+    chat = chat_with(user, "Filed chat")
+    api(user, "PATCH", f"/sessions/{chat}", json={"folder_id": folder["id"]})
+    page = web.open(user)
+    expect(chat_rows(page)).to_have_count(0)
+
+    def menu(name: str) -> None:
+        head = page.locator(".folder > .folder-head", has_text=name)
+        head.hover()
+        head.get_by_role("button", name=f"Actions for folder {name}").click()
+
+    menu("Work")
+    page.get_by_role("menuitem", name="Rename").click()
+    page.get_by_label("Folder name").fill("Job")
+    page.get_by_label("Folder name").press("Enter")
+    expect(page.locator(".folder .title-text").first).to_have_text("Job")
+    menu("Job")
+    page.get_by_role("menuitem", name="Color").click()
+    page.get_by_role("menuitem", name="green").click()
+    poll(lambda: api(user, "GET", "/folders")["items"][0]["color"] == "green", "the new color")
+    assert api(user, "GET", "/folders")["items"][0]["name"] == "Job"
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    menu("Job")
+    page.get_by_role("menuitem", name="Delete").click()
+    expect(page.locator(".folder")).to_have_count(0)
+    expect(chat_rows(page).locator(".title-text")).to_have_text(["Filed chat"])
+
+
 def test_collapse_state_is_kept_per_device(web: Browsing, user: dict[str, Any]) -> None:
     api(user, "POST", "/folders", json={"name": "Projects"})
     chat_with(user, "kept for the collapse test")

@@ -2,7 +2,7 @@
 // the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
 // composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { conversation, createSession, like, load, send, stop } from "./conversation.js";
+import { conversation, createSession, like, load, send, stop, useConversations } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
@@ -169,6 +169,7 @@ function Composer({ busy, onSend, onStop, disabled }) {
 }
 
 export function ChatView({ sessionId, temporary, onMenu }) {
+  useConversations();
   const [error, setError] = useState(null);
   const [creating, setCreating] = useState(false);
   const end = useRef(null);

@@ -1,6 +1,6 @@
 // A list of chats as the sidebar shows it: compact rows in the server's order, loaded page by
 // page as it scrolls into view, with skeleton rows where the next page will land.
-import { html, useEffect, useRef, useState } from "../vendor/preact.js";
+import { Component, html, useEffect, useRef, useState } from "../vendor/preact.js";
 import * as actions from "./actions.js";
 import { Icon, Spinner } from "./icons.js";
 import { Menu } from "./menu.js";
@@ -31,8 +31,10 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
 
   return html`<div class="chat-list">
     <ul role="list" aria-label=${label} aria-busy=${current.loading ? "true" : "false"}>
-      ${current.ids.map((id) => html`<${Row} key=${id} session=${state.sessions.get(id)}
-        active=${id === activeId} />`)}
+      ${current.ids.map((id) => {
+        const session = state.sessions.get(id);
+        return html`<${QuietRow} key=${id} session=${session} active=${id === activeId} pending=${isPending(session)} />`;
+      })}
       ${!current.done &&
       Array.from({ length: SKELETONS }, (_, i) => html`<li key=${"s" + i} class="row skeleton"
         aria-hidden="true" ref=${i === 0 ? sentinel : null}><span></span></li>`)}
@@ -43,16 +45,37 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
   </div>`;
 }
 
+function folderItems(session) {
+  return state.folders.map((f) => ({
+    label: f.name,
+    swatch: state.palette.find((c) => c.name === f.color)?.hex,
+    disabled: f.id === session.folder_id,
+    run: () => actions.moveTo(session.id, f.id),
+  }));
+}
+
 function Badge({ source }) {
   if (source === "api") return html`<span class="badge badge-api" title="Created through the API">API</span>`;
   if (source === "teams") return html`<span class="badge badge-teams" title="From Microsoft Teams">Teams</span>`;
   return null;
 }
 
-export function Row({ session, active, snippet = null }) {
+/** A row that renders again only when its session, its selection or its spinner changed: a
+ * change to one chat does not redraw the hundreds of rows around it. */
+class QuietRow extends Component {
+  shouldComponentUpdate(next) {
+    const now = this.props;
+    return next.session !== now.session || next.active !== now.active || next.pending !== now.pending;
+  }
+
+  render(props) {
+    return html`<${Row} ...${props} />`;
+  }
+}
+
+export function Row({ session, active, pending = isPending(session), snippet = null }) {
   const [renaming, setRenaming] = useState(false);
   if (!session) return null;
-  const pending = isPending(session);
   const title = titleOf(session);
   const href = `/c/${session.id}`;
 
@@ -67,13 +90,7 @@ export function Row({ session, active, snippet = null }) {
     event.dataTransfer.effectAllowed = "move";
   }
 
-  const folders = state.folders.map((f) => ({
-    label: f.name,
-    swatch: state.palette.find((c) => c.name === f.color)?.hex,
-    disabled: f.id === session.folder_id,
-    run: () => actions.moveTo(session.id, f.id),
-  }));
-  const items = [
+  const items = () => [
     { label: "Rename", run: () => setRenaming(true) },
     { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
     { label: session.archived ? "Unarchive" : "Archive", run: () => actions.setArchived(session.id, !session.archived) },
@@ -81,7 +98,7 @@ export function Row({ session, active, snippet = null }) {
     {
       label: "Move to folder",
       items: [
-        ...folders,
+        ...folderItems(session),
         { label: "No folder", disabled: !session.folder_id, run: () => actions.moveTo(session.id, null) },
       ],
     },

@@ -3,9 +3,30 @@
 // mid-turn), and the view shows it again when it comes back.
 import { api, csrfHeader, errorOf, PREFIX } from "./api.js";
 import { activeTurns, onEvent, schedulePoll } from "./live.js";
+import { useEffect, useReducer } from "../vendor/preact.js";
 import { emit, state, upsert } from "./store.js";
 
 const conversations = new Map();
+const listeners = new Set();
+let queued = false;
+
+/** Re-render the chat view (not the sidebar: a streamed token changes nothing there). */
+function changed() {
+  if (queued) return;
+  queued = true;
+  queueMicrotask(() => {
+    queued = false;
+    for (const listener of listeners) listener();
+  });
+}
+
+export function useConversations() {
+  const [, force] = useReducer((n) => n + 1, 0);
+  useEffect(() => {
+    listeners.add(force);
+    return () => listeners.delete(force);
+  }, []);
+}
 
 export function conversation(id) {
   if (!conversations.has(id)) {
@@ -30,7 +51,7 @@ export async function load(id) {
   } catch (error) {
     c.error = error;
   }
-  emit();
+  changed();
 }
 
 /** Create the session a first message goes to (listed at once, its title spinner on). */
@@ -75,7 +96,7 @@ export async function send(id, { text = "", files = [], retry = false }) {
   const turn = { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local };
   c.turn = turn;
   activeTurns.add(id);
-  emit();
+  changed();
 
   const form = new FormData();
   if (!retry) form.append("content", text);
@@ -111,7 +132,7 @@ export async function send(id, { text = "", files = [], retry = false }) {
         turn.status = "error";
         turn.error = { message: event.data.error?.message || "the turn failed", status: event.data.status };
       }
-      emit();
+      changed();
     }
     if (turn.status === "streaming") {
       turn.status = "error";
@@ -128,7 +149,7 @@ export async function send(id, { text = "", files = [], retry = false }) {
     activeTurns.delete(id);
     if (turn.status !== "done") await reloadAfterFailure(id, turn);
     await settleTitle(id);
-    emit();
+    changed();
   }
 }
 
@@ -153,7 +174,7 @@ async function settleTitle(id) {
     /* gone meanwhile */
   }
   state.awaiting.delete(id);
-  emit();
+  emit(); // the sidebar's spinner
   schedulePoll();
 }
 
@@ -167,7 +188,7 @@ export function stop(id) {
 function applyLike(id, messageIds, like) {
   const c = conversation(id);
   c.messages = c.messages.map((m) => (messageIds.includes(m.id) ? { ...m, like } : m));
-  emit();
+  changed();
 }
 
 export async function like(id, message, liked) {
@@ -208,7 +229,7 @@ async function refreshLikes(id) {
     const body = await api.get(`/sessions/${id}/messages`);
     const likes = new Map(body.items.map((m) => [m.id, m.like || null]));
     c.messages = c.messages.map((m) => (likes.has(m.id) ? { ...m, like: likes.get(m.id) } : m));
-    emit();
+    changed();
   } catch {
     /* the next event or poll */
   }

@@ -7,7 +7,7 @@ import * as actions from "./actions.js";
 import { ChatList, RenameForm } from "./chatlist.js";
 import { Icon } from "./icons.js";
 import { Menu } from "./menu.js";
-import { emit, folderCollapsed, loadFolders, setCollapsed, state } from "./store.js";
+import { emit, folderCollapsed, loadFolders, reload, setCollapsed, state } from "./store.js";
 import { toast } from "./toast.js";
 import { cx } from "./util.js";
 
@@ -114,10 +114,12 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     if (!confirm(`Delete the folder “${folder.name}”? Its chats stay, unfiled.`)) return;
     try {
       await api.del(`/folders/${folder.id}`);
-      for (const s of state.sessions.values()) if (s.folder_id === folder.id) s.folder_id = null;
+      for (const s of [...state.sessions.values()]) {
+        if (s.folder_id === folder.id) state.sessions.set(s.id, { ...s, folder_id: null });
+      }
       delete state.lists[`folder:${folder.id}`];
-      delete state.lists.chats;
       await loadFolders();
+      await reload("chats"); // its chats, unfiled (never deleted), some never loaded here
     } catch (error) {
       toast(`Could not delete the folder: ${error.message}`, { error: true });
     }

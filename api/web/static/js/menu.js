@@ -2,7 +2,8 @@
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
 import { Icon } from "./icons.js";
 
-/** items: [{label, run, danger?, items?: [...] (a submenu), disabled?}] */
+/** items: [{label, run, danger?, items?: [...] (a submenu), disabled?}], or a function giving
+ * them when the menu opens (so a row need not re-render when, say, the folders change). */
 export function Menu({ label, items, icon = "dots", className = "" }) {
   const [open, setOpen] = useState(false);
   const [sub, setSub] = useState(null);
@@ -45,7 +46,7 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
     item.run();
   }
 
-  const shown = sub ? sub.items : items;
+  const shown = sub ? sub.items : open ? (typeof items === "function" ? items() : items) : [];
   return html`<div class=${`menu ${className}${open ? " open" : ""}`} ref=${root} onKeyDown=${open && keydown}>
     <button ref=${button} type="button" class="icon-button menu-button" aria-label=${label}
       aria-haspopup="menu" aria-expanded=${open ? "true" : "false"}
