@@ -201,6 +201,7 @@ class Browsing:
     server: Server
     browser: Any
     contexts: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # every page's script errors
 
     def context(self, **options: Any) -> Any:
         context = self.browser.new_context(
@@ -219,7 +220,7 @@ class Browsing:
 
     def open(self, account: dict[str, Any], context: Any = None, path: str = "/") -> Any:
         page = (context or self.context()).new_page()
-        errors: list[str] = []
+        errors = self.errors
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on(  # what the Content-Security-Policy refused (an inline script, an eval...)
             "console",
@@ -238,6 +239,7 @@ def web(server: Server, browser: Any) -> Iterator[Browsing]:
     yield browsing
     for context in browsing.contexts:
         context.close()
+    assert browsing.errors == [], "the page raised errors or broke its CSP"
 
 
 @pytest.fixture

@@ -1,11 +1,21 @@
 // Markdown from the model or a user, rendered to HTML that is safe to put in the page:
-// marked turns it into HTML, DOMPurify removes whatever could run (scripts, event handlers,
-// javascript: links...), then code blocks are highlighted (highlight.js escapes its input).
+// marked turns it into HTML (raw HTML escaped as text), DOMPurify removes whatever could still
+// run (javascript: links...), then code blocks are highlighted (highlight.js escapes its input).
 import { html, useEffect, useRef } from "../vendor/preact.js";
 import { DOMPurify, Marked } from "../vendor/markdown.js";
 import hljs from "../vendor/highlight.js";
 
-const marked = new Marked({ gfm: true, breaks: true });
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escape = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+// Raw HTML in a message is shown as the text it is, never parsed as markup: an answer that
+// quotes `<img onerror=...>` shows that, and no element with a handler is ever built (even
+// inside the sanitizer).
+const marked = new Marked({
+  gfm: true,
+  breaks: true,
+  renderer: { html: (token) => escape(token.text ?? token.raw ?? "") },
+});
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   if (node.tagName === "A" && node.hasAttribute("href")) {
