@@ -179,9 +179,17 @@ export function ChatView({ sessionId, temporary, onMenu }) {
   useEffect(() => {
     if (sessionId && !c.loaded) load(sessionId);
   }, [sessionId]);
+  const pinned = useRef(true); // follow the answer unless the reader scrolled up
   useEffect(() => {
-    end.current?.scrollIntoView({ block: "end" });
+    if (pinned.current) end.current?.scrollIntoView({ block: "end" });
   }, [c?.messages.length, c?.turn?.text.length, c?.turn?.status]);
+  useEffect(() => {
+    document.title = sessionId ? `${titleOf(session)} · Eonyx` : "Eonyx";
+  }, [sessionId, session?.title]);
+  const onScroll = (event) => {
+    const el = event.currentTarget;
+    pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  };
 
   async function onSend(text, files) {
     setError(null);
@@ -198,6 +206,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       }
       navigate(`/c/${id}`);
     }
+    pinned.current = true;
     send(id, { text, files });
   }
 
@@ -218,7 +227,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       <${Gauge} context=${c?.context} />
       ${items && html`<${Menu} label="Chat actions" items=${items} />`}
     </header>
-    <div class="chat-scroll">
+    <div class="chat-scroll" onScroll=${onScroll}>
       ${!sessionId && html`<div class="welcome"><h2>How can I help?</h2>
         <p class="muted">${temporary ? "This chat is temporary: it is not listed and leaves no memory." : "Ask anything. Attach images by picking, pasting or dropping them."}</p></div>`}
       ${c?.error && html`<p class="error" role="alert">This chat could not be opened: ${c.error.message}</p>`}
