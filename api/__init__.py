@@ -26,6 +26,7 @@ from api.paths import register_converters
 from api.security import register_security_headers
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
+from api.web import blp as web_blp
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
 from shared.runtime import Runtime
@@ -47,7 +48,7 @@ SECURITY_SCHEMES = {
 
 
 def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Flask:
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # the web client serves /static (api/web)
     app.config.update(
         MAX_CONTENT_LENGTH=settings.max_request_bytes,
         API_TITLE="Eonyx",
@@ -68,6 +69,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_events(app)
     app.register_blueprint(docs.blp, url_prefix=API_PREFIX)
     register_security_headers(app)
+    app.register_blueprint(web_blp)
     return app
 
 
