@@ -335,7 +335,7 @@ export default function MemoryPanel({ api, user, onClose }) {
           tabindex=${tab === f.kind ? 0 : -1}
           ref=${(el) => (tabs.current[f.kind] = el)}
           onClick=${() => setTab(f.kind)}
-        >${f.label}${dirty[f.kind] ? html`<span class="memory-dot" aria-label=" (unsaved)">•</span>` : null}
+        ><span>${f.label}${dirty[f.kind] ? html`<span class="memory-dot"> •<span class="pn-sr-only"> (unsaved)</span></span>` : null}</span>
           <span class="pn-muted pn-tab-file">${f.name}</span></button>`,
       )}
     </div>

@@ -143,6 +143,10 @@ function Roles({ api, offerings, roles, onChanged }) {
     }
   };
   const byRole = Object.fromEntries(roles.map((r) => [r.role, r]));
+  // The built-in offering (from the environment) is what an unset chat role uses: it is the
+  // first option, not one of the others (binding to it is the same as unsetting).
+  const hasDefault = offerings.some((o) => o.builtin);
+  const choices = offerings.filter((o) => !o.builtin);
   return html`<section aria-labelledby="roles-title">
     <h3 id="roles-title">Task model assignments</h3>
     <div class="pn-form-grid pn-roles-grid">
@@ -158,8 +162,8 @@ function Roles({ api, offerings, roles, onChanged }) {
             <select id=${`role-${role}`} name=${role} value=${selected}
               aria-describedby=${`role-${role}-about`}
               onChange=${(e) => assign(role, e.currentTarget.value)}>
-              <option value=${SAME_AS_CHAT}>${role === "chat" ? "Built-in default" : "Same as chat"}</option>
-              ${offerings.map((o) => html`<option key=${o.id} value=${o.id}>${o.id} — ${o.model}</option>`)}
+              <option value=${SAME_AS_CHAT}>${role !== "chat" ? "Same as chat" : hasDefault ? "Built-in default" : "Not set"}</option>
+              ${choices.map((o) => html`<option key=${o.id} value=${o.id}>${o.id} — ${o.model}</option>`)}
             </select>
             <p class="pn-muted" id=${`role-${role}-about`}>${what}; ${current?.explicit ? `set to ${current.offering_id}` : fallback}</p>
           </div>`;
