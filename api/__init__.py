@@ -24,6 +24,7 @@ from api.memory import views as memory_views
 from api.paths import register_converters
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
+from api.web import blp as web_blp
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
 from shared.runtime import Runtime
@@ -32,7 +33,7 @@ API_PREFIX = "/api/v1"
 
 
 def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Flask:
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # the web client serves /static (api/web)
     app.config.update(
         MAX_CONTENT_LENGTH=settings.max_request_bytes,
         API_TITLE="Eonyx",
@@ -51,6 +52,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.register_blueprint(health.blp)
     app.register_blueprint(teams.blp)
     register_events(app)
+    app.register_blueprint(web_blp)
     return app
 
 

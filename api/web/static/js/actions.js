@@ -1,0 +1,79 @@
+// What the chat menus do, each against the API, keeping the store's lists right.
+import { api, errorOf, PREFIX } from "./api.js";
+import { navigate, parse } from "./router.js";
+import { forget, reload, state, upsert } from "./store.js";
+import { toast } from "./toast.js";
+import { download } from "./util.js";
+
+async function attempt(work, failure) {
+  try {
+    return await work();
+  } catch (error) {
+    toast(`${failure}: ${error.message}`, { error: true });
+    return null;
+  }
+}
+
+export const rename = (id, title) =>
+  attempt(async () => upsert(await api.patch(`/sessions/${id}`, { title })), "Could not rename");
+
+export const setPinned = (id, pinned) =>
+  attempt(async () => upsert(await api.patch(`/sessions/${id}`, { pinned })), "Could not pin");
+
+export const setArchived = (id, archived) =>
+  attempt(async () => {
+    upsert(await api.patch(`/sessions/${id}`, { archived }));
+    toast(archived ? "Chat archived." : "Chat unarchived.");
+  }, "Could not archive");
+
+export const moveTo = (id, folderId) =>
+  attempt(async () => upsert(await api.patch(`/sessions/${id}`, { folder_id: folderId })), "Could not move");
+
+export const fork = (id) =>
+  attempt(async () => {
+    const copy = upsert(await api.post(`/sessions/${id}/fork`, {}));
+    navigate(`/c/${copy.id}`);
+    toast("Forked: this is the copy.");
+  }, "Could not fork");
+
+export const exportZip = (id) =>
+  attempt(async () => {
+    const response = await fetch(`${PREFIX}/sessions/${id}/export?format=zip`, { credentials: "same-origin" });
+    if (!response.ok) throw await errorOf(response);
+    download(await response.blob(), `eonyx-${id}.zip`);
+  }, "Could not export");
+
+export const trash = (id) =>
+  attempt(async () => {
+    await api.del(`/sessions/${id}`);
+    const session = state.sessions.get(id);
+    forget(id);
+    if (parse().id === id) navigate("/");
+    toast(`“${session?.title || "Chat"}” moved to the trash.`, {
+      action: { label: "Undo", run: () => restore(id) },
+      ms: 10_000,
+    });
+  }, "Could not delete");
+
+export const restore = (id) =>
+  attempt(async () => {
+    forget(id);
+    upsert(await api.post(`/sessions/${id}/restore`));
+  }, "Could not restore");
+
+export const purge = (id) =>
+  attempt(async () => {
+    await api.del(`/sessions/${id}?purge=true`);
+    forget(id);
+  }, "Could not delete for good");
+
+/** Import a bundle: the new chat goes into the list and opens. Throws the server's reason. */
+export async function importBundle(file) {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  const body = await api.post("/sessions/import", form);
+  await reload("chats");
+  upsert(body.session);
+  navigate(`/c/${body.session.id}`);
+  return body.session;
+}

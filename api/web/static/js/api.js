@@ -1,0 +1,101 @@
+// The API as the web client (and the panels) call it: same origin, the session cookie, and
+// the CSRF header on every request that changes state.
+//
+//   const folders = await api.get("/folders");          // paths are under /api/v1
+//   await api.put("/memory/user", {content, version});  // JSON in, JSON out (null for 204)
+//   try { ... } catch (e) { if (e instanceof ApiError && e.status === 409) ... e.message }
+//
+// Every error is an ApiError carrying the server's {error: {code, message}} and the status.
+// A 401 anywhere means the session ended: `onSignedOut` listeners are told (the app shows
+// the sign-in page).
+
+export const PREFIX = "/api/v1";
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || `request failed (${status})`);
+    this.status = status;
+    this.code = code || "error";
+  }
+}
+
+let csrf = null;
+const signedOut = new Set();
+
+export function setCsrf(token) {
+  csrf = token;
+}
+
+/** The CSRF header for a request made without `request` (a streamed turn). */
+export function csrfHeader() {
+  return csrf ? { "X-CSRF-Token": csrf } : {};
+}
+
+export function onSignedOut(listener) {
+  signedOut.add(listener);
+  return () => signedOut.delete(listener);
+}
+
+function headers(method, extra) {
+  const out = { Accept: "application/json", ...extra };
+  if (method !== "GET" && method !== "HEAD" && csrf) out["X-CSRF-Token"] = csrf;
+  return out;
+}
+
+export async function errorOf(response) {
+  let code = null;
+  let message = null;
+  try {
+    const body = await response.json();
+    code = body?.error?.code;
+    message = body?.error?.message;
+  } catch {
+    message = response.status === 413 ? "the upload is too large" : null;
+  }
+  return new ApiError(response.status, code, message || `${response.status} ${response.statusText}`);
+}
+
+/** One request; `body` is sent as JSON, or as is when it is FormData or a Blob. */
+export async function request(method, path, body, { signal, raw = false } = {}) {
+  const extra = {};
+  let payload;
+  if (body instanceof FormData || body instanceof Blob) payload = body;
+  else if (body !== undefined) {
+    extra["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(PREFIX + path, {
+      method,
+      body: payload,
+      headers: headers(method, extra),
+      credentials: "same-origin",
+      signal,
+    });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, "network", "cannot reach the server");
+  }
+  if (!response.ok) {
+    const error = await errorOf(response);
+    if (response.status === 401 && !path.startsWith("/auth/session")) {
+      for (const listener of signedOut) listener(error);
+    }
+    throw error;
+  }
+  if (raw) return response;
+  if (response.status === 204) return null;
+  const type = response.headers.get("Content-Type") || "";
+  return type.includes("json") ? response.json() : response.text();
+}
+
+export const api = {
+  get: (path, options) => request("GET", path, undefined, options),
+  post: (path, body, options) => request("POST", path, body, options),
+  put: (path, body, options) => request("PUT", path, body, options),
+  patch: (path, body, options) => request("PATCH", path, body, options),
+  del: (path, options) => request("DELETE", path, undefined, options),
+  request,
+};
+export default api;

@@ -1,0 +1,145 @@
+// A list of chats as the sidebar shows it: compact rows in the server's order, loaded page by
+// page as it scrolls into view, with skeleton rows where the next page will land.
+import { html, useEffect, useRef, useState } from "../vendor/preact.js";
+import * as actions from "./actions.js";
+import { Icon, Spinner } from "./icons.js";
+import { Menu } from "./menu.js";
+import { navigate } from "./router.js";
+import { isPending, list, loadMore, state } from "./store.js";
+import { cx, formatTime, plural, titleOf } from "./util.js";
+
+const SKELETONS = 6;
+
+export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) {
+  const current = list(listKey);
+  const sentinel = useRef(null);
+
+  useEffect(() => {
+    if (!current.ids.length && !current.done && !current.loading) loadMore(listKey);
+  }, [listKey]);
+
+  useEffect(() => {
+    const element = sentinel.current;
+    if (!element) return;
+    const observer = new IntersectionObserver(
+      (entries) => entries.some((e) => e.isIntersecting) && loadMore(listKey),
+      { rootMargin: "200px" },
+    );
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [listKey, current.done, current.ids.length]);
+
+  return html`<div class="chat-list">
+    <ul role="list" aria-label=${label} aria-busy=${current.loading ? "true" : "false"}>
+      ${current.ids.map((id) => html`<${Row} key=${id} session=${state.sessions.get(id)}
+        active=${id === activeId} />`)}
+      ${!current.done &&
+      Array.from({ length: SKELETONS }, (_, i) => html`<li key=${"s" + i} class="row skeleton"
+        aria-hidden="true" ref=${i === 0 ? sentinel : null}><span></span></li>`)}
+    </ul>
+    ${current.error && html`<p class="error small" role="alert">${current.error}
+      <button type="button" class="link" onClick=${() => loadMore(listKey)}>Retry</button></p>`}
+    ${current.done && !current.ids.length && html`<p class="empty">${empty}</p>`}
+  </div>`;
+}
+
+function Badge({ source }) {
+  if (source === "api") return html`<span class="badge badge-api" title="Created through the API">API</span>`;
+  if (source === "teams") return html`<span class="badge badge-teams" title="From Microsoft Teams">Teams</span>`;
+  return null;
+}
+
+export function Row({ session, active, snippet = null }) {
+  const [renaming, setRenaming] = useState(false);
+  if (!session) return null;
+  const pending = isPending(session);
+  const title = titleOf(session);
+  const href = `/c/${session.id}`;
+
+  function open(event) {
+    if (event.metaKey || event.ctrlKey || event.shiftKey || event.button === 1) return;
+    event.preventDefault();
+    navigate(href);
+  }
+
+  function dragStart(event) {
+    event.dataTransfer.setData("application/x-eonyx-session", session.id);
+    event.dataTransfer.effectAllowed = "move";
+  }
+
+  const folders = state.folders.map((f) => ({
+    label: f.name,
+    swatch: state.palette.find((c) => c.name === f.color)?.hex,
+    disabled: f.id === session.folder_id,
+    run: () => actions.moveTo(session.id, f.id),
+  }));
+  const items = [
+    { label: "Rename", run: () => setRenaming(true) },
+    { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
+    { label: session.archived ? "Unarchive" : "Archive", run: () => actions.setArchived(session.id, !session.archived) },
+    { label: "Fork", run: () => actions.fork(session.id) },
+    {
+      label: "Move to folder",
+      items: [
+        ...folders,
+        { label: "No folder", disabled: !session.folder_id, run: () => actions.moveTo(session.id, null) },
+      ],
+    },
+    { label: "Export (.zip)", run: () => actions.exportZip(session.id) },
+    { label: "Delete", danger: true, run: () => actions.trash(session.id) },
+  ];
+
+  return html`<li class=${cx("row", active && "active", pending && "pending")} data-session=${session.id}>
+    ${renaming
+      ? html`<${RenameForm} title=${session.title || ""} label="Chat title"
+          onDone=${(value) => { setRenaming(false); if (value !== null) actions.rename(session.id, value); }} />`
+      : html`<a class="row-link" href=${href} onClick=${open} draggable="true" onDragStart=${dragStart}
+          aria-current=${active ? "page" : null}>
+          <span class="row-title">
+            ${session.pinned && html`<span class="pin" title="Pinned"><${Icon} name="pin" size=${12} /></span>`}
+            <span class="title-text">${title}</span>
+            ${pending && html`<${Spinner} label="Generating the title" />`}
+            <${Badge} source=${session.source} />
+          </span>
+          <span class="row-meta">
+            <time datetime=${session.updated_at}>${formatTime(session.updated_at)}</time>
+            <span>${plural(session.message_count || 0, "message")}</span>
+            ${session.image_count ? html`<span>${plural(session.image_count, "image")}</span>` : null}
+          </span>
+          ${snippet && html`<${Snippet} snippet=${snippet} />`}
+        </a>
+        <${Menu} label=${`Actions for ${title}`} items=${items} className="row-menu" />`}
+  </li>`;
+}
+
+export function RenameForm({ title, label, onDone }) {
+  const input = useRef(null);
+  useEffect(() => {
+    input.current?.focus();
+    input.current?.select();
+  }, []);
+  let finished = false;
+  const done = (value) => {
+    if (finished) return;
+    finished = true;
+    onDone(value);
+  };
+  return html`<form class="rename" onSubmit=${(e) => { e.preventDefault(); done(input.current.value.trim() || null); }}>
+    <input ref=${input} aria-label=${label} value=${title} maxlength="200"
+      onKeyDown=${(e) => e.key === "Escape" && done(null)}
+      onBlur=${(e) => done(e.currentTarget.value.trim() && e.currentTarget.value.trim() !== title ? e.currentTarget.value.trim() : null)} />
+  </form>`;
+}
+
+/** A search hit's snippet, its matches marked (offsets from the server; text, never HTML). */
+function Snippet({ snippet }) {
+  const parts = [];
+  let at = 0;
+  for (const [start, end] of snippet.highlights || []) {
+    if (start > at) parts.push(snippet.text.slice(at, start));
+    parts.push(html`<mark>${snippet.text.slice(start, end)}</mark>`);
+    at = end;
+  }
+  parts.push(snippet.text.slice(at));
+  return html`<span class="snippet">${parts}</span>`;
+}

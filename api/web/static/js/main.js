@@ -1,0 +1,56 @@
+// The web client's entry: who is signed in, then the sign-in page or the app's shell.
+import { html, render, useEffect, useState } from "../vendor/preact.js";
+import { api, onSignedOut, setCsrf } from "./api.js";
+import { connect, disconnect } from "./live.js";
+import { navigate, parse, useRoute } from "./router.js";
+import { SignIn } from "./signin.js";
+import { Shell } from "./shell.js";
+import { reset, state } from "./store.js";
+
+function App() {
+  const [auth, setAuth] = useState({ status: "checking", user: null, notice: null });
+  const route = useRoute();
+
+  function signedIn(body) {
+    setCsrf(body.csrf_token);
+    state.user = body.user;
+    setAuth({ status: "in", user: body.user, notice: null });
+    connect();
+    if (parse().name === "signin") navigate(sessionStorage.getItem("eonyx.after") || "/", { replace: true });
+    sessionStorage.removeItem("eonyx.after");
+  }
+
+  function signedOut(notice = null) {
+    disconnect();
+    setCsrf(null);
+    reset();
+    state.user = null;
+    setAuth({ status: "out", user: null, notice });
+    if (parse().name !== "signin") {
+      sessionStorage.setItem("eonyx.after", location.pathname);
+      navigate("/signin", { replace: true });
+    }
+  }
+
+  useEffect(() => {
+    api.get("/auth/session").then(signedIn, () => signedOut());
+    return onSignedOut(() => signedOut("Your session ended: sign in again."));
+  }, []);
+
+  async function signOut() {
+    try {
+      await api.del("/auth/session");
+    } finally {
+      sessionStorage.removeItem("eonyx.after");
+      signedOut("You are signed out.");
+    }
+  }
+
+  if (auth.status === "checking") return html`<p class="boot" role="status">Loading Eonyx…</p>`;
+  if (auth.status === "out" || route.name === "signin") {
+    return html`<${SignIn} onSignedIn=${signedIn} notice=${auth.notice} />`;
+  }
+  return html`<${Shell} user=${auth.user} route=${route} onSignOut=${signOut} />`;
+}
+
+render(html`<${App} />`, document.getElementById("app"));

@@ -1,0 +1,38 @@
+// The signed-in app: the sidebar beside the chat (or the trash), and the panels' dialog.
+import { html, useEffect, useState } from "../vendor/preact.js";
+import { ChatView } from "./chat.js";
+import { PanelDialog } from "./panels.js";
+import { Sidebar } from "./sidebar.js";
+import { loadFolders, loadUiState, useStore } from "./store.js";
+import { Toasts } from "./toast.js";
+import { TrashView } from "./trash.js";
+import { cx } from "./util.js";
+
+export function Shell({ user, route, onSignOut }) {
+  useStore();
+  const [panel, setPanel] = useState(null);
+  const [temporary, setTemporary] = useState(false);
+  const [ready, setReady] = useState(false);
+  const [navOpen, setNavOpen] = useState(false);
+
+  useEffect(() => {
+    Promise.allSettled([loadFolders(), loadUiState()]).then(() => setReady(true));
+  }, []);
+  useEffect(() => setNavOpen(false), [route.name, route.id]);
+
+  const activeId = route.name === "chat" ? route.id : null;
+  return html`<div class=${cx("shell", navOpen && "nav-open")}>
+    ${ready
+      ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
+          setTemporary=${setTemporary} openPanel=${setPanel} onSignOut=${onSignOut} />`
+      : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`}
+    <main class="main">
+      ${route.name === "trash"
+        ? html`<${TrashView} />`
+        : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
+            onMenu=${() => setNavOpen(!navOpen)} />`}
+    </main>
+    ${panel && html`<${PanelDialog} name=${panel} user=${user} onClose=${() => setPanel(null)} />`}
+    <${Toasts} />
+  </div>`;
+}

@@ -1,0 +1,131 @@
+// The sidebar: new chat, temporary toggle, search; the Folders and Chats sections (each
+// collapsible, per device); the footer with the memory panel, settings (admins), the trash
+// and sign-out.
+import { html, useEffect, useRef, useState } from "../vendor/preact.js";
+import { importBundle } from "./actions.js";
+import { ChatList, Row } from "./chatlist.js";
+import { FolderList, NewFolderForm, useDropOut } from "./folders.js";
+import { Icon, Spinner } from "./icons.js";
+import { navigate } from "./router.js";
+import { dropList, list, loadMore, sectionCollapsed, setCollapsed, state } from "./store.js";
+import { cx } from "./util.js";
+
+function Section({ name, title, actions, children, ...rest }) {
+  const collapsed = sectionCollapsed(name);
+  const id = `section-${name}`;
+  return html`<section class=${cx("section", collapsed && "collapsed")} aria-labelledby=${id + "-h"} ...${rest}>
+    <div class="section-head">
+      <h2 id=${id + "-h"}><button type="button" class="section-toggle" aria-expanded=${collapsed ? "false" : "true"}
+        aria-controls=${id} onClick=${() => setCollapsed("section", name, !collapsed)}>
+        <span class=${cx("chevron", !collapsed && "open")}><${Icon} name="chevron" size=${14} /></span>
+        ${title}</button></h2>
+      ${actions}
+    </div>
+    <div id=${id} class="section-body" hidden=${collapsed}>${!collapsed && children}</div>
+  </section>`;
+}
+
+function ImportButton() {
+  const input = useRef(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+
+  async function picked(event) {
+    const file = event.currentTarget.files[0];
+    event.currentTarget.value = "";
+    if (!file) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await importBundle(file);
+    } catch (e) {
+      setError(`Import refused: ${e.message}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return html`<span class="import">
+    <button type="button" class="icon-button" aria-label="Import a chat (.zip)" title="Import a chat (.zip)"
+      disabled=${busy} onClick=${() => input.current.click()}>
+      ${busy ? html`<${Spinner} label="Importing" />` : html`<${Icon} name="upload" />`}</button>
+    <input ref=${input} type="file" accept=".zip,application/zip" hidden onChange=${picked}
+      aria-label="Chat bundle to import" data-testid="import-input" />
+    ${error && html`<p class="error small import-error" role="alert">${error}
+      <button type="button" class="link" onClick=${() => setError(null)}>Dismiss</button></p>`}
+  </span>`;
+}
+
+function SearchResults({ query, activeId }) {
+  const key = `search:${query}`;
+  const current = list(key);
+  useEffect(() => {
+    loadMore(key);
+    return () => dropList(key);
+  }, [key]);
+  return html`<div class="search-results">
+    <ul role="list" aria-label="Search results">
+      ${current.ids.map((id) => html`<${Row} key=${id} session=${state.sessions.get(id)}
+        active=${id === activeId} snippet=${state.sessions.get(id)?.snippet} />`)}
+    </ul>
+    ${current.loading && html`<p class="empty"><${Spinner} label="Searching" /> Searching…</p>`}
+    ${current.error && html`<p class="error small" role="alert">${current.error}</p>`}
+    ${current.done && !current.ids.length && html`<p class="empty">Nothing found.</p>`}
+    ${!current.done && !current.loading && current.ids.length > 0 &&
+    html`<button type="button" class="link" onClick=${() => loadMore(key)}>More results</button>`}
+  </div>`;
+}
+
+export function Sidebar({ user, activeId, route, temporary, setTemporary, openPanel, onSignOut }) {
+  const [query, setQuery] = useState("");
+  const [typed, setTyped] = useState("");
+  const [creating, setCreating] = useState(false);
+  const dropOut = useDropOut();
+
+  useEffect(() => {
+    const timer = setTimeout(() => setQuery(typed.trim()), 250);
+    return () => clearTimeout(timer);
+  }, [typed]);
+
+  return html`<nav class="sidebar" aria-label="Chats">
+    <div class="sidebar-top">
+      <div class="brand"><img src="/static/icon.svg" alt="" width="24" height="24" /><span>Eonyx</span></div>
+      <button type="button" class="new-chat" onClick=${() => navigate("/")}>
+        <${Icon} name="plus" /> New chat</button>
+      <button type="button" class=${cx("toggle", temporary && "on")} aria-pressed=${temporary ? "true" : "false"}
+        title="A temporary chat is not saved in the list and leaves no memory"
+        onClick=${() => { setTemporary(!temporary); navigate("/"); }}>
+        <${Icon} name="ghost" /> Temporary chat</button>
+      <div class="search">
+        <${Icon} name="search" size=${16} />
+        <input type="search" placeholder="Search chats" aria-label="Search chats" value=${typed}
+          onInput=${(e) => setTyped(e.currentTarget.value)} />
+      </div>
+    </div>
+    <div class="sidebar-scroll">
+      ${query
+        ? html`<${SearchResults} query=${query} activeId=${activeId} />`
+        : html`
+          <${Section} name="folders" title="Folders" actions=${html`<button type="button" class="icon-button"
+            aria-label="New folder" title="New folder" onClick=${() => setCreating(true)}><${Icon} name="plus" /></button>`}>
+            ${creating && html`<${NewFolderForm} onDone=${() => setCreating(false)} />`}
+            <${FolderList} activeId=${activeId} />
+          <//>
+          <${Section} name="chats" title="Chats" actions=${html`<${ImportButton} />`}
+            onDragOver=${dropOut.onDragOver} onDrop=${dropOut.onDrop}>
+            <${ChatList} listKey="chats" activeId=${activeId} label="Chats" />
+          <//>`}
+    </div>
+    <div class="sidebar-footer">
+      <button type="button" class="icon-button" aria-label="Agent memory" title="Agent memory"
+        onClick=${() => openPanel("memory")}><${Icon} name="brain" /></button>
+      ${user.is_admin && html`<button type="button" class="icon-button" aria-label="Model settings"
+        title="Model settings" onClick=${() => openPanel("models")}><${Icon} name="gear" /></button>`}
+      <a class=${cx("icon-button", route.name === "trash" && "active")} href="/trash" aria-label="Trash" title="Trash"
+        onClick=${(e) => { e.preventDefault(); navigate("/trash"); }}><${Icon} name="trash" /></a>
+      <span class="who" title=${user.username}>${user.username}</span>
+      <button type="button" class="icon-button" aria-label="Sign out" title="Sign out" onClick=${onSignOut}>
+        <${Icon} name="signout" /></button>
+    </div>
+  </nav>`;
+}

@@ -1,0 +1,56 @@
+// Small helpers: the fixed time format, this device's id, class names.
+
+const pad = (n) => String(n).padStart(2, "0");
+
+/** `YYYY/MM/DD HH:mm`, 24-hour, local time, whatever the browser's language. */
+export function formatTime(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  return `${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+const DEVICE_KEY = "eonyx.device";
+
+/** This browser's device id (kept in localStorage): the sidebar's collapse state is per device. */
+export function deviceId() {
+  let id = null;
+  try {
+    id = localStorage.getItem(DEVICE_KEY);
+  } catch {
+    /* storage disabled: a fresh id each load */
+  }
+  if (!id || !/^[A-Za-z0-9._:-]{1,64}$/.test(id)) {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    id = "web-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    try {
+      localStorage.setItem(DEVICE_KEY, id);
+    } catch {
+      /* ignore */
+    }
+  }
+  return id;
+}
+
+export const cx = (...names) => names.filter(Boolean).join(" ");
+
+export function plural(n, one, many = one + "s") {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** A session's title as shown (a new chat has none yet). */
+export function titleOf(session) {
+  return session?.title || (session?.temporary ? "Temporary chat" : "New chat");
+}
+
+/** Save a Blob as a download (the export). */
+export function download(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -1,0 +1,206 @@
+"""The web client's browser tests: Debian's Chromium driven by Playwright against a live
+`eonyx serve` (API, worker and embedded Redis on SQLite), its model the fake one.
+
+One server per test module (`served`), one browser per run; each test gets a fresh browser
+context signed in as its own user, so tests never see each other's chats. Without
+/usr/bin/chromium the tests skip, except in CI where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.cli.serving import Served, descendants_of, eonyx, ready, serve_environment
+from tests.conftest import eonyx_executable, free_port, wait_for
+from tests.fake_llm import FakeLLM
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PASSWORD = "correct horse battery"
+TIMEOUT_MS = 15_000
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("CI") == "true":
+        return  # the `browser` fixture fails, saying why
+    skip = pytest.mark.skip(reason=f"{CHROMIUM} is not installed (apt-get install chromium)")
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
+
+
+@dataclass
+class Server:
+    """A running `eonyx serve` for one test module, with its fake model."""
+
+    url: str
+    served: Served
+    llm: FakeLLM
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    counter: int = 0
+
+    def user(self, *, admin: bool = False) -> dict[str, Any]:
+        """A new user (`eonyx users create`) and an HTTP client holding a bearer token."""
+        self.counter += 1
+        name = f"{'admin' if admin else 'user'}{self.counter}"
+        args = ["users", "create", name, "--password", PASSWORD] + (["--admin"] if admin else [])
+        created = eonyx(self.served.env, *args)
+        assert created.returncode == 0, created.stderr
+        http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
+        login = http.post("/auth/login", json={"username": name, "password": PASSWORD})
+        assert login.status_code == 200, login.text
+        http.headers["Authorization"] = f"Bearer {login.json()['token']}"
+        account = {"username": name, "password": PASSWORD, "http": http, "admin": admin}
+        self.users[name] = account
+        return account
+
+
+def start_server(tmp_path: Path, llm: FakeLLM, **env: str) -> tuple[Served, str]:
+    environment = serve_environment(tmp_path) | {
+        "EONYX_LLM_BASE_URL": llm.base_url,
+        "EONYX_LLM_MODEL": "fake-model",
+        "LLM_MAX_RETRIES": "0",
+        "LLM_READ_TIMEOUT_SECONDS": "10",
+        "SESSION_TITLE_MODE": "llm",
+        **env,
+    }
+    process = subprocess.Popen(
+        [eonyx_executable(), "serve", "--port", str(free_port())],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    served = Served(process, environment)
+    served.reader = threading.Thread(target=served.read, daemon=True)
+    served.reader.start()
+    url = served.wait_url()
+    with httpx.Client(base_url=url, timeout=10) as http:
+        wait_for(lambda: ready(http), 60, "/readyz (the worker's heartbeat)", interval=0.2)
+    return served, url
+
+
+def stop_server(served: Served) -> None:
+    left = descendants_of(served.process.pid)
+    if served.process.poll() is None:
+        served.process.send_signal(signal.SIGINT)
+        try:
+            served.process.wait(30)
+        except subprocess.TimeoutExpired:
+            served.process.kill()
+            served.process.wait(10)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if served.reader is not None:
+        served.reader.join(10)
+    if served.process.stdout is not None:
+        served.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    llm = FakeLLM().start()
+    served, url = start_server(tmp_path_factory.mktemp("web-serve"), llm)
+    running = Server(url, served, llm)
+    yield running
+    for account in running.users.values():
+        account["http"].close()
+    stop_server(served)
+    llm.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing in CI: .ci/run installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tests put their screenshots (EONYX_WEB_SHOTS to keep them somewhere)."""
+    where = os.environ.get("EONYX_WEB_SHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        return Path(where)
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@dataclass
+class Browsing:
+    """What a test drives: `open(user)` gives a signed-in page in a new context."""
+
+    server: Server
+    browser: Any
+    contexts: list[Any] = field(default_factory=list)
+
+    def context(self, **options: Any) -> Any:
+        context = self.browser.new_context(
+            base_url=self.server.url, viewport={"width": 1280, "height": 800}, **options
+        )
+        context.set_default_timeout(TIMEOUT_MS)
+        self.contexts.append(context)
+        return context
+
+    def sign_in(self, page: Any, account: dict[str, Any]) -> None:
+        page.goto("/")
+        page.get_by_label("Username").fill(account["username"])
+        page.get_by_label("Password").fill(account["password"])
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name="New chat").wait_for()
+
+    def open(self, account: dict[str, Any], context: Any = None, path: str = "/") -> Any:
+        page = (context or self.context()).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.errors = errors  # type: ignore[attr-defined]
+        self.sign_in(page, account)
+        if path != "/":
+            page.goto(path)
+        return page
+
+
+@pytest.fixture
+def web(server: Server, browser: Any) -> Iterator[Browsing]:
+    browsing = Browsing(server, browser)
+    yield browsing
+    for context in browsing.contexts:
+        context.close()
+
+
+@pytest.fixture
+def user(server: Server) -> dict[str, Any]:
+    return server.user()
+
+
+def poll(condition: Callable[[], Any], what: str, timeout: float = 15) -> Any:
+    return wait_for(condition, timeout, what, interval=0.1)
