@@ -11,9 +11,10 @@ import weakref
 from flask import Flask
 
 from api import health, jobs, teams
+from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
-from api.context import EXTENSION
+from api.context import CSRF_HEADER, EXTENSION, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
@@ -30,6 +31,19 @@ from shared.core.settings import Settings
 from shared.runtime import Runtime
 
 API_PREFIX = "/api/v1"
+SECURITY_SCHEMES = {
+    "bearerAuth": {"type": "http", "scheme": "bearer"},
+    "cookieAuth": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": (
+            "A browser sign-in (POST /api/v1/auth/session). POST, PUT, PATCH and DELETE "
+            f"requests authenticated by it must also send {CSRF_HEADER}: the csrf_token "
+            "of the sign-in, or they are refused with 403 csrf_failed."
+        ),
+    },
+}
 
 
 def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Flask:
@@ -60,13 +74,14 @@ def register_api(app: Flask) -> None:
     api = EonyxApi(
         app,
         spec_kwargs={
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
-            "security": [{"bearerAuth": []}],
+            "components": {"securitySchemes": SECURITY_SCHEMES},
+            "security": [{"bearerAuth": []}, {"cookieAuth": []}],
         },
     )
     register_converters(app, api)
     for blueprint in (
         accounts_views.blp,
+        browser.blp,
         sessions_views.blp,
         turns.blp,
         likes.blp,

@@ -1,4 +1,11 @@
-"""Request context: the runtime, the authenticated principal, and the auth decorators."""
+"""Request context: the runtime, the authenticated principal, and the auth decorators.
+
+A caller authenticates with `Authorization: Bearer <token>` or, from a browser, with the
+`eonyx_session` cookie set by `POST /auth/session`. A cookie rides along on requests other
+sites trigger, so a state-changing request authenticated by it must also carry the sign-in's
+CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer requests need
+nothing more, since no browser adds that header on its own.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,9 @@ from shared.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXTENSION = "eonyx"  # the key of the app's Runtime in `app.extensions`
+SESSION_COOKIE = "eonyx_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def runtime_of(app: Flask) -> Runtime:
@@ -34,15 +44,35 @@ def principal() -> Principal:
 
 def authenticate(fallback_token: str | None = None) -> Principal:
     """The caller behind `Authorization: Bearer <token>` (or `fallback_token`, for clients
-    such as browsers' WebSockets that cannot send headers)."""
+    such as browsers' WebSockets that cannot send headers), else behind the session cookie;
+    `g.by_cookie` says which. A state-changing request by cookie must pass `check_csrf`."""
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         token = fallback_token or ""
+    cookie = request.cookies.get(SESSION_COOKIE, "")
+    by_cookie = not token.strip() and bool(cookie)
+    if by_cookie:
+        token = cookie
     if not token.strip():
-        raise Unauthorized("send 'Authorization: Bearer <token>'", code="missing_token")
+        raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     with runtime().db.session() as db:
-        return accounts.authenticate(db, token.strip())
+        found = accounts.authenticate(db, token.strip(), from_cookie=by_cookie)
+    g.by_cookie = by_cookie
+    if by_cookie and request.method not in SAFE_METHODS:
+        check_csrf(cookie)
+    return found
+
+
+def check_csrf(session_token: str) -> None:
+    """Refuse (403 `csrf_failed`) a request whose `X-CSRF-Token` is not the sign-in's."""
+    given = request.headers.get(CSRF_HEADER, "")
+    if not given or not accounts.csrf_matches(session_token.strip(), given):
+        raise Forbidden(
+            f"this request needs the {CSRF_HEADER} header of your sign-in (GET "
+            "/api/v1/auth/session gives it); reload the page and try again",
+            code="csrf_failed",
+        )
 
 
 def login_required(view: F) -> F:
