@@ -22,7 +22,8 @@ import pytest
 
 from tests.cli.serving import Served, descendants_of, eonyx, ready, serve_environment
 from tests.conftest import eonyx_executable, free_port, wait_for
-from tests.fake_llm import FakeLLM
+from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
+from tests.fake_llm import FakeLLM, RecordedRequest, Reply, echo, last_user_text, text
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -48,6 +49,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
+class Model:
+    """The fake model's answers by marker: a test puts a word of its own in its message and
+    says what the answer (`answers`) and the title job (`titles`) get for it. Tests and the
+    worker's jobs share one model, so nothing depends on the order requests come in."""
+
+    def __init__(self, llm: FakeLLM) -> None:
+        self.llm = llm
+        self.answers: dict[str, Reply] = {}
+        self.titles: dict[str, Reply] = {}
+        llm.set_default(self.reply)
+
+    def reply(self, request: RecordedRequest) -> Reply:
+        messages = request.messages
+        is_title = bool(messages) and messages[0].get("content") == TITLE_INSTRUCTIONS
+        said = last_user_text(request.body)
+        for marker, reply in (self.titles if is_title else self.answers).items():
+            if marker in said:
+                return reply
+        return text("A generated title") if is_title else echo(request)
+
+
 @dataclass
 class Server:
     """A running `eonyx serve` for one test module, with its fake model."""
@@ -55,6 +77,7 @@ class Server:
     url: str
     served: Served
     llm: FakeLLM
+    model: Model
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     counter: int = 0
 
@@ -80,7 +103,9 @@ def start_server(tmp_path: Path, llm: FakeLLM, **env: str) -> tuple[Served, str]
         "EONYX_LLM_MODEL": "fake-model",
         "LLM_MAX_RETRIES": "0",
         "LLM_READ_TIMEOUT_SECONDS": "10",
+        "EONYX_LLM_CONTEXT_WINDOW": "2000",
         "SESSION_TITLE_MODE": "llm",
+        "USER_PROFILE_ENABLED": "false",  # no extraction job asking the model in between
         **env,
     }
     process = subprocess.Popen(
@@ -125,7 +150,7 @@ def stop_server(served: Served) -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     llm = FakeLLM().start()
     served, url = start_server(tmp_path_factory.mktemp("web-serve"), llm)
-    running = Server(url, served, llm)
+    running = Server(url, served, llm, Model(llm))
     yield running
     for account in running.users.values():
         account["http"].close()
