@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.fake_llm import FakeLLM
-from tests.web.conftest import Browsing, Server, start_server, stop_server
+from tests.web.conftest import Browsing, Model, Server, start_server, stop_server
 
 SECRET = "sk-web-test-secret-0123456789"
 URL_SECRET = "url-secret-9876"
@@ -24,7 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     served, url = start_server(
         tmp_path_factory.mktemp("web-models"), llm, EONYX_KEY_WEBTEST=SECRET
     )
-    running = Server(url, served, llm)
+    running = Server(url, served, llm, Model(llm))
     yield running
     for account in running.users.values():
         account["http"].close()
