@@ -6,7 +6,23 @@
 // is itself backed up). Only administrators edit the identity; others read it.
 
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { EditorState, EditorView, basicSetup, markdown } from "../vendor/codemirror.js";
+import {
+  EditorState,
+  EditorView,
+  defaultHighlightStyle,
+  defaultKeymap,
+  drawSelection,
+  highlightActiveLine,
+  highlightActiveLineGutter,
+  highlightSpecialChars,
+  history,
+  historyKeymap,
+  indentOnInput,
+  keymap,
+  lineNumbers,
+  markdownLanguage,
+  syntaxHighlighting,
+} from "../vendor/codemirror.js";
 import { Confirm, PanelFrame, ensureStylesheet, formatStamp, messageOf } from "./common.js";
 
 ensureStylesheet();
@@ -60,8 +76,16 @@ function MarkdownEditor({ id, doc, readOnly, label, describedBy, onChange, viewR
       state: EditorState.create({
         doc,
         extensions: [
-          basicSetup,
-          markdown(),
+          lineNumbers(),
+          highlightActiveLineGutter(),
+          highlightSpecialChars(),
+          history(),
+          drawSelection(),
+          indentOnInput(),
+          highlightActiveLine(),
+          keymap.of([...defaultKeymap, ...historyKeymap]),
+          markdownLanguage,
+          syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
           EditorView.lineWrapping,
           EditorState.readOnly.of(readOnly),
           EditorView.editable.of(!readOnly),
