@@ -21,9 +21,7 @@ URL_SECRET = "url-secret-9876"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The module's server, with a key in the variable an offering names."""
     llm = FakeLLM().start()
-    served, url = start_server(
-        tmp_path_factory.mktemp("web-models"), llm, EONYX_KEY_WEBTEST=SECRET
-    )
+    served, url = start_server(tmp_path_factory.mktemp("web-models"), llm, EONYX_KEY_WEBTEST=SECRET)
     running = Server(url, served, llm, Model(llm))
     yield running
     for account in running.users.values():
@@ -66,7 +64,9 @@ def test_an_admin_adds_assigns_and_removes_an_offering_and_never_sees_a_key(
 
     form = panel.get_by_role("form", name="Add an offering")
     form.get_by_label("Id").fill("small")
-    form.get_by_label("Base URL").fill(f"http://reader:{URL_SECRET}@127.0.0.1:9/v1?key={URL_SECRET}")
+    form.get_by_label("Base URL").fill(
+        f"http://reader:{URL_SECRET}@127.0.0.1:9/v1?key={URL_SECRET}"
+    )
     form.get_by_label("Model", exact=True).fill("small-model")
     form.get_by_label("Key variable").fill("OPENAI_API_KEY")  # not a variable meant for keys
     form.get_by_label("Context window").fill("32000")
@@ -130,7 +130,8 @@ def test_a_plain_user_sees_no_admin_settings(web: Browsing, user: dict[str, Any]
           const host = document.createElement("div");
           document.body.append(host);
           const api = { get: async () => { throw new Error("no request expected"); } };
-          render(html`<${Settings} api=${api} user=${{ is_admin: false }} onClose=${() => {}} />`, host);
+          const user = { is_admin: false };
+          render(html`<${Settings} api=${api} user=${user} onClose=${() => {}} />`, host);
           const text = host.textContent;
           render(null, host);
           host.remove();
