@@ -82,3 +82,11 @@ class RoleByName(MethodView):
         with rt.db.session() as db:
             catalog.set_role(db, rt.settings, role, body["offering_id"])
         return _role(role)
+
+    @admin_required
+    @blp.response(200, RoleSchema)
+    def delete(self, role: str) -> dict[str, Any]:
+        """Unset the role: it falls back to the chat's offering."""
+        with runtime().db.session() as db:
+            catalog.clear_role(db, role)
+        return _role(role)

@@ -233,6 +233,14 @@ def set_role(db: Session, settings: Settings, role: str, offering_id: str) -> No
     db.merge(RoleBinding(role=role, offering_id=offering_id))
 
 
+def clear_role(db: Session, role: str) -> None:
+    """Drop the role's explicit binding: it falls back to the chat's offering again (for
+    `chat` itself: the built-in `default`, when the environment gives one)."""
+    _check_role(role)
+    mark_changed(db)
+    db.execute(delete(RoleBinding).where(RoleBinding.role == role))
+
+
 def role_bindings(db: Session, settings: Settings) -> dict[str, tuple[str | None, bool]]:
     """role -> (offering id that serves it or None, whether it is set explicitly)."""
     explicit = {b.role: b.offering_id for b in db.scalars(select(RoleBinding))}

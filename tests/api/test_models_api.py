@@ -90,6 +90,28 @@ def test_unset_roles_fall_back_to_the_chat_offering(
         assert catalog.resolve(db, rt.settings, "session_title").model == "small-model"
 
 
+def test_an_unset_role_falls_back_to_the_chat_offering_again(
+    client: FlaskClient, admin: Account, alice: Account, rt: Runtime
+) -> None:
+    client.post(f"{API}/models/offerings", json=OFFERING, headers=admin.headers)
+    small = {**OFFERING, "id": "small", "model": "small-model"}
+    client.post(f"{API}/models/offerings", json=small, headers=admin.headers)
+    client.put(f"{API}/models/roles/chat", json={"offering_id": "big"}, headers=admin.headers)
+    url = f"{API}/models/roles/session_title"
+    client.put(url, json={"offering_id": "small"}, headers=admin.headers)
+
+    assert client.delete(url, headers=alice.headers).status_code == 403
+    assert client.get(url, headers=admin.headers).get_json()["offering_id"] == "small"
+    cleared = client.delete(url, headers=admin.headers)
+    assert cleared.status_code == 200
+    assert cleared.get_json() == {"role": "session_title", "offering_id": "big", "explicit": False}
+    with rt.db.session() as db:
+        assert catalog.resolve(db, rt.settings, "session_title").model == "big-model"
+    # unsetting a role that is not set changes nothing
+    assert client.delete(url, headers=admin.headers).get_json()["offering_id"] == "big"
+    assert client.delete(f"{API}/models/roles/poetry", headers=admin.headers).status_code == 404
+
+
 def test_unknown_role_and_offering(client: FlaskClient, admin: Account) -> None:
     assert client.get(f"{API}/models/roles/poetry", headers=admin.headers).status_code == 404
     missing = client.put(
