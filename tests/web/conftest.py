@@ -172,8 +172,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     llm.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per test module. Not per session: Playwright's sync API keeps an asyncio
+    loop running in this thread while it is started, and under xdist the same process goes
+    on to modules that call asyncio.run (Textual's pilot) or start Playwright themselves."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing in CI: .ci/run installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
