@@ -83,7 +83,8 @@ def retry_after_seconds() -> int:
     for limiter in current_app.extensions.get("limiter", ()):
         current = limiter.current_limit
         if current is not None and current.breached:
-            return max(1, math.ceil(current.reset_at - time.time()))
+            window = current.limit.get_expiry()  # the oldest hit leaves the window by then
+            return max(1, min(window, math.ceil(current.reset_at - time.time())))
     return 60
 
 
