@@ -11,8 +11,8 @@ A request over a limit is answered 429 `{"error": {"code": "rate_limited", ...}}
 `Retry-After` in seconds (the OpenAI facade in its own error shape, see api/facade).
 The counters live in Redis, so every API process and replica shares them; without Redis
 each process counts for itself. A Redis failure lets requests through (logged) rather than
-refusing them. `RATE_LIMITS_ENABLED=false` turns both off. /healthz, /readyz and /metrics
-are never limited.
+refusing them. `RATE_LIMITS_ENABLED=false` turns both off. /healthz, /readyz, /metrics and
+the Teams endpoint (one Bot Framework token speaks for every Teams user) are never limited.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from shared.runtime import Runtime
 
 # The views whose requests are turns (their endpoints, as Flask names them).
 TURN_ENDPOINTS = ("turns.Turns", "openai.ChatCompletions")
-UNLIMITED_BLUEPRINTS = ("health", "metrics")
+# Health and metrics are probes; the Teams endpoint is called by the Bot Framework with one
+# token for every Teams user (each activity is checked, acknowledged and queued at once).
+UNLIMITED_BLUEPRINTS = ("health", "metrics", "teams")
 KEY_PREFIX = "eonyx:ratelimit"
 
 
