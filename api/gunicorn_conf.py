@@ -77,21 +77,21 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
 def metrics_hooks(environ: Mapping[str, str]) -> dict[str, object]:
     """With metrics on, the worker processes share a multiprocess directory, so a scrape of
     any of them answers for all (shared/core/metrics.py): the one PROMETHEUS_MULTIPROC_DIR
-    names, else a fresh one made here. It is emptied when gunicorn starts (counters begin
-    at zero, as Prometheus expects after a restart), and a worker that exits is marked dead
-    so the open-sockets gauge forgets it."""
+    names, which whoever names it keeps empty at start-up (the compose file's is on the
+    container's fresh /dev/shm; `eonyx serve` empties its own before it starts the worker
+    that shares it), else a new one made here. A worker that exits is marked dead so the
+    open-sockets gauge forgets it."""
     if not (environ.get("METRICS_TOKEN") or "").strip():
         return {}
 
     def on_starting(_server: object) -> None:
-        from shared.core.metrics import empty_directory
-
         directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-        if not directory:
-            base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-            directory = tempfile.mkdtemp(prefix="eonyx-metrics-", dir=base)
-            os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers inherit it
-        empty_directory(directory)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+            return
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        directory = tempfile.mkdtemp(prefix="eonyx-metrics-", dir=base)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers inherit it
 
     def child_exit(_server: object, worker: Any) -> None:
         from prometheus_client import multiprocess
