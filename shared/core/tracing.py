@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from shared.core.settings import Settings
+from shared.core.settings import Settings, SettingsError
 
 _lock = threading.Lock()
 _started = False
@@ -29,12 +29,18 @@ def start(settings: Settings, service: str) -> bool:
     with _lock:
         if _started:
             return True
-        from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        try:
+            from opentelemetry import trace
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+            from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError as exc:
+            raise SettingsError(
+                "OTEL_EXPORTER_OTLP_ENDPOINT is set, but the tracing packages are not "
+                f"installed ({exc.name}): pip install 'eonyx[otel]'"
+            ) from None
 
         name = settings.otel_service_name or service
         provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
