@@ -54,4 +54,8 @@ def configure(settings: Settings, stream: IO[str] | None = None) -> logging.Hand
     handler.addFilter(ContextFilter())
     root.addHandler(handler)
     root.setLevel(settings.log_level.upper())
+    # httpx logs every request at info: one line per model call, which the metrics count.
+    # Shown with LOG_LEVEL=debug; a failed call is logged by the model client itself.
+    quiet = logging.DEBUG if settings.log_level == "debug" else logging.WARNING
+    logging.getLogger("httpx").setLevel(quiet)
     return handler

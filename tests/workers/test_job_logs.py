@@ -67,7 +67,7 @@ def test_the_request_id_is_in_the_api_line_and_in_its_jobs_line(
     line = wait_for(job_line, timeout=WORKER_START, what="the title job's log line")
     assert line["request_id"] == "lisbon-7"
     assert line["state"] == "SUCCESS" and line["job_id"]
-    # Every line the job wrote while it ran carries the id (the model call's, for one).
+    # Every line the job wrote while it ran carries the id (Celery's own included).
     during = [
         entry
         for entry in json_lines(log_file.read_text(errors="replace"))
