@@ -63,7 +63,8 @@ def metrics_view() -> Response | tuple[dict[str, object], int, dict[str, str]]:
     if not expected:
         return error_payload("not_found", "metrics are off (set METRICS_TOKEN)"), 404, {}
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected.encode()):
+    given = token.strip().encode()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected.encode()):
         body = error_payload("invalid_token", "send 'Authorization: Bearer <METRICS_TOKEN>'")
         return body, 401, {"WWW-Authenticate": "Bearer"}
     from shared.core import metrics

@@ -20,8 +20,9 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from typing import cast
 
-from flask import Flask, current_app, request
+from flask import Blueprint, Flask, current_app, request
 from flask_limiter import Limiter, RateLimitExceeded
 
 from shared.runtime import Runtime
@@ -70,13 +71,13 @@ def register_rate_limits(app: Flask, rt: Runtime) -> Limiter | None:
     for name in UNLIMITED_BLUEPRINTS:
         blueprint = app.blueprints.get(name)
         if blueprint is not None:
-            limiter.exempt(blueprint)
+            limiter.exempt(cast(Blueprint, blueprint))
     turns = limiter.shared_limit(
         f"{settings.rate_limit_turns_per_minute} per minute", scope="turns", methods=["POST"]
     )
     for endpoint in TURN_ENDPOINTS:
         # Registered by the view's name: the limit applies to the view as Flask calls it.
-        app.view_functions[endpoint] = turns(app.view_functions[endpoint])
+        app.view_functions[endpoint] = turns(app.view_functions[endpoint])  # type: ignore[assignment]
     return limiter
 
 

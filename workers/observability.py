@@ -41,9 +41,7 @@ def request_id_of(task: Task) -> str | None:
     """The request id the job was sent with (Celery keeps custom headers on the request,
     as attributes or under `headers`, depending on the protocol)."""
     request = task.request
-    found = getattr(request, HEADER, None) or (getattr(request, "headers", None) or {}).get(
-        HEADER
-    )
+    found = getattr(request, HEADER, None) or (getattr(request, "headers", None) or {}).get(HEADER)
     return found if isinstance(found, str) else None
 
 

@@ -330,7 +330,7 @@ def _turn_steps(
     request: TurnRequest,
     *,
     stream: bool = False,
-) -> Iterator[TextDelta | StepEvent | TurnResult]:
+) -> Generator[TextDelta | StepEvent | TurnResult, None, None]:
     """The turn itself (see `iter_turn`).
 
     Records go to the file as they happen; the index row is brought up to date once, at the

@@ -80,9 +80,15 @@ def test_metrics_count_turns_and_model_calls_by_outcome(watched: Chat) -> None:
     assert grew("eonyx_turn_seconds_count", outcome="ok") == 1
     assert grew("eonyx_turn_seconds_count", outcome="model_error") == 1
     assert grew("eonyx_model_call_seconds_count", role="chat", offering="default") == 2
-    assert grew(
-        "eonyx_model_call_errors_total", role="chat", offering="default", error="llm_unavailable"
-    ) == 1
+    assert (
+        grew(
+            "eonyx_model_call_errors_total",
+            role="chat",
+            offering="default",
+            error="llm_unavailable",
+        )
+        == 1
+    )
     assert grew("eonyx_model_tokens_total", role="chat", offering="default", kind="prompt") > 0
     assert grew("eonyx_model_tokens_total", role="chat", offering="default", kind="completion") > 0
     # The title job the first turn sent waits in the queue (no worker runs here).
@@ -111,9 +117,11 @@ def test_metrics_count_a_job_run_by_its_task(watched: Chat) -> None:
     seconds = value(after, "eonyx_job_seconds_count", task=jobs.SESSION_TITLE)
     assert seconds - value(before, "eonyx_job_seconds_count", task=jobs.SESSION_TITLE) == 2
     grew = value(after, "eonyx_model_call_seconds_count", role="session_title", offering="default")
-    assert grew - value(
-        before, "eonyx_model_call_seconds_count", role="session_title", offering="default"
-    ) == 1
+    assert (
+        grew
+        - value(before, "eonyx_model_call_seconds_count", role="session_title", offering="default")
+        == 1
+    )
 
 
 def test_metrics_show_the_events_sockets_open(watched: Chat) -> None:
@@ -190,8 +198,7 @@ def test_a_token_over_its_request_limit_gets_429_but_health_checks_never_do(
 ) -> None:
     chat = make_chat(RATE_LIMIT_REQUESTS_PER_MINUTE="3")
     statuses = [
-        chat.client.get(f"{API}/sessions", headers=chat.user.headers).status_code
-        for _ in range(4)
+        chat.client.get(f"{API}/sessions", headers=chat.user.headers).status_code for _ in range(4)
     ]
     assert statuses == [200, 200, 200, 429]
     assert all(chat.client.get("/healthz").status_code == 200 for _ in range(5))
@@ -244,5 +251,6 @@ def test_a_missing_or_unsafe_request_id_is_replaced(watched: Chat) -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", first)
     assert watched.client.get("/healthz").headers["X-Request-Id"] != first
     for unsafe in ("has space", "x" * 200, "-starts-with-dash", "ünïcode"):
-        given = watched.client.get("/healthz", headers={"X-Request-Id": unsafe.encode().decode("latin-1")})
+        header = unsafe.encode().decode("latin-1")  # as the bytes arrive on the wire
+        given = watched.client.get("/healthz", headers={"X-Request-Id": header})
         assert re.fullmatch(r"[0-9a-f]{32}", given.headers["X-Request-Id"]), unsafe

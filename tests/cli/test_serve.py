@@ -44,6 +44,7 @@ def json_lines(output: str) -> list[dict]:
                 pass
     return found
 
+
 ALL_READY = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat": "ok"}
 
 
