@@ -20,8 +20,12 @@ run: $(STAMP)  ## the API and a worker on embedded defaults
 worker: $(STAMP)
 	$(BIN)/eonyx worker
 
+# Two processes (pytest-xdist), a test module per process at a time: each has its own
+# PostgreSQL schema and Redis databases (tests/conftest.py). XDIST= runs in one process.
+XDIST ?= -n 2 --dist loadfile
+
 test: $(STAMP)  ## the whole suite (real-service cases skip without PostgreSQL/Redis, fail in CI)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -10,10 +10,11 @@ import weakref
 
 from flask import Flask
 
-from api import health, jobs, teams
+from api import docs, health, jobs, teams
+from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
-from api.context import EXTENSION
+from api.context import CSRF_HEADER, EXTENSION, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
@@ -24,6 +25,7 @@ from api.memory import views as memory_views
 from api.observability import register_observability
 from api.paths import register_converters
 from api.ratelimit import register_rate_limits
+from api.security import register_security_headers
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from shared.core.jobs import JobQueue
@@ -31,6 +33,19 @@ from shared.core.settings import Settings
 from shared.runtime import Runtime
 
 API_PREFIX = "/api/v1"
+SECURITY_SCHEMES = {
+    "bearerAuth": {"type": "http", "scheme": "bearer"},
+    "cookieAuth": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": SESSION_COOKIE,
+        "description": (
+            "A browser sign-in (POST /api/v1/auth/session). POST, PUT, PATCH and DELETE "
+            f"requests authenticated by it must also send {CSRF_HEADER}: the csrf_token "
+            "of the sign-in, or they are refused with 403 csrf_failed."
+        ),
+    },
+}
 
 
 def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Flask:
@@ -54,6 +69,8 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.register_blueprint(health.blp)
     app.register_blueprint(teams.blp)
     register_events(app)
+    app.register_blueprint(docs.blp, url_prefix=API_PREFIX)
+    register_security_headers(app)
     register_rate_limits(app, runtime)  # last: it wraps the turn views registered above
     return app
 
@@ -62,13 +79,14 @@ def register_api(app: Flask) -> None:
     api = EonyxApi(
         app,
         spec_kwargs={
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
-            "security": [{"bearerAuth": []}],
+            "components": {"securitySchemes": SECURITY_SCHEMES},
+            "security": [{"bearerAuth": []}, {"cookieAuth": []}],
         },
     )
     register_converters(app, api)
     for blueprint in (
         accounts_views.blp,
+        browser.blp,
         sessions_views.blp,
         turns.blp,
         likes.blp,

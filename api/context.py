@@ -1,4 +1,11 @@
-"""Request context: the runtime, the authenticated principal, and the auth decorators."""
+"""Request context: the runtime, the authenticated principal, and the auth decorators.
+
+A caller authenticates with `Authorization: Bearer <token>` or, from a browser, with the
+`eonyx_session` cookie set by `POST /auth/session`. A cookie rides along on requests other
+sites trigger, so a state-changing request authenticated by it must also carry the sign-in's
+CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer requests need
+nothing more, since no browser adds that header on its own.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,9 @@ from shared.runtime import Runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXTENSION = "eonyx"  # the key of the app's Runtime in `app.extensions`
+SESSION_COOKIE = "eonyx_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def runtime_of(app: Flask) -> Runtime:
@@ -32,17 +42,41 @@ def principal() -> Principal:
     return g.principal
 
 
+def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
+    """The token the request authenticates with, and whether it is the session cookie's:
+    `Authorization: Bearer <token>`, else `fallback_token` (for clients such as browsers'
+    WebSockets that cannot send headers), else the cookie. ("", False) when there is none."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip(), False
+    if fallback_token and fallback_token.strip():
+        return fallback_token.strip(), False
+    cookie = request.cookies.get(SESSION_COOKIE, "").strip()
+    return cookie, bool(cookie)
+
+
 def authenticate(fallback_token: str | None = None) -> Principal:
-    """The caller behind `Authorization: Bearer <token>` (or `fallback_token`, for clients
-    such as browsers' WebSockets that cannot send headers)."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        token = fallback_token or ""
-    if not token.strip():
-        raise Unauthorized("send 'Authorization: Bearer <token>'", code="missing_token")
+    """The caller behind the request's token (see `presented_token`). A state-changing
+    request authenticated by the cookie must also pass `check_csrf`."""
+    token, by_cookie = presented_token(fallback_token)
+    if not token:
+        raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     with runtime().db.session() as db:
-        return accounts.authenticate(db, token.strip())
+        found = accounts.authenticate(db, token, from_cookie=by_cookie)
+    if by_cookie and request.method not in SAFE_METHODS:
+        check_csrf(token)
+    return found
+
+
+def check_csrf(session_token: str) -> None:
+    """Refuse (403 `csrf_failed`) a request whose `X-CSRF-Token` is not the sign-in's."""
+    given = request.headers.get(CSRF_HEADER, "")
+    if not given or not accounts.csrf_matches(session_token.strip(), given):
+        raise Forbidden(
+            f"this request needs the {CSRF_HEADER} header of your sign-in (GET "
+            "/api/v1/auth/session gives it); reload the page and try again",
+            code="csrf_failed",
+        )
 
 
 def login_required(view: F) -> F:

@@ -1,6 +1,9 @@
 """GET /api/v1/events: a WebSocket that pushes the caller's live events.
 
-Browsers cannot set headers on a WebSocket, so the token may also come as `?token=`. Without
+Browsers cannot set headers on a WebSocket, so the token may also come as `?token=`, or a
+signed-in browser's session cookie authenticates the socket. Any page may open a WebSocket to
+any host and the browser sends the cookie along, so an upgrade the cookie would authenticate
+is refused (403, before the handshake) unless its Origin is this server's own. Without
 Redis there is nothing to push and the socket closes with a message saying so; clients then
 fall back to polling the API.
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from urllib.parse import urlsplit
 
 from flask import Flask, g, request
 from flask_sock import Sock
@@ -22,7 +26,8 @@ from simple_websocket import ConnectionClosed
 from sqlalchemy.exc import SQLAlchemyError
 from wsproto.utilities import LocalProtocolError
 
-from api.context import authenticate, runtime
+from api.context import authenticate, presented_token, runtime
+from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
 from shared.core.errors import Unauthorized
 from shared.storage import events
@@ -38,10 +43,22 @@ INTERNAL_ERROR = 1011
 # What sending raises once the client is gone: the close seen by the socket's reader thread
 # (ConnectionClosed), its socket closed under us (OSError), or a frame after the close.
 GONE = (ConnectionClosed, OSError, LocalProtocolError)
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def register_events(app: Flask) -> None:
     sock = Sock(app)
+
+    @app.before_request
+    def refuse_cross_site_cookie():  # type: ignore[no-untyped-def]
+        if (
+            request.endpoint == "events_socket"
+            and presented_token(request.args.get("token"))[1]
+            and not _same_origin()
+        ):
+            message = "a signed-in browser may open the events socket only from this server's pages"
+            return error_payload("bad_origin", message), 403
+        return None
 
     @sock.route("/api/v1/events")
     def events_socket(ws) -> None:  # type: ignore[no-untyped-def]
@@ -49,6 +66,23 @@ def register_events(app: Flask) -> None:
             _serve(ws, request.args.get("token"))
         except GONE:
             pass  # the client left; there is no one to tell
+
+
+def _same_origin() -> bool:
+    """Whether the request's Origin names the host it was sent to (scheme aside: behind a
+    TLS proxy the server may see http)."""
+    try:
+        origin = urlsplit(request.headers.get("Origin", ""))
+        host = urlsplit("//" + request.host)
+        default = DEFAULT_PORTS.get(origin.scheme)
+        return (
+            origin.scheme in DEFAULT_PORTS
+            and origin.hostname is not None
+            and origin.hostname == host.hostname
+            and (origin.port or default) == (host.port or default)
+        )
+    except ValueError:  # a port that is not a number
+        return False
 
 
 def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]

@@ -25,6 +25,7 @@ from typing import cast
 from flask import Blueprint, Flask, current_app, request
 from flask_limiter import Limiter, RateLimitExceeded
 
+from api.context import presented_token
 from shared.runtime import Runtime
 
 # The views whose requests are turns (their endpoints, as Flask names them).
@@ -36,11 +37,10 @@ KEY_PREFIX = "eonyx:ratelimit"
 
 
 def client_key() -> str:
-    """Whose budget a request spends: its bearer token (hashed: a key never reaches Redis
-    in clear), or its address when it has none (a login, an unauthenticated probe)."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    token = token.strip() if scheme.lower() == "bearer" else ""
-    token = token or request.args.get("token", "")  # the events socket's browser form
+    """Whose budget a request spends: the token it presents (a bearer token, the events
+    socket's `?token=`, or the browser's session cookie; api/context.py), hashed so that no
+    token reaches Redis in clear; or its address when it has none (a sign-in, a probe)."""
+    token, _ = presented_token(request.args.get("token"))
     if token:
         return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
     return "addr:" + (request.remote_addr or "unknown")

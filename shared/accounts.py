@@ -2,7 +2,11 @@
 
 Passwords are hashed with werkzeug's scrypt. Tokens are 32 random bytes shown once; only their
 SHA-256 is stored (a token has enough entropy that a slow hash adds nothing). A login token
-(source `web`) expires; an API key (source `api`) lives until it is revoked.
+(source `web`) expires; an API key (source `api`) lives until it is revoked. A browser's
+sign-in (source `browser`) is a token too, so that it can be listed and revoked like the
+others; it is only accepted from the session cookie, and only it is, so a bearer token cannot
+be planted as a cookie nor a cookie's value replayed without the cookie's CSRF rule. Its CSRF
+token is derived from it (`csrf_token`): bound to the sign-in, nothing more to store.
 
 Logins are throttled (`attempt_login`): per account and per client address, failures past a
 few free ones block further attempts with a doubling backoff, answered 429 with the wait and
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import math
 import re
 import secrets
@@ -43,7 +48,8 @@ PASSWORD_RULE = (
 )
 TOKEN_NAME_MAX = 100
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
-SOURCES = ("web", "api")
+SOURCES = ("web", "api", "browser")
+BROWSER = "browser"  # the source of a browser sign-in
 # Failures before a block, how long they are remembered, first and longest block (seconds).
 ACCOUNT_POLICY = Policy(free=5, window=15 * 60, base=2, ceiling=15 * 60)
 ADDRESS_POLICY = Policy(free=30, window=15 * 60, base=2, ceiling=15 * 60)
@@ -123,15 +129,18 @@ def _dummy_hash() -> str:
     return generate_password_hash(secrets.token_urlsafe(16))
 
 
-def login(db: Session, username: str, password: str, ttl: timedelta) -> tuple[ApiToken, str]:
-    """A new expiring `web` token for the right password; one vague error otherwise."""
+def login(
+    db: Session, username: str, password: str, ttl: timedelta, source: str = "web"
+) -> tuple[ApiToken, str]:
+    """A new expiring `source` token (`web`, or `browser` for a sign-in cookie) for the right
+    password; one vague error otherwise."""
     user = None
     if USERNAME_RE.fullmatch(username):  # anything else cannot name an account
         user = db.scalar(select(User).where(func.lower(User.username) == username.lower()))
     ok = check_password_hash(user.password_hash if user else _dummy_hash(), password)
     if user is None or not ok:
         raise Unauthorized("wrong username or password", code="bad_credentials")
-    return _issue(db, user, "login", "web", ttl)
+    return _issue(db, user, "login" if source == "web" else "browser sign-in", source, ttl)
 
 
 def attempt_login(
@@ -141,6 +150,7 @@ def attempt_login(
     username: str,
     password: str,
     ttl: timedelta,
+    source: str = "web",
 ) -> tuple[ApiToken, str]:
     """`login`, throttled per account and per client `address` (see the module doc)."""
     account_key = "login:user:" + hashlib.sha256(username.lower().encode()).hexdigest()
@@ -154,7 +164,7 @@ def attempt_login(
                 code="too_many_logins",
             )
     try:
-        issued = login(db, username, password, ttl)
+        issued = login(db, username, password, ttl, source)
     except Unauthorized:
         block = max(
             throttle.fail(account_key, ACCOUNT_POLICY), throttle.fail(address_key, ADDRESS_POLICY)
@@ -235,17 +245,34 @@ _TOUCH = (
 TOUCH_EVERY = timedelta(minutes=5)
 
 
-def authenticate(db: Session, token: str) -> Principal:
-    """The principal behind a bearer token, or `Unauthorized`. One query; `last_used_at`
-    is written at most every five minutes."""
+def authenticate(db: Session, token: str, *, from_cookie: bool = False) -> Principal:
+    """The principal behind a bearer token (or, `from_cookie`, a browser sign-in), or
+    `Unauthorized`. One query; `last_used_at` is written at most every five minutes."""
     connection = db.connection()
     found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
     if found is None:
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     token_id, source, expires_at, revoked_at, last_used_at, user_id, username, is_admin = found
     stamp = now()
-    if revoked_at is not None or (expires_at is not None and expires_at <= stamp):
+    if (
+        revoked_at is not None
+        or (expires_at is not None and expires_at <= stamp)
+        or (source == BROWSER) != from_cookie
+    ):
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     if last_used_at is None or stamp - last_used_at > TOUCH_EVERY:
         connection.execute(_TOUCH, {"token_id": token_id, "stamp": stamp})
-    return Principal(user_id, username, is_admin, source, token_id)
+    # A browser sign-in is the web client: what it starts is from "web", as the listing says.
+    return Principal(user_id, username, is_admin, "web" if source == BROWSER else source, token_id)
+
+
+def csrf_token(session_token: str) -> str:
+    """The CSRF token of a browser sign-in: an HMAC keyed with the sign-in's own secret, so
+    only who holds the cookie's value (the server, on each request) can compute it, and it
+    tells nothing about that value."""
+    return hmac.new(session_token.encode(), b"eonyx csrf v1", hashlib.sha256).hexdigest()
+
+
+def csrf_matches(session_token: str, given: str) -> bool:
+    """Whether `given` is the sign-in's CSRF token (compared in constant time)."""
+    return hmac.compare_digest(csrf_token(session_token).encode(), given.encode())

@@ -38,7 +38,24 @@ __all__ = ["fake_llm"]  # a fixture for every test module
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_URL = os.environ.get("EONYX_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13")
+
+
+def redis_for_this_process(url: str) -> str:
+    """`url` for the first (or only) pytest process; under pytest-xdist, worker gwN moves
+    N*2 databases up, so each process flushes its own databases (13 and 12 by default,
+    then 15 and 14)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    offset = 2 * int(worker.removeprefix("gw") or 0)
+    if not offset:
+        return url
+    base, _, number = url.rpartition("/")
+    moved = int(number) + offset
+    if moved > 15:
+        raise pytest.UsageError(f"no Redis database {moved} for xdist worker {worker}")
+    return f"{base}/{moved}"
+
+
+REDIS_URL = redis_for_this_process(os.environ.get("EONYX_TEST_REDIS", "redis://127.0.0.1:6379/13"))
 TABLES = (
     "index_state",
     "session_index",

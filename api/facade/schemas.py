@@ -15,3 +15,16 @@ class CompletionRequestSchema(ma.Schema):
     )
     messages = ma.fields.List(ma.fields.Raw(), required=True)
     stream = ma.fields.Boolean(load_default=False)
+
+
+class OpenAIErrorBodySchema(ma.Schema):
+    message = ma.fields.String(required=True)
+    type = ma.fields.String(required=True)
+    param = ma.fields.String(allow_none=True, required=True)
+    code = ma.fields.String(allow_none=True, required=True)
+
+
+class OpenAIErrorSchema(ma.Schema):
+    """What every facade error answers: OpenAI's shape, so OpenAI clients can read it."""
+
+    error = ma.fields.Nested(OpenAIErrorBodySchema, required=True)

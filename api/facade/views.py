@@ -22,7 +22,7 @@ from werkzeug.exceptions import HTTPException
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
-from api.facade.schemas import CompletionRequestSchema
+from api.facade.schemas import CompletionRequestSchema, OpenAIErrorSchema
 from api.ratelimit import limit_message, retry_after_seconds
 from shared.chat import turns
 from shared.core.errors import EonyxError
@@ -69,6 +69,15 @@ def _http_error(exc: HTTPException) -> tuple[dict[str, Any], int]:
     return openai_error(status, exc.name.lower().replace(" ", "_"), exc.description or ""), status
 
 
+# The facade's errors are OpenAI's, not the rest of the API's (the default flask-smorest adds).
+OPENAI_ERRORS = {
+    "default": {
+        "description": "An error, in OpenAI's shape",
+        "content": {"application/json": {"schema": OpenAIErrorSchema}},
+    }
+}
+
+
 def _completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
@@ -76,6 +85,7 @@ def _completion_id() -> str:
 @blp.route("/chat/completions")
 class ChatCompletions(MethodView):
     @login_required
+    @blp.doc(responses=OPENAI_ERRORS)
     @blp.arguments(CompletionRequestSchema)
     @blp.response(200)
     @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
@@ -155,6 +165,7 @@ def _chunks(model: str, first: Any, rest: Iterator[Any], done: Any) -> Iterator[
 @blp.route("/models")
 class Models(MethodView):
     @login_required
+    @blp.doc(responses=OPENAI_ERRORS)
     @blp.response(200)
     def get(self) -> dict[str, Any]:
         rt = runtime()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
+from api.extensions import Blueprint
 from api.folders.schemas import UiStatePutSchema, UiStateSchema
 from shared.sessions import folders
 

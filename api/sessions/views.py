@@ -88,7 +88,7 @@ class SessionById(MethodView):
 @blp.route("/sessions/<session_id:session_id>/fork")
 class Fork(MethodView):
     @login_required
-    @blp.arguments(ForkSchema)
+    @blp.arguments(ForkSchema, required=False)
     @blp.response(201, SessionSchema)
     def post(self, body: dict[str, Any], session_id: str) -> SessionRow:
         """A new session with a copy of the messages (up to `message_id`) and images."""

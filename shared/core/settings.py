@@ -51,6 +51,7 @@ class Settings:
     demo_mode: bool = False
     max_request_bytes: int = 1 * MIB
     login_token_ttl_hours: int = 24 * 30
+    web_session_ttl_hours: int = 24 * 14
     empty_session_grace_seconds: int = 3600
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -210,6 +211,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "DEMO_MODE": ("demo_mode", _bool),
     "MAX_REQUEST_BYTES": ("max_request_bytes", _int),
     "LOGIN_TOKEN_TTL_HOURS": ("login_token_ttl_hours", _int),
+    "WEB_SESSION_TTL_HOURS": ("web_session_ttl_hours", _int),
     "EMPTY_SESSION_GRACE_SECONDS": (
         "empty_session_grace_seconds",
         lambda env, name, default: _int(env, name, default, minimum=0),

@@ -31,7 +31,8 @@ class User(Base):
 
 
 class ApiToken(Base):
-    """A login token (source `web`, expires) or a named API key (source `api`)."""
+    """A login token (source `web`, expires), a browser sign-in behind the session cookie
+    (source `browser`, expires) or a named API key (source `api`)."""
 
     __tablename__ = "tokens"
 

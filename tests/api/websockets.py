@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from flask import Flask
 from simple_websocket import Client, ConnectionClosed
+from simple_websocket import ConnectionError as Refused
 from werkzeug.serving import make_server
 from wsproto.utilities import LocalProtocolError
 
@@ -33,6 +34,17 @@ WAIT = 10.0  # seconds a closed socket may take to notice (many times the rechec
 
 
 class EventsClient(Client):
+    def handshake(self) -> None:
+        """As a browser does: `Host` with the port (simple_websocket leaves it out, and the
+        server compares it with a cookie-authenticated socket's Origin), and a refused
+        handshake closes its socket."""
+        self.host = f"{self.host}:{self.port}"
+        try:
+            super().handshake()
+        except Refused:
+            self.sock.close()
+            raise
+
     def _thread(self) -> None:
         if not self._handle_events():  # frames that came with the handshake's answer
             self.connected = False

@@ -52,7 +52,10 @@ class Live:
             method, f"{self.url}/api/v1{path}", headers=self.user.headers, **kwargs
         )
         assert response.status_code < 400, response.text
-        return response.json() if response.content else None
+        if not response.content:
+            return None
+        is_json = response.headers.get("content-type", "").startswith("application/json")
+        return response.json() if is_json else response.text
 
     def transcript(self, session_id: str) -> list[tuple[str, str | None]]:
         items = self.api("GET", f"/sessions/{session_id}/messages")["items"]

@@ -57,10 +57,12 @@ class Terminal:
         pytest.fail(f"the terminal never showed {what!r}; it shows:\n{self.screen()}")
 
     def exit_status(self) -> int | None:
+        """The program's exit status once tmux knows it. tmux can mark the pane dead a moment
+        before it has reaped the process, when the status is still blank: not known yet."""
         dead, _, status = self.tmux(
             "display-message", "-p", "-t", "chat", "#{pane_dead} #{pane_dead_status}"
         ).partition(" ")
-        return int(status) if dead.strip() == "1" else None
+        return int(status) if dead.strip() == "1" and status.strip() else None
 
 
 @pytest.fixture

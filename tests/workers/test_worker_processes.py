@@ -30,7 +30,7 @@ from shared.storage import index
 from shared.storage.db import Database
 from shared.storage.orm import IndexState, SessionRow
 from shared.storage.session_store import SessionStore
-from tests.conftest import TABLES, eonyx_executable, free_port, wait_for
+from tests.conftest import TABLES, eonyx_executable, free_port, redis_for_this_process, wait_for
 from tests.fake_botframework import USER_AAD_ID, FakeBotFramework, Post, fake_botframework
 from tests.fake_llm import FakeLLM
 
@@ -39,7 +39,9 @@ __all__ = ["fake_botframework"]
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_REDIS = os.environ.get("EONYX_TEST_WORKER_REDIS", "redis://127.0.0.1:6379/12")
+WORKER_REDIS = redis_for_this_process(
+    os.environ.get("EONYX_TEST_WORKER_REDIS", "redis://127.0.0.1:6379/12")
+)
 START_TIMEOUT = 60.0
 JOB_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0

@@ -1,0 +1,126 @@
+"""Browser sign-in: a session cookie instead of a bearer token.
+
+`POST /auth/session` checks the password (throttled like `POST /auth/login`) and sets
+`eonyx_session`: HttpOnly (page scripts never see it), SameSite=Strict (other sites' requests
+do not carry it), Secure when the request came over https. The body carries the CSRF token
+that state-changing requests send back in `X-CSRF-Token`; a reloaded page gets it again from
+`GET /auth/session`. Behind the cookie is a revocable `browser` token (see shared/accounts).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import marshmallow as ma
+from flask import Response, after_this_request, request
+from flask.views import MethodView
+
+from api.accounts.schemas import LoginSchema
+from api.context import SESSION_COOKIE, check_csrf, runtime
+from api.extensions import Blueprint
+from shared import accounts
+from shared.accounts import Principal
+from shared.core.errors import Unauthorized
+from shared.storage.orm import User
+
+blp = Blueprint(
+    "browser",
+    __name__,
+    description="Browser sign-in: the eonyx_session cookie and its CSRF token",
+)
+
+
+class SessionUserSchema(ma.Schema):
+    id = ma.fields.String()
+    username = ma.fields.String()
+    is_admin = ma.fields.Boolean()
+
+
+class BrowserSessionSchema(ma.Schema):
+    user = ma.fields.Nested(SessionUserSchema)
+    csrf_token = ma.fields.String(
+        metadata={"description": "send it as X-CSRF-Token with every POST, PUT, PATCH, DELETE"}
+    )
+
+
+@blp.route("/auth/session")
+class BrowserSession(MethodView):
+    @blp.arguments(LoginSchema)
+    @blp.response(200, BrowserSessionSchema)
+    @blp.doc(security=[])
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Sign in and get the session cookie. Failed attempts are throttled as for
+        `POST /auth/login`. A sign-in the browser already had is ended."""
+        rt = runtime()
+        ttl = timedelta(hours=rt.settings.web_session_ttl_hours)
+        address = request.remote_addr or "unknown"
+        previous = _signed_in(request.cookies.get(SESSION_COOKIE, ""))
+        with rt.db.session() as db:
+            row, token = accounts.attempt_login(
+                db, rt.throttle, address, body["username"], body["password"], ttl, accounts.BROWSER
+            )
+            if previous is not None:
+                accounts.revoke_token(db, previous, previous.token_id)
+            user = db.get_one(User, row.user_id)
+            me = {"id": row.user_id, "username": user.username, "is_admin": user.is_admin}
+        _set_cookie(token, ttl)
+        return {"user": me, "csrf_token": accounts.csrf_token(token)}
+
+    @blp.response(200, BrowserSessionSchema)
+    @blp.doc(security=[{"cookieAuth": []}])
+    def get(self) -> dict[str, Any]:
+        """The signed-in user and the CSRF token, while the cookie is valid (401 otherwise)."""
+        token = request.cookies.get(SESSION_COOKIE, "")
+        found = _signed_in(token)
+        if found is None:
+            raise Unauthorized("not signed in, or the sign-in has ended", code="not_signed_in")
+        me = {"id": found.user_id, "username": found.username, "is_admin": found.is_admin}
+        return {"user": me, "csrf_token": accounts.csrf_token(token)}
+
+    @blp.response(204)
+    @blp.doc(security=[{}, {"cookieAuth": []}])  # without a sign-in: nothing to end, still 204
+    def delete(self) -> None:
+        """Sign out: the sign-in is revoked on the server and the cookie cleared. Needs the
+        X-CSRF-Token of a valid sign-in; without a valid one there is only a cookie to clear."""
+        token = request.cookies.get(SESSION_COOKIE, "")
+        found = _signed_in(token)
+        if found is not None:
+            check_csrf(token)
+            with runtime().db.session() as db:
+                accounts.revoke_token(db, found, found.token_id)
+        _set_cookie("", None)
+
+
+def _signed_in(token: str) -> Principal | None:
+    """The principal behind a session cookie's value, None when it is not a valid sign-in."""
+    if not token.strip():
+        return None
+    try:
+        with runtime().db.session() as db:
+            return accounts.authenticate(db, token.strip(), from_cookie=True)
+    except Unauthorized:
+        return None
+
+
+def _set_cookie(token: str, ttl: timedelta | None) -> None:
+    """Set the cookie on this request's response (`ttl` None: clear it)."""
+    secure = request.is_secure
+
+    @after_this_request
+    def cookie(response: Response) -> Response:
+        if ttl is None:
+            response.delete_cookie(
+                SESSION_COOKIE, path="/", secure=secure, httponly=True, samesite="Strict"
+            )
+        else:
+            response.set_cookie(
+                SESSION_COOKIE,
+                token,
+                max_age=int(ttl.total_seconds()),
+                path="/",
+                secure=secure,
+                httponly=True,
+                samesite="Strict",
+            )
+        return response
