@@ -228,6 +228,8 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
         assert queued.status_code == 202, queued.text
         wait_for_job(http, queued.json()["id"])
         assert http.get("/metrics").status_code == 401  # the login token is not the metrics one
+        traced = http.get("/api/v1/sessions", headers={"X-Request-Id": "serve-access-1"})
+        assert traced.headers["X-Request-Id"] == "serve-access-1"
 
         def scraped() -> str | None:
             response = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
@@ -238,5 +240,12 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
 
         text = wait_for(scraped, 30, "the worker's job in /metrics")
     assert 'eonyx_turn_seconds_count{outcome="error"} 6.0' in text, text
+
+    def access_line() -> dict | None:  # gunicorn's, in JSON, with the id the app answered
+        lines = json_lines(served.output)
+        return next((line for line in lines if line.get("request_id") == "serve-access-1"), None)
+
+    line = wait_for(access_line, 10, f"the access line:\n{served.output[-3000:]}")
+    assert (line["method"], line["path"], line["status"]) == ("GET", "/api/v1/sessions", 200)
     assert (served.data_dir / "run" / "metrics").is_dir()
     served.stop_with_ctrl_c()
