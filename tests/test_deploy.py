@@ -723,3 +723,27 @@ def test_the_teams_edge_proxies_to_the_api(compose_services: dict[str, Any]) -> 
     assert option(argv, "--to") == f"api:{api_port}"
     assert edge["depends_on"]["api"]["condition"] == "service_healthy"
     assert any(str(p).endswith(":443") for p in edge["ports"])
+
+
+def test_gunicorn_gives_its_workers_one_metrics_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With metrics on, gunicorn's processes must share a multiprocess directory, or each
+    scrape would answer for whichever worker took it: one is made when none is given."""
+    monkeypatch.delenv("METRICS_TOKEN", raising=False)
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    assert "on_starting" not in conf and "child_exit" not in conf  # metrics off: no hooks
+    monkeypatch.setenv("METRICS_TOKEN", "a-token-of-24-characters")
+    # Empty, not deleted: monkeypatch then restores the variable's absence afterwards.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    conf["on_starting"](None)
+    made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what the forked workers inherit
+    assert made.is_dir() and not any(made.iterdir())
+    made.rmdir()
+    given = tmp_path / "metrics"
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(given))
+    conf["on_starting"](None)
+    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(given) and given.is_dir()
+    assert callable(conf["child_exit"])
+    assert conf["logger_class"] == "api.gunicorn_logging.EonyxLogger"

@@ -16,8 +16,8 @@ from shared.core import observability
 from shared.core.settings import Settings
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
-JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
-RENAMED = {"asctime": "time", "levelname": "level", "name": "logger"}
+JSON_FIELDS = "%(levelname)s %(name)s %(message)s"
+RENAMED = {"levelname": "level", "name": "logger"}
 
 
 class ContextFilter(logging.Filter):
@@ -37,7 +37,10 @@ def formatter(log_format: str) -> logging.Formatter:
         return logging.Formatter(TEXT_FORMAT)
     from pythonjsonlogger.json import JsonFormatter
 
-    return JsonFormatter(JSON_FIELDS, rename_fields=RENAMED, json_ensure_ascii=False)
+    # `time`: ISO 8601 in UTC with microseconds, first in every object.
+    return JsonFormatter(
+        JSON_FIELDS, rename_fields=RENAMED, timestamp="time", json_ensure_ascii=False
+    )
 
 
 class _EonyxHandler(logging.StreamHandler):  # type: ignore[type-arg]
