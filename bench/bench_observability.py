@@ -10,10 +10,12 @@ tests/fake_llm.py (a thread of this script, answering at once), shared by both.
 - on:  METRICS_TOKEN set (so every process sums its metrics in DATA_DIR/run/metrics),
        LOG_FORMAT=json, LOG_LEVEL=info (a JSON access line and a `turn ok` line per turn);
 - off: no METRICS_TOKEN (prometheus_client never imported), LOG_FORMAT=text,
-       LOG_LEVEL=warning (the turn line dropped; gunicorn's access line, in text).
+       LOG_LEVEL=warning (the turn line dropped; gunicorn's access line, in text);
+- off again: a second server exactly like off, the control: "off again / off" is how much
+  two identical servers differ on this machine in this run (the noise floor).
 
 One httpx.Client per server sends the turns, interleaved: each round sends one turn to each
-server, in an order that alternates, so both see the same moments of a busy machine. A fresh
+server, in an order that rotates, so all see the same moments of a busy machine. A fresh
 session every --turns-per-session turns. Figures: client-measured latency p50 and p90 per
 mode, and on/off of the medians. Target: on/off p50 < 1.05. At the end a scrape of the on
 server's /metrics must count every turn it was sent (the metrics were really on).
@@ -49,9 +51,11 @@ from tests.fake_llm import FakeLLM  # noqa: E402
 
 TARGET_RATIO = 1.05
 TOKEN = "bench-metrics-token-0123456789"
+OFF = {"LOG_FORMAT": "text", "LOG_LEVEL": "warning"}
 MODES = {
     "on": {"METRICS_TOKEN": TOKEN, "LOG_FORMAT": "json", "LOG_LEVEL": "info"},
-    "off": {"LOG_FORMAT": "text", "LOG_LEVEL": "warning"},
+    "off": OFF,
+    "off again": OFF,  # the control: what two identical servers differ by on this machine
 }
 
 
@@ -118,8 +122,10 @@ def main() -> int:
         )
     ratio = median(samples["on"]) / median(samples["off"])
     p90_ratio = percentile(samples["on"], 90) / percentile(samples["off"], 90)
+    control = median(samples["off again"]) / median(samples["off"])
     print_table(["turn over HTTP", "p50 ms", "p90 ms"], rows)
     print(f"   on / off: p50 {ratio:.3f}, p90 {p90_ratio:.3f}")
+    print(f"   control, off again / off: p50 {control:.3f} (the noise floor of this run)")
     print(f"   /metrics of the on server counted {counted:g} turns (sent {sent})")
     return verdict(
         [
@@ -135,7 +141,8 @@ def run(clients: dict[str, httpx.Client], args: SimpleNamespace) -> dict[str, li
     samples: dict[str, list[int]] = {mode: [] for mode in clients}
     order = list(clients)
     for round_number in range(args.warmup + args.turns):
-        for mode in order if round_number % 2 == 0 else order[::-1]:
+        shift = round_number % len(order)
+        for mode in order[shift:] + order[:shift]:
             client = clients[mode]
             if done[mode] % args.turns_per_session == 0:
                 created = client.post("/api/v1/sessions", json={})
