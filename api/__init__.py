@@ -22,7 +22,9 @@ from api.facade import views as facade_views
 from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
+from api.observability import register_observability
 from api.paths import register_converters
+from api.ratelimit import register_rate_limits
 from api.security import register_security_headers
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
@@ -62,6 +64,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.extensions[EXTENSION] = runtime
     # Closed when the app is collected or, at the latest, when the process exits.
     weakref.finalize(app, runtime.close)
+    register_observability(app, runtime)  # first: the request id is set before anything logs
     register_api(app)
     register_error_handlers(app)
     app.register_blueprint(health.blp)
@@ -70,6 +73,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.register_blueprint(docs.blp, url_prefix=API_PREFIX)
     register_security_headers(app)
     app.register_blueprint(web_blp)
+    register_rate_limits(app, runtime)  # last: it wraps the turn views registered above
     return app
 
 

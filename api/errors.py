@@ -11,8 +11,10 @@ import logging
 from typing import Any
 
 from flask import Flask
+from flask_limiter import RateLimitExceeded
 
 from api.extensions import error_payload
+from api.ratelimit import limit_message, retry_after_seconds
 from shared.core import errors
 from shared.core.settings import SettingsError
 from shared.llm.catalog import NoModel
@@ -58,6 +60,11 @@ def register_error_handlers(app: Flask) -> None:
     def _domain_error(exc: errors.EonyxError):  # type: ignore[no-untyped-def]
         body, status = render_error(exc)
         return body, status, error_headers(exc, status)
+
+    @app.errorhandler(RateLimitExceeded)
+    def _rate_limited(exc: RateLimitExceeded):  # type: ignore[no-untyped-def]
+        headers = {"Retry-After": str(retry_after_seconds())}
+        return error_payload("rate_limited", limit_message(exc)), 429, headers
 
     @app.errorhandler(SettingsError)
     def _settings_error(exc: SettingsError):  # type: ignore[no-untyped-def]

@@ -28,6 +28,7 @@ from wsproto.utilities import LocalProtocolError
 
 from api.context import authenticate, presented_token, runtime
 from api.extensions import error_payload
+from api.observability import socket_closed, socket_opened
 from shared.core.errors import Unauthorized
 from shared.storage import events
 
@@ -102,7 +103,11 @@ def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
         with events.Subscription(rt.redis, g.principal.user_id) as stream:
             # Subscribed (and confirmed) first: nothing published from here on is lost.
             ws.send(json.dumps({"type": "ready"}))
-            _relay(ws, stream, token)
+            socket_opened()
+            try:
+                _relay(ws, stream, token)
+            finally:
+                socket_closed()
     except events.EventsUnavailable as exc:
         log.info("events socket closed: %s", exc)
         _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")

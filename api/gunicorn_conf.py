@@ -12,7 +12,9 @@ Every value can be overridden from the environment (see deploy/env.example).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
+from typing import Any
 
 
 def _int(environ: Mapping[str, str], name: str, default: int) -> int:
@@ -56,7 +58,11 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
         "loglevel": environ.get("GUNICORN_LOG_LEVEL", "info"),
         # The path without its query string: a browser's WebSocket sends its bearer token as
         # `/api/v1/events?token=...`, and a token must never reach a log.
-        "access_log_format": '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s"',
+        "access_log_format": (
+            '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms "%(a)s" %({x-request-id}o)s'
+        ),
+        # LOG_FORMAT (json by default) for gunicorn's own lines too (api/gunicorn_logging.py).
+        "logger_class": "api.gunicorn_logging.EonyxLogger",
         # No control socket (gunicorn 25+): two servers on one machine would fight over
         # $HOME/.gunicorn/gunicorn.ctl. Signals stop and reload gunicorn as before.
         "control_socket_disable": True,
@@ -64,7 +70,35 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
     # Heartbeat files on a RAM disk when there is one (a container's overlay fs can stall them).
     if os.path.isdir("/dev/shm"):
         settings["worker_tmp_dir"] = "/dev/shm"
+    settings |= metrics_hooks(environ)
     return settings
+
+
+def metrics_hooks(environ: Mapping[str, str]) -> dict[str, object]:
+    """With metrics on, the worker processes share a multiprocess directory, so a scrape of
+    any of them answers for all (shared/core/metrics.py): the one PROMETHEUS_MULTIPROC_DIR
+    names, which whoever names it keeps empty at start-up (the compose file's is on the
+    container's fresh /dev/shm; `eonyx serve` empties its own before it starts the worker
+    that shares it), else a new one made here. A worker that exits is marked dead so the
+    open-sockets gauge forgets it."""
+    if not (environ.get("METRICS_TOKEN") or "").strip():
+        return {}
+
+    def on_starting(_server: object) -> None:
+        directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+            return
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        directory = tempfile.mkdtemp(prefix="eonyx-metrics-", dir=base)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers inherit it
+
+    def child_exit(_server: object, worker: Any) -> None:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+    return {"on_starting": on_starting, "child_exit": child_exit}
 
 
 globals().update(gunicorn_settings(os.environ))  # what `-c python:api.gunicorn_conf` reads

@@ -1,12 +1,14 @@
 """WSGI entry point for gunicorn: `gunicorn api.wsgi:app` (settings from the environment).
 
-This module is the composition root of an API process: it builds the Celery queue the API
-sends jobs to and hands it to the app factory.
+This module is the composition root of an API process: it sets up logging, builds the Celery
+queue the API sends jobs to and hands it to the app factory.
 """
 
 from api import create_app
+from shared.core import logs
 from shared.core.settings import load_settings
 from workers.queue import celery_jobs
 
 settings = load_settings()
+logs.configure(settings)
 app = create_app(settings, jobs_queue=celery_jobs(settings))

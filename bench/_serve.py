@@ -55,7 +55,8 @@ def eonyx_command() -> list[str]:
 def serve_env(settings: Mapping[str, str]) -> dict[str, str]:
     """This process's environment without the variables a bench decides, plus `settings`."""
     env = {k: v for k, v in os.environ.items() if k not in _OWNED and not k.startswith("EONYX_")}
-    return env | dict(settings)
+    # A bench sends hundreds of turns a minute with one token: rate limits off unless asked.
+    return env | {"RATE_LIMITS_ENABLED": "false"} | dict(settings)
 
 
 @contextmanager

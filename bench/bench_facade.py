@@ -90,6 +90,7 @@ def main() -> int:
                 "EONYX_LLM_MODEL": "fake-model",
                 "EONYX_LLM_CONTEXT_WINDOW": "128000",
                 "LLM_MAX_RETRIES": "0",
+                "RATE_LIMITS_ENABLED": "false",  # hundreds of turns a minute with one key
             }
             if args.redis_url:
                 env["REDIS_URL"] = args.redis_url

@@ -28,10 +28,12 @@ class RequestLogHandler(WSGIRequestHandler):
 
 def main(host: str, port: int) -> None:
     from api import create_app
+    from shared.core import logs
     from shared.core.settings import load_settings
     from workers.queue import celery_jobs
 
     settings = load_settings()
+    logs.configure(settings)
     app = create_app(settings, jobs_queue=celery_jobs(settings))
     run_simple(host, port, app, use_reloader=True, threaded=True, request_handler=RequestLogHandler)
 

@@ -180,6 +180,14 @@ def _prepare_database(settings: Settings) -> None:
 def _child_env(settings: Settings) -> dict[str, str]:
     env = {**os.environ, "DATA_DIR": str(settings.data_dir)}
     env |= {"REDIS_URL": settings.redis_url or "", "DATABASE_URL": settings.database_url}
+    if settings.metrics_token:
+        # The HTTP workers and the background worker sum their metrics in one directory,
+        # so /metrics shows the jobs too; emptied here, before any of them writes to it.
+        directory = settings.prometheus_multiproc_dir or settings.data_dir / "run" / "metrics"
+        from shared.core.metrics import empty_directory
+
+        empty_directory(str(directory))
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
     return env
 
 

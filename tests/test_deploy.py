@@ -37,9 +37,25 @@ SETTINGS_PY = ROOT / "shared" / "core" / "settings.py"
 
 SERVICES = {"api", "worker", "beat", "redis", "postgres"}
 APP_SERVICES = ("api", "worker", "beat")
+PROFILES = {"edge": "teams", "prometheus": "observability", "otel-collector": "observability"}
+PROMETHEUS_CONF = ROOT / "deploy" / "prometheus.yml"
+OTEL_CONF = ROOT / "deploy" / "otel-collector.yaml"
 # Settings the compose file wires itself, or that make no sense inside a container.
 NOT_PASSED_THROUGH = {"DATA_DIR", "DATABASE_URL", "REDIS_URL", "HOME", "XDG_DATA_HOME"}
 NOT_PASSED_THROUGH |= {"PROJECTS_DIR"}  # needs a mount chosen by the operator
+# Wired per service: each container's own metrics directory, port and trace service name.
+NOT_PASSED_THROUGH |= {"PROMETHEUS_MULTIPROC_DIR", "METRICS_PORT", "OTEL_SERVICE_NAME"}
+# Variables compose itself reads (.env), never passed to Eonyx: documented in env.example.
+COMPOSE_ONLY = {
+    "POSTGRES_PASSWORD",
+    "EONYX_PORT",
+    "EONYX_WORKER_CONCURRENCY",
+    "COMPOSE_PROFILES",
+    "EONYX_PUBLIC_HOST",
+    "PROMETHEUS_PORT",
+    "PROMETHEUS_RETENTION",
+}
+CLIENT_ONLY = {"EONYX_URL"}  # read by the client commands, not the server
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -222,6 +238,16 @@ def settings_env_names() -> set[str]:
 
 def test_the_five_services_exist(compose_services: dict[str, Any]) -> None:
     assert set(compose_services) >= SERVICES
+    for name in SERVICES:
+        assert not compose_services[name].get("profiles"), f"{name} must start by default"
+
+
+def test_optional_services_are_in_their_profiles(compose_services: dict[str, Any]) -> None:
+    """`docker compose up` starts the five; teams and observability are asked for by name."""
+    optional = set(compose_services) - SERVICES
+    assert optional == set(PROFILES)
+    for name, profile in PROFILES.items():
+        assert compose_services[name].get("profiles") == [profile], name
 
 
 def test_every_service_has_a_healthcheck(compose_services: dict[str, Any]) -> None:
@@ -363,10 +389,13 @@ def test_empty_pass_through_values_are_valid_settings(compose_services: dict[str
 def test_dockerfile_builds_the_project_as_a_non_root_user() -> None:
     assert DOCKERFILE.is_file()
     instructions = dockerfile_instructions()
-    assert instructions[0][0] == "FROM" and instructions[0][1].startswith("python:3.11-slim")
+    pinned = re.compile(r"python:3\.11\.\d+-slim")  # a patch release, not a moving tag
+    froms = [rest.split()[0] for keyword, rest in instructions if keyword == "FROM"]
+    assert froms and all(pinned.match(image) for image in froms), froms
+    assert len(set(froms)) == 1, "build and run on the same interpreter"
     stage = final_stage()
-    assert stage[0][1].startswith("python:3.11-slim")
-    assert any(k == "RUN" and "pip install ." in rest for k, rest in instructions)
+    installs = re.compile(r"pip install \"?\.(\[[a-z,]+\])?\"?(\s|$)")  # from pyproject
+    assert any(k == "RUN" and installs.search(rest) for k, rest in instructions)
     users = [rest for keyword, rest in stage if keyword == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     env = " ".join(rest for keyword, rest in stage if keyword == "ENV")
@@ -552,3 +581,169 @@ def test_readme_configuration_table_gives_the_real_defaults() -> None:
             assert float(shown.group(1)) == default, f"{name}: {cell!r} vs {default}"
         else:
             assert shown.group(1) == default, f"{name}: {cell!r} vs {default!r}"
+
+
+# --- Redis, volumes, profiles, and the variables everything names --------------------------
+
+
+def test_redis_keeps_its_queue_and_never_evicts(
+    compose: dict[str, Any], compose_services: dict[str, Any]
+) -> None:
+    """A queue must survive a restart (AOF) and must not lose jobs or locks to eviction."""
+    redis_service = compose_services["redis"]
+    argv = [str(word) for word in redis_service["command"]]
+    assert argv[0] == "redis-server"
+    assert option(argv, "--appendonly") == "yes"
+    assert option(argv, "--appendfsync") in ("everysec", "always")
+    assert option(argv, "--maxmemory-policy") == "noeviction"
+    data = mounts(redis_service).get("/data")
+    assert data in (compose.get("volumes") or {}), "Redis's append-only file needs a volume"
+
+
+def test_every_named_volume_is_declared_and_used(
+    compose: dict[str, Any], compose_services: dict[str, Any]
+) -> None:
+    declared = set(compose.get("volumes") or {})
+    used = {
+        source
+        for service in compose_services.values()
+        for source in mounts(service).values()
+        if not source.startswith((".", "/"))
+    }
+    assert used == declared, f"declared {sorted(declared)}, used {sorted(used)}"
+    assert {"eonyx-data", "postgres-data", "redis-data"} <= declared
+
+
+def compose_variables(raw_compose: dict[str, Any]) -> set[str]:
+    """Every `${NAME...}` the compose file reads from .env or the shell."""
+    text = COMPOSE.read_text()
+    return {m.group("name") for m in INTERPOLATION.finditer(text) if m.group("name")}
+
+
+def gunicorn_variables() -> set[str]:
+    """What the gunicorn config reads, and FORWARDED_ALLOW_IPS, which gunicorn reads itself."""
+    source = (ROOT / "api" / "gunicorn_conf.py").read_text()
+    names = set(re.findall(r"environ(?:\.get\(|,\s*)[\"']([A-Z][A-Z0-9_]*)[\"']", source))
+    assert {"WEB_CONCURRENCY", "GUNICORN_GRACEFUL_TIMEOUT"} <= names
+    return names | {"FORWARDED_ALLOW_IPS"}
+
+
+def documented_in_env_example() -> set[str]:
+    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(), re.MULTILINE))
+
+
+def test_every_variable_given_to_eonyx_is_one_it_reads(compose_services: dict[str, Any]) -> None:
+    """A misspelt setting in the compose file would be silently ignored by the server."""
+    known = settings_env_names() | gunicorn_variables()
+    for name in APP_SERVICES:
+        unknown = set(environment(compose_services[name])) - known
+        assert not unknown, f"{name} is given variables Eonyx never reads: {sorted(unknown)}"
+
+
+def test_every_variable_compose_reads_is_documented(raw_compose: dict[str, Any]) -> None:
+    missing = compose_variables(raw_compose) - documented_in_env_example()
+    assert not missing, f"deploy/env.example does not document {sorted(missing)}"
+
+
+def test_every_variable_env_example_documents_is_read_by_something() -> None:
+    known = settings_env_names() | gunicorn_variables() | COMPOSE_ONLY | CLIENT_ONLY
+    unknown = documented_in_env_example() - known
+    assert not unknown, f"deploy/env.example documents unknown variables {sorted(unknown)}"
+    assert COMPOSE_ONLY <= documented_in_env_example()
+
+
+def test_secrets_come_from_the_env_file_only(raw_compose: dict[str, Any]) -> None:
+    """No password or token is written into the compose file: each is a `${...}` from .env."""
+    secrets = {"POSTGRES_PASSWORD", "EONYX_LLM_API_KEY", "TEAMS_APP_PASSWORD", "METRICS_TOKEN"}
+    assert secrets <= compose_variables(raw_compose)
+    for name, service in raw_compose["services"].items():
+        for key, value in environment(service).items():
+            if key in secrets:
+                assert value.startswith("${"), f"{name}: {key} is written in the file"
+    assert raw_compose["secrets"]["metrics_token"] == {"environment": "METRICS_TOKEN"}
+
+
+def test_each_container_sums_its_own_metrics(compose_services: dict[str, Any]) -> None:
+    """A multiprocess directory shared between containers would mix pids of different
+    machines; /dev/shm is each container's own RAM disk, empty at every start."""
+    from shared.core.settings import load_settings
+
+    for name in ("api", "worker"):
+        env = environment(compose_services[name])
+        directory = env["PROMETHEUS_MULTIPROC_DIR"]
+        assert directory.startswith("/dev/shm/"), directory
+        assert directory not in mounts(compose_services[name])
+        load_settings(env)  # a valid setting
+    worker = environment(compose_services["worker"])
+    assert worker["METRICS_PORT"] in compose_services["worker"]["expose"]
+
+
+def test_prometheus_scrapes_every_replica_with_the_token(compose_services: dict[str, Any]) -> None:
+    prometheus = compose_services["prometheus"]
+    assert mounts(prometheus).get("/etc/prometheus/prometheus.yml") == "./deploy/prometheus.yml"
+    assert "metrics_token" in prometheus["secrets"]
+    conf = yaml.safe_load(PROMETHEUS_CONF.read_text())
+    jobs = {job["job_name"]: job for job in conf["scrape_configs"]}
+    worker_port = int(environment(compose_services["worker"])["METRICS_PORT"])
+    api_port = int(runpy.run_path(str(GUNICORN_CONF))["bind"].rsplit(":", 1)[1])
+    for job, service, port in (
+        ("eonyx-api", "api", api_port),
+        ("eonyx-worker", "worker", worker_port),
+    ):
+        scrape = jobs[job]
+        assert scrape.get("metrics_path", "/metrics") == "/metrics"
+        assert scrape["authorization"]["credentials_file"] == "/run/secrets/metrics_token"
+        (sd,) = scrape["dns_sd_configs"]  # one target per replica, whatever the scale
+        assert sd["names"] == [service] and sd["port"] == port
+
+
+def test_the_collector_receives_what_eonyx_sends(compose_services: dict[str, Any]) -> None:
+    collector = compose_services["otel-collector"]
+    target = option(collector["command"], "--config") or collector["command"][0].split("=", 1)[1]
+    assert mounts(collector).get(target) == "./deploy/otel-collector.yaml"
+    conf = yaml.safe_load(OTEL_CONF.read_text())
+    http = conf["receivers"]["otlp"]["protocols"]["http"]["endpoint"]
+    port = http.rsplit(":", 1)[1]
+    assert port in [str(p) for p in collector["expose"]]
+    pipeline = conf["service"]["pipelines"]["traces"]
+    assert "otlp" in pipeline["receivers"] and pipeline["exporters"]
+    assert set(pipeline["exporters"]) <= set(conf["exporters"])
+    # The endpoint env.example suggests is the one the collector listens on.
+    assert f"http://otel-collector:{port}" in ENV_EXAMPLE.read_text()
+    from shared.core.settings import load_settings
+
+    endpoint = f"http://otel-collector:{port}"
+    assert load_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}).otel_exporter_otlp_endpoint
+
+
+def test_the_teams_edge_proxies_to_the_api(compose_services: dict[str, Any]) -> None:
+    edge = compose_services["edge"]
+    argv = [str(word) for word in edge["command"]]
+    api_port = runpy.run_path(str(GUNICORN_CONF))["bind"].rsplit(":", 1)[1]
+    assert option(argv, "--to") == f"api:{api_port}"
+    assert edge["depends_on"]["api"]["condition"] == "service_healthy"
+    assert any(str(p).endswith(":443") for p in edge["ports"])
+
+
+def test_gunicorn_gives_its_workers_one_metrics_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With metrics on, gunicorn's processes must share a multiprocess directory, or each
+    scrape would answer for whichever worker took it: one is made when none is given."""
+    monkeypatch.delenv("METRICS_TOKEN", raising=False)
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    assert "on_starting" not in conf and "child_exit" not in conf  # metrics off: no hooks
+    monkeypatch.setenv("METRICS_TOKEN", "a-token-of-24-characters")
+    # Empty, not deleted: monkeypatch then restores the variable's absence afterwards.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
+    conf = runpy.run_path(str(GUNICORN_CONF))
+    conf["on_starting"](None)
+    made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what the forked workers inherit
+    assert made.is_dir() and not any(made.iterdir())
+    made.rmdir()
+    given = tmp_path / "metrics"
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(given))
+    conf["on_starting"](None)
+    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(given) and given.is_dir()
+    assert callable(conf["child_exit"])
+    assert conf["logger_class"] == "api.gunicorn_logging.EonyxLogger"

@@ -11,6 +11,15 @@ shared/memory/extraction.py).
 
 Each worker process and each beat keeps a heartbeat in Redis (shared/storage/heartbeats.py)
 while it runs; /readyz reports a missing one.
+
+Shutdown: SIGTERM is Celery's warm shutdown: the worker takes no new job and waits for the
+running ones to end (the compose stack gives it `stop_grace_period: 120s` before SIGKILL).
+A second SIGTERM (or SIGQUIT) is a cold shutdown, which first gives running jobs
+SOFT_SHUTDOWN_SECONDS and then hands their messages back to Redis. A job cut off by a
+SIGKILL is redelivered after the visibility timeout (acks_late), and the sweeps redo it
+sooner. Every job is idempotent, so running one twice is harmless.
+
+Logging, job metrics and traces: workers/observability.py.
 """
 
 from __future__ import annotations
@@ -25,13 +34,15 @@ import redis
 from celery import Celery, current_app
 from celery.signals import (
     beat_init,
+    setup_logging,
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
 )
 
-from shared.core import jobs
+from shared.core import jobs, logs, tracing
 from shared.core.settings import Settings
 from shared.runtime import Runtime
 from shared.storage import heartbeats
@@ -39,6 +50,7 @@ from shared.storage.embedded_redis import resolve_redis_url
 
 LONGEST_JOB_SECONDS = 15 * 60
 SWEEP_SECONDS = 30  # the memory sweep: lost extraction and curation jobs are sent again
+SOFT_SHUTDOWN_SECONDS = 10  # a cold shutdown's grace for running jobs before requeueing them
 QUEUE = "eonyx"
 
 
@@ -56,7 +68,8 @@ class EonyxCelery(Celery):
 
     def __init__(self, settings: Settings, redis_url: str) -> None:
         url = celery_url(redis_url)
-        super().__init__("eonyx", broker=url, backend=url, include=["workers.tasks"])
+        include = ["workers.tasks", "workers.observability"]
+        super().__init__("eonyx", broker=url, backend=url, include=include)
         self.settings = settings
         self.redis_url = redis_url
         self._runtime: Runtime | None = None
@@ -87,6 +100,43 @@ class EonyxCelery(Celery):
             runtime.close()
 
 
+@setup_logging.connect
+def _configure_logging(**_: object) -> None:
+    """Our format instead of Celery's (a receiver here makes Celery leave logging alone)."""
+    app = current_app
+    if isinstance(app, EonyxCelery):
+        logs.configure(app.settings)
+
+
+@worker_init.connect
+def _start_observing(sender: object = None, **_: object) -> None:
+    """Metrics and traces of the worker process (before it takes a job)."""
+    app = getattr(sender, "app", None)  # the sender is the WorkController
+    if not isinstance(app, EonyxCelery):
+        return
+    settings = app.settings
+    if settings.metrics_token:
+        from shared.core import metrics
+
+        recorder = metrics.enable(settings)
+        if settings.metrics_port:
+            from workers.observability import serve_metrics
+
+            client = redis.Redis.from_url(app.redis_url, socket_timeout=5)
+            serve_metrics(settings, lambda: recorder.render(client))
+    instrument_celery(settings, "eonyx-worker")
+
+
+def instrument_celery(settings: Settings, service: str) -> None:
+    """Celery's spans (and the trace carried from the sender to the job), when tracing is on."""
+    if tracing.start(settings, service):
+        from opentelemetry.instrumentation.celery import CeleryInstrumentor
+
+        instrumentor = CeleryInstrumentor()
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument()
+
+
 @worker_ready.connect
 def _start_worker_heartbeat(sender: object = None, **_: object) -> None:
     app = getattr(sender, "app", None)  # the sender is the Consumer
@@ -100,6 +150,7 @@ def _close_worker_runtime(sender: object = None, **_: object) -> None:
     if isinstance(app, EonyxCelery):
         app.stop_heartbeat()
         app.close_runtime()
+        tracing.shutdown()
 
 
 @beat_init.connect
@@ -141,6 +192,7 @@ def create_celery(settings: Settings) -> EonyxCelery:
         task_reject_on_worker_lost=True,
         task_time_limit=LONGEST_JOB_SECONDS,
         worker_prefetch_multiplier=1,
+        worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         worker_cancel_long_running_tasks_on_connection_loss=True,
         broker_transport_options=transport,
         result_backend_transport_options=transport,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from celery import Celery
 from celery.result import AsyncResult
 
+from shared.core import observability
 from shared.core.settings import Settings
-from workers.app import create_celery
+from workers.app import create_celery, instrument_celery
+from workers.observability import HEADER
 
 
 class CeleryJobs:
@@ -14,7 +16,10 @@ class CeleryJobs:
         self.app = app
 
     def enqueue(self, job: str, *args: object) -> str:
-        return self.app.send_task(job, args=args).id
+        """Send a job, with the request id of the request (or job) that sends it, if any."""
+        request_id = observability.current_request_id()
+        headers = {HEADER: request_id} if request_id else None
+        return self.app.send_task(job, args=args, headers=headers).id
 
     def status(self, job_id: str) -> dict[str, object]:
         result = AsyncResult(job_id, app=self.app)
@@ -31,6 +36,8 @@ def celery_jobs(settings: Settings) -> CeleryJobs | None:
     """The queue an API process sends jobs to, or None when there is no Redis to reach (the
     API still answers; the calls that need a worker say so with a 503)."""
     try:
-        return CeleryJobs(create_celery(settings))
+        jobs = CeleryJobs(create_celery(settings))
     except RuntimeError:
         return None
+    instrument_celery(settings, "eonyx-api")  # the trace goes on into the jobs it sends
+    return jobs

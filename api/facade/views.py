@@ -16,12 +16,14 @@ from typing import Any
 
 from flask import Response, request, stream_with_context
 from flask.views import MethodView
+from flask_limiter import RateLimitExceeded
 from flask_smorest import Blueprint
 from werkzeug.exceptions import HTTPException
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
 from api.facade.schemas import CompletionRequestSchema, OpenAIErrorSchema
+from api.ratelimit import limit_message, retry_after_seconds
 from shared.chat import turns
 from shared.core.errors import EonyxError
 from shared.integrations import facade
@@ -48,6 +50,12 @@ def openai_error(status: int, code: str, message: str) -> dict[str, Any]:
 def _domain_error(exc: EonyxError) -> tuple[dict[str, Any], int]:
     body, status = render_error(exc)
     return openai_error(status, body["error"]["code"], body["error"]["message"]), status
+
+
+@blp.errorhandler(RateLimitExceeded)
+def _rate_limited(exc: RateLimitExceeded) -> tuple[dict[str, Any], int, dict[str, str]]:
+    headers = {"Retry-After": str(retry_after_seconds())}
+    return openai_error(429, "rate_limited", limit_message(exc)), 429, headers
 
 
 @blp.errorhandler(HTTPException)

@@ -12,6 +12,7 @@ are serialised by a lock; turns on different sessions run side by side.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,19 @@ from shared.chat.compaction import (
 )
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import build_system_prompt, choose_override
+from shared.core import observability
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import Conflict, InvalidInput, NotFound, TooLarge
+from shared.core.errors import (
+    Conflict,
+    EonyxError,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    TooManyRequests,
+    Unauthorized,
+)
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
 from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
@@ -268,6 +279,9 @@ def _call_model(
             close()
 
 
+REJECTIONS = (InvalidInput, NotFound, Conflict, TooLarge, Forbidden, Unauthorized, TooManyRequests)
+
+
 def iter_turn(
     rt: Runtime,
     principal: Principal,
@@ -277,6 +291,47 @@ def iter_turn(
     stream: bool = False,
 ) -> Iterator[TextDelta | StepEvent | TurnResult]:
     """Run a turn, yielding text as it streams, each tool step, and the `TurnResult` last.
+
+    Every turn ends with one log line and one observation of its latency and outcome: `ok`,
+    `model_error` (the model failed; the message stays saved), `rejected` (a 4xx: nothing
+    was asked of the model), `stopped` (the client left a streamed answer) or `error`."""
+    started = time.perf_counter()
+    outcome = "stopped"
+    steps = _turn_steps(rt, principal, session_id, request, stream=stream)
+    try:
+        for item in steps:
+            if isinstance(item, TurnResult):
+                outcome = "ok"
+            yield item
+    except LLMError:
+        outcome = "model_error"
+        raise
+    except REJECTIONS:
+        outcome = "rejected"
+        raise
+    except (EonyxError, Exception):
+        outcome = "error"
+        raise
+    finally:
+        steps.close()  # a stopped stream releases the session's lock and the model's answer
+        seconds = time.perf_counter() - started
+        observability.turn_finished(outcome, seconds)
+        log.info(
+            "turn %s",
+            outcome,
+            extra={"session_id": session_id, "outcome": outcome, "ms": round(seconds * 1000, 1)},
+        )
+
+
+def _turn_steps(
+    rt: Runtime,
+    principal: Principal,
+    session_id: str,
+    request: TurnRequest,
+    *,
+    stream: bool = False,
+) -> Generator[TextDelta | StepEvent | TurnResult, None, None]:
+    """The turn itself (see `iter_turn`).
 
     Records go to the file as they happen; the index row is brought up to date once, at the
     end, whether the turn succeeded or not (the index is a cache of the file)."""

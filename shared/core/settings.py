@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 MIB = 1024 * 1024
+MIN_SECRET_CHARS = 16
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 TITLE_MODES = ("truncate", "llm", "sequential")
+LOG_FORMATS = ("json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 BOTFRAMEWORK_OPENID_METADATA_URL = (
     "https://login.botframework.com/v1/.well-known/openidconfiguration"
 )
@@ -64,6 +67,16 @@ class Settings:
     teams_openid_metadata_url: str = BOTFRAMEWORK_OPENID_METADATA_URL
     teams_token_url: str = BOTFRAMEWORK_TOKEN_URL
     teams_auto_provision: bool = False
+    log_format: str = "json"
+    log_level: str = "info"
+    metrics_token: str | None = field(default=None, repr=False)
+    metrics_port: int | None = None
+    prometheus_multiproc_dir: Path | None = None
+    otel_exporter_otlp_endpoint: str | None = None
+    otel_service_name: str | None = None
+    rate_limits_enabled: bool = True
+    rate_limit_requests_per_minute: int = 1200
+    rate_limit_turns_per_minute: int = 120
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -149,6 +162,25 @@ def _optional_int(env: Mapping[str, str], name: str, default: int | None) -> int
     return _int(env, name, default or 0, minimum=0) or None
 
 
+def _token(env: Mapping[str, str], name: str, default: str | None) -> str | None:
+    """A bearer secret: long enough not to be guessed, one printable word."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if len(raw) < MIN_SECRET_CHARS or not raw.isprintable() or " " in raw:
+        raise SettingsError(
+            f"{name} must be at least {MIN_SECRET_CHARS} printable characters without spaces"
+        )
+    return raw
+
+
+def _port(env: Mapping[str, str], name: str, default: int | None) -> int | None:
+    value = _int(env, name, default or 0, minimum=0) or None
+    if value is not None and value > 65535:
+        raise SettingsError(f"{name} must be a TCP port (1-65535), got {value}")
+    return value
+
+
 def _defaults() -> dict[str, object]:
     return {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
 
@@ -198,6 +230,22 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "TEAMS_OPENID_METADATA_URL": ("teams_openid_metadata_url", _url_or_default),
     "TEAMS_TOKEN_URL": ("teams_token_url", _url_or_default),
     "TEAMS_AUTO_PROVISION": ("teams_auto_provision", _bool),
+    "LOG_FORMAT": ("log_format", lambda env, name, d: _choice(env, name, d, LOG_FORMATS)),
+    "LOG_LEVEL": ("log_level", lambda env, name, d: _choice(env, name, d, LOG_LEVELS)),
+    "METRICS_TOKEN": ("metrics_token", _token),
+    "METRICS_PORT": ("metrics_port", _port),
+    "PROMETHEUS_MULTIPROC_DIR": (
+        "prometheus_multiproc_dir",
+        lambda env, name, _default: _path(env, name),
+    ),
+    "OTEL_EXPORTER_OTLP_ENDPOINT": (
+        "otel_exporter_otlp_endpoint",
+        lambda env, name, _default: _url(env, name),
+    ),
+    "OTEL_SERVICE_NAME": ("otel_service_name", _text),
+    "RATE_LIMITS_ENABLED": ("rate_limits_enabled", _bool),
+    "RATE_LIMIT_REQUESTS_PER_MINUTE": ("rate_limit_requests_per_minute", _int),
+    "RATE_LIMIT_TURNS_PER_MINUTE": ("rate_limit_turns_per_minute", _int),
 }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -299,7 +299,7 @@ def offering_for(rt: Runtime, role: str) -> Offering:
         with rt.db.session() as db:
             return resolve(db, rt.settings, role)
 
-    return rt.offerings.get(role, lookup)
+    return replace(rt.offerings.get(role, lookup), role=role)
 
 
 def offering_named(rt: Runtime, offering_id: str) -> Offering:

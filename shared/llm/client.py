@@ -43,6 +43,7 @@ from typing import Any, NamedTuple, Protocol
 
 import httpx
 
+from shared.core import observability
 from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ class Offering:
     api_key: str | None = field(default=None, repr=False)
     context_window: int | None = None
     max_output_tokens: int | None = None
+    role: str = field(default="chat", compare=False)  # the task it serves (metrics label)
 
     @property
     def completions_url(self) -> str:
@@ -173,6 +175,22 @@ class StreamEvent:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _observe(
+    offering: Offering, started: float, error: str | None, usage: Mapping[str, Any] | None
+) -> None:
+    """Report a finished call (its retries included) to the process's metrics, if any."""
+    tokens = usage or {}
+    prompt, completion = tokens.get("prompt_tokens"), tokens.get("completion_tokens")
+    observability.model_call_finished(
+        offering.role,
+        offering.id,
+        time.perf_counter() - started,
+        error,
+        prompt if isinstance(prompt, int) else None,
+        completion if isinstance(completion, int) else None,
+    )
 
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
@@ -504,16 +522,23 @@ class LLMClient:
     ) -> Completion:
         """One whole answer. Raises an LLMError subclass on failure."""
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
-        response, content, _ = self._send(offering, body, streaming=False)
+        started = time.perf_counter()
         try:
-            return _parse_completion(json.loads(content))
-        except ValueError as exc:
-            raise LLMInvalidResponse(
-                offering.id,
-                f"answered HTTP {response.status_code} with something that is not a chat "
-                f"completion: {exc}",
-                status=response.status_code,
-            ) from exc
+            response, content, _ = self._send(offering, body, streaming=False)
+            try:
+                completion = _parse_completion(json.loads(content))
+            except ValueError as exc:
+                raise LLMInvalidResponse(
+                    offering.id,
+                    f"answered HTTP {response.status_code} with something that is not a chat "
+                    f"completion: {exc}",
+                    status=response.status_code,
+                ) from exc
+        except LLMError as exc:
+            _observe(offering, started, exc.code, None)
+            raise
+        _observe(offering, started, None, completion.usage)
+        return completion
 
     def stream(
         self,
@@ -537,11 +562,23 @@ class LLMClient:
         body["stream"] = True
         if include_usage:
             body["stream_options"] = {"include_usage": True}
-        answer = self._send(offering, body, streaming=True)
+        started = time.perf_counter()
+        error: str | None = None  # a caller that leaves early is not a failure
+        usage = None
         try:
-            yield from self._events(offering, answer)
+            answer = self._send(offering, body, streaming=True)
+            try:
+                for event in self._events(offering, answer):
+                    if event.completion is not None:
+                        usage = event.completion.usage
+                    yield event
+            finally:
+                answer.response.close()
+        except LLMError as exc:
+            error = exc.code
+            raise
         finally:
-            answer.response.close()
+            _observe(offering, started, error, usage)
 
     # -- internals --
 

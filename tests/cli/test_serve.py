@@ -32,6 +32,19 @@ from tests.conftest import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
+
+def json_lines(output: str) -> list[dict]:
+    """The JSON log lines (LOG_FORMAT's default) among what serve printed."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                pass
+    return found
+
+
 ALL_READY = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat": "ok"}
 
 
@@ -115,7 +128,11 @@ def test_the_events_socket_works_under_gunicorn_and_its_token_is_not_logged(
         assert httpx.get(f"{url}/api/v1/events?token={token}").status_code == 400
 
     def logged() -> bool:
-        return '"GET /api/v1/events HTTP/1.1" 400' in served.output
+        return any(
+            (line.get("method"), line.get("path"), line.get("status"))
+            == ("GET", "/api/v1/events", 400)
+            for line in json_lines(served.output)
+        )
 
     wait_for(logged, 10, f"the events request in the access log:\n{served.output}")
     served.stop_with_ctrl_c()
@@ -193,3 +210,42 @@ def test_dev_mode_serves_with_the_reloading_server_and_stops_cleanly(
     assert "GET /api/v1/events HTTP/1.1" in served.output
     left = [pid for pid in everything if not zombie_or_gone(pid)]
     assert not left, f"processes left behind by serve --dev: {left}"
+
+
+def test_metrics_of_every_process_of_serve_answer_at_one_url(
+    start_serve: Callable[..., Served],
+) -> None:
+    """Two gunicorn workers and the background worker sum their metrics in one directory:
+    whichever HTTP worker answers /metrics shows every turn and the worker's jobs."""
+    token = "serve-metrics-token-0123"
+    served = start_serve("--workers", "2", "--threads", "4", METRICS_TOKEN=token)
+    url = served.wait_url()
+    with admin_client(served, url) as http:
+        session = http.post("/api/v1/sessions", json={"title": "Watched"}).json()["id"]
+        for _ in range(6):  # no model: each turn is refused (503), spread over both workers
+            http.post(f"/api/v1/sessions/{session}/turns", json={"content": "hi"})
+        queued = http.post("/api/v1/index/rebuild")
+        assert queued.status_code == 202, queued.text
+        wait_for_job(http, queued.json()["id"])
+        assert http.get("/metrics").status_code == 401  # the login token is not the metrics one
+        traced = http.get("/api/v1/sessions", headers={"X-Request-Id": "serve-access-1"})
+        assert traced.headers["X-Request-Id"] == "serve-access-1"
+
+        def scraped() -> str | None:
+            response = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
+            assert response.status_code == 200, response.text
+            text = response.text
+            done = 'eonyx_job_runs_total{task="eonyx.index.rebuild"} 1.0' in text
+            return text if done else None
+
+        text = wait_for(scraped, 30, "the worker's job in /metrics")
+    assert 'eonyx_turn_seconds_count{outcome="error"} 6.0' in text, text
+
+    def access_line() -> dict | None:  # gunicorn's, in JSON, with the id the app answered
+        lines = json_lines(served.output)
+        return next((line for line in lines if line.get("request_id") == "serve-access-1"), None)
+
+    line = wait_for(access_line, 10, f"the access line:\n{served.output[-3000:]}")
+    assert (line["method"], line["path"], line["status"]) == ("GET", "/api/v1/sessions", 200)
+    assert (served.data_dir / "run" / "metrics").is_dir()
+    served.stop_with_ctrl_c()

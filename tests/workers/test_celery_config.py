@@ -33,6 +33,14 @@ def test_jobs_survive_a_lost_worker(celery_app: Celery) -> None:
     assert conf.task_time_limit and conf.task_time_limit > 0
 
 
+def test_a_cold_shutdown_gives_running_jobs_a_moment_then_requeues_them(
+    celery_app: Celery,
+) -> None:
+    """A second SIGTERM (or SIGQUIT) is a cold shutdown: Celery's soft shutdown lets running
+    jobs go on for a few seconds, then returns their messages to Redis."""
+    assert celery_app.conf.worker_soft_shutdown_timeout > 0
+
+
 def test_visibility_timeout_outlasts_the_longest_job(celery_app: Celery) -> None:
     conf = celery_app.conf
     # Shorter, and Redis would hand a still-running job to a second worker.
