@@ -139,6 +139,24 @@ def serve_environment(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def launch_serve(environment: dict[str, str], *args: str) -> Served:
+    """`eonyx serve --port <free> *args` in its own process group, its output read as it
+    comes (`Served.output`, `Served.wait_url`)."""
+    process = subprocess.Popen(
+        [eonyx_executable(), "serve", "--port", str(free_port()), *args],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    running = Served(process, environment)
+    running.reader = threading.Thread(target=running.read, daemon=True)
+    running.reader.start()
+    return running
+
+
 @pytest.fixture
 def start_serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     """`start_serve(*args, **env)`: `eonyx serve --port <free> *args` on a fresh DATA_DIR;
@@ -146,19 +164,7 @@ def start_serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def start(*args: str, **env: str) -> Served:
-        environment = serve_environment(tmp_path) | env
-        process = subprocess.Popen(
-            [eonyx_executable(), "serve", "--port", str(free_port()), *args],
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        running = Served(process, environment)
-        running.reader = threading.Thread(target=running.read, daemon=True)
-        running.reader.start()
+        running = launch_serve(serve_environment(tmp_path) | env, *args)
         started.append(running)
         return running
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,15 @@ import httpx
 import pytest
 
 from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
-from tests.cli.serving import Served, descendants_of, eonyx, ready, serve_environment
-from tests.conftest import eonyx_executable, free_port, wait_for
+from tests.cli.serving import (
+    Served,
+    descendants_of,
+    eonyx,
+    launch_serve,
+    ready,
+    serve_environment,
+)
+from tests.conftest import wait_for
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, echo, last_user_text, text
 
 CHROMIUM = "/usr/bin/chromium"
@@ -122,18 +128,7 @@ def start_server(tmp_path: Path, llm: FakeLLM, **env: str) -> tuple[Served, str]
         "USER_PROFILE_ENABLED": "false",  # no extraction job asking the model in between
         **env,
     }
-    process = subprocess.Popen(
-        [eonyx_executable(), "serve", "--port", str(free_port())],
-        env=environment,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    served = Served(process, environment)
-    served.reader = threading.Thread(target=served.read, daemon=True)
-    served.reader.start()
+    served = launch_serve(environment)
     url = served.wait_url()
     with httpx.Client(base_url=url, timeout=10) as http:
         wait_for(lambda: ready(http), 60, "/readyz (the worker's heartbeat)", interval=0.2)
