@@ -61,7 +61,7 @@ def authenticate(fallback_token: str | None = None) -> Principal:
     token, by_cookie = presented_token(fallback_token)
     if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
-    with runtime().db.session() as db:
+    with runtime().db.transaction() as db:
         found = accounts.authenticate(db, token, from_cookie=by_cookie)
     if by_cookie and request.method not in SAFE_METHODS:
         check_csrf(token)

@@ -28,6 +28,8 @@ import httpx
 
 # What `eonyx serve` reads from the environment and a bench decides itself.
 _OWNED = ("DATA_DIR", "DATABASE_URL", "REDIS_URL", "HOME")
+# A bench sends hundreds of turns a minute with one token: rate limits off unless asked.
+BENCH_SETTINGS = {"RATE_LIMITS_ENABLED": "false"}
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,7 @@ def eonyx_command() -> list[str]:
 def serve_env(settings: Mapping[str, str]) -> dict[str, str]:
     """This process's environment without the variables a bench decides, plus `settings`."""
     env = {k: v for k, v in os.environ.items() if k not in _OWNED and not k.startswith("EONYX_")}
-    # A bench sends hundreds of turns a minute with one token: rate limits off unless asked.
-    return env | {"RATE_LIMITS_ENABLED": "false"} | dict(settings)
+    return env | BENCH_SETTINGS | dict(settings)
 
 
 @contextmanager

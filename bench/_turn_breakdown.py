@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 from _common import Workspace, bench_account, median, ms, print_table
+from _serve import BENCH_SETTINGS
 from _turn_driver import Driver, Model, prepare_sessions, run_rounds
 from _turn_steps import COUNTS, STEPS, Recorder, breakdown, instrument
 from werkzeug.serving import WSGIRequestHandler, make_server
@@ -48,7 +49,7 @@ def run_breakdown(
     if "REDIS_URL" not in env:
         embedded = EmbeddedRedis(ws.data_dir)
         env = env | {"REDIS_URL": embedded.start()}
-    settings = load_settings(env)
+    settings = load_settings(BENCH_SETTINGS | env)
     app = create_app(settings, jobs_queue=celery_jobs(settings))
     rt = runtime_of(app)
     rec = Recorder()

@@ -1,19 +1,22 @@
 """Chat turns under concurrency against `eonyx serve`, beside a bare endpoint on the same server.
 
-    .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10]
-        [--workers 2] [--threads 32] [--rounds 1] [--dev] [--keep]
+    .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10] [--rounds 1]
+        [--workers 2] [--threads 32] [--dev] [--model quick|fake] [--database-url URL] [--keep]
 
-Starts `eonyx serve` (gunicorn, embedded Redis, SQLite, a worker) on a temporary DATA_DIR,
-with the fake OpenAI-compatible model of tests/fake_llm.py in a process of its own (it answers
-every request at once, echoing the user). Then, per round, for --seconds each:
+Starts `eonyx serve` (gunicorn, embedded Redis, a worker; SQLite unless --database-url) on a
+temporary DATA_DIR, and a model that answers every request at once in a process of its own:
+bench/_quick_model.py (keep-alive, next to no CPU) or, with --model fake, the test suite's
+tests/fake_llm.py (werkzeug: a new connection and about a millisecond of CPU per call). Then,
+per round, for --seconds each:
 
 - /healthz: --clients threads, each with its own keep-alive connection, GET /healthz in a loop;
 - turns: --clients threads, each on a session of its own, POST a turn in a loop.
 
-It prints both rates and their ratio (healthz requests/s over turns/s), the turns' latency,
-and the errors. Afterwards it counts the messages in every session file: each completed turn
-must have left exactly its user message and its answer there (a lost message is one that a
-200 answered and the file does not hold).
+It prints both rates and their ratio (healthz requests/s over turns/s), the turns' latency, the
+errors, and the CPU each side spent per request (read from /proc: the server's process group,
+the model's process, and this script's client threads). Afterwards it counts the messages in
+every session file: each completed turn must have left exactly its user message and its answer
+there (a lost message is one that a 200 answered and the file does not hold).
 
 Target (issue 9): ratio <= 3 (turns/s at least a third of the bare rate), zero errors, zero
 lost messages. The clients share the machine with the server: on 2 cores the client threads
@@ -24,24 +27,35 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
-from _common import ROOT, median, percentile, print_table, verdict
+from _common import (
+    ROOT,
+    base_parser,
+    bench_account,
+    median,
+    percentile,
+    print_header,
+    print_table,
+    verdict,
+    workspace,
+)
+from _serve import eonyx_serve
+
+from shared.storage.db import Database
 
 TARGET_RATIO = 3.0
-URL_LINE = re.compile(r"Eonyx is running at (http://\S+)")
-PASSWORD = "correct horse battery"
 FAKE = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -51,6 +65,10 @@ print(fake.base_url, flush=True)
 signal.sigwait({{signal.SIGTERM, signal.SIGINT}})
 fake.stop()
 """
+MODELS = {
+    "quick": [sys.executable, str(Path(__file__).with_name("_quick_model.py"))],
+    "fake": [sys.executable, "-c", FAKE],
+}
 
 
 @dataclass
@@ -92,67 +110,36 @@ def hammer(clients: int, seconds: float, make: Callable[[int], Callable[[], str 
     return tally
 
 
-class Server:
-    """The fake model and `eonyx serve`, on a temporary directory; stop() ends both."""
-
-    def __init__(self, root: Path, workers: int, threads: int, dev: bool) -> None:
-        self.root = root
-        self.fake = subprocess.Popen(
-            [sys.executable, "-c", FAKE], stdout=subprocess.PIPE, text=True
-        )
-        assert self.fake.stdout is not None
-        base_url = self.fake.stdout.readline().strip()
-        home = root / "home"
-        home.mkdir()
-        drop = ("REDIS_URL", "DATABASE_URL", "XDG_DATA_HOME", "EONYX_URL", "EONYX_TOKEN")
-        self.env = {k: v for k, v in os.environ.items() if k not in drop}
-        self.env |= {
-            "DATA_DIR": str(root / "data"),
-            "HOME": str(home),
-            "EONYX_LLM_BASE_URL": base_url,
-            "EONYX_LLM_MODEL": "fake-model",
-            "PYTHONUNBUFFERED": "1",
-        }
-        eonyx = str(Path(sys.executable).with_name("eonyx"))
-        self.log = (root / "serve.log").open("w")
-        argv = [eonyx, "serve", "--port", "0", "--workers", str(workers), "--threads", str(threads)]
-        argv += ["--dev"] if dev else []
-        self.serve = subprocess.Popen(
-            argv, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.url = self._wait_for_url()
-        created = subprocess.run(
-            [eonyx, "users", "create", "bench", "--password", PASSWORD],
-            env=self.env,
-            capture_output=True,
-            text=True,
-        )
-        assert created.returncode == 0, created.stderr
-
-    def _wait_for_url(self) -> str:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = URL_LINE.search((self.root / "serve.log").read_text())
-            if found:
-                return found.group(1)
-            if self.serve.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise SystemExit("eonyx serve did not start:\n" + (self.root / "serve.log").read_text())
-
-    def stop(self) -> None:
-        self.serve.send_signal(signal.SIGINT)
-        self.serve.wait(60)
-        self.fake.send_signal(signal.SIGTERM)
-        self.fake.wait(10)
-        self.log.close()
+@contextmanager
+def model_process(kind: str) -> Iterator[tuple[str, int]]:
+    """The model in a process of its own: (its base URL, its pid)."""
+    process = subprocess.Popen(MODELS[kind], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip(), process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(10)
 
 
-def login(url: str) -> str:
-    body = {"username": "bench", "password": PASSWORD}
-    response = httpx.post(f"{url}/api/v1/auth/login", json=body, timeout=10)
-    response.raise_for_status()
-    return response.json()["token"]
+def cpu_seconds(root: int, *, tree: bool = False) -> float:
+    """User + system CPU seconds of a process (its threads included), and with `tree` of all
+    its descendants too (Linux /proc; 0 elsewhere)."""
+    tick, table = os.sysconf("SC_CLK_TCK"), {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            table[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    chosen = {root}
+    while tree:
+        more = {pid for pid, (parent, _) in table.items() if parent in chosen} - chosen
+        if not more:
+            break
+        chosen |= more
+    return sum(table[pid][1] for pid in chosen if pid in table)
 
 
 def healthz_client(url: str) -> Callable[[int], Callable[[], str | None]]:
@@ -210,78 +197,125 @@ def count_messages(data_dir: Path) -> dict[str, int]:
     return counts
 
 
-def main() -> int:
-    import argparse
+@dataclass
+class Phase:
+    """One endpoint's tally and the CPU seconds each side spent on it."""
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    tally: Tally = field(default_factory=Tally)
+    cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SIDES, 0.0))
+
+
+SIDES = ("server", "model", "clients")
+
+
+def run_phase(
+    into: Phase,
+    clients: int,
+    seconds: float,
+    make: Callable[[int], Callable[[], str | None]],
+    measure: Callable[[], dict[str, float]],
+) -> None:
+    before = measure()
+    got = hammer(clients, seconds, make)
+    after = measure()
+    into.tally.done += got.done
+    into.tally.errors += got.errors
+    into.tally.latencies += got.latencies
+    for side in SIDES:
+        into.cpu[side] += after[side] - before[side]
+
+
+def main() -> int:
+    parser = base_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=2, help="eonyx serve --workers")
-    parser.add_argument("--threads", type=int, default=32, help="eonyx serve --threads")
+    parser.add_argument("--workers", type=int, default=None, help="eonyx serve --workers")
+    parser.add_argument("--threads", type=int, default=None, help="eonyx serve --threads")
     parser.add_argument("--rounds", type=int, default=1, help="healthz then turns, N times")
     parser.add_argument("--dev", action="store_true", help="eonyx serve --dev (werkzeug)")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--model", choices=sorted(MODELS), default="quick")
     args = parser.parse_args()
 
-    root = Path(tempfile.mkdtemp(prefix="eonyx-bench-"))
-    server = Server(root, args.workers, args.threads, args.dev)
+    serve_args = ["--dev"] if args.dev else []
+    for option in ("workers", "threads"):
+        if getattr(args, option) is not None:
+            serve_args += [f"--{option}", str(getattr(args, option))]
     turns_by_session: dict[str, int] = {}
-    bare, turns = Tally(), Tally()
-    try:
-        token = login(server.url)
-        http = "--dev: werkzeug" if args.dev else f"gunicorn {args.workers}x{args.threads} threads"
-        print(
-            f"== bench_concurrency  (eonyx serve, {http}, SQLite, embedded Redis; "
-            "fake model in its own process)"
-        )
-        print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
-        for _ in range(args.rounds):
-            for into, make in (
-                (bare, healthz_client(server.url)),
-                (turns, turn_client(server.url, token, turns_by_session)),
-            ):
-                got = hammer(args.clients, args.seconds, make)
-                into.done += got.done
-                into.errors += got.errors
-                into.latencies += got.latencies
-    finally:
-        server.stop()
+    bare, turns = Phase(), Phase()
+    with workspace(args.database_url, keep=args.keep) as ws, model_process(args.model) as model:
+        base_url, model_pid = model
+        database = Database(ws.database_url)
+        _principal, token = bench_account(SimpleNamespace(db=database))
+        database.dispose()
+        env = {
+            "DATA_DIR": str(ws.data_dir),
+            "DATABASE_URL": ws.database_url,
+            "HOME": str(ws.root),
+            "EONYX_LLM_BASE_URL": base_url,
+            "EONYX_LLM_MODEL": "quick-model",
+        }
+        print_header("bench_concurrency", ws, "embedded Redis, " + f"model: {args.model}")
+        with eonyx_serve(env, log=ws.root / "serve.log", args=serve_args) as server:
+            http = "werkzeug (--dev)" if args.dev else "gunicorn"
+            print(f"   {http}: {' '.join(server.command[1:])}")
+            print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
 
+            def measure() -> dict[str, float]:
+                return {
+                    "server": cpu_seconds(server.pid, tree=True),
+                    "model": cpu_seconds(model_pid),
+                    "clients": cpu_seconds(os.getpid()),
+                }
+
+            for _ in range(args.rounds):
+                run_phase(bare, args.clients, args.seconds, healthz_client(server.url), measure)
+                make = turn_client(server.url, token, turns_by_session)
+                run_phase(turns, args.clients, args.seconds, make, measure)
+        counts = count_messages(ws.data_dir)
+    return report(args, bare, turns, turns_by_session, counts)
+
+
+def report(
+    args: Any, bare: Phase, turns: Phase, by_session: dict[str, int], counts: dict[str, int]
+) -> int:
     seconds = args.seconds * args.rounds
-    bare_rate, turn_rate = bare.done / seconds, turns.done / seconds
-    ratio = bare_rate / turn_rate if turn_rate else float("inf")
-    counts = count_messages(root / "data")
-    lost = sum(max(0, 2 * n - counts.get(s, 0)) for s, n in turns_by_session.items())
-    extra = sum(max(0, counts.get(s, 0) - 2 * n) for s, n in turns_by_session.items())
+    rate = {name: phase.tally.done / seconds for name, phase in (("bare", bare), ("turns", turns))}
+    ratio = rate["bare"] / rate["turns"] if rate["turns"] else float("inf")
+    lost = sum(max(0, 2 * n - counts.get(s, 0)) for s, n in by_session.items())
+    extra = sum(max(0, counts.get(s, 0) - 2 * n) for s, n in by_session.items())
     rows = []
-    for name, tally, rate in (("GET /healthz", bare, bare_rate), ("POST turn", turns, turn_rate)):
+    for name, phase in (("GET /healthz", bare), ("POST turn", turns)):
+        tally = phase.tally
         lat = tally.latencies or [0.0]
+        per = 1000 / max(tally.done, 1)
         rows.append(
             [
                 name,
                 str(tally.done),
-                f"{rate:.1f}",
+                f"{tally.done / seconds:.1f}",
                 f"{median(lat) * 1000:.1f}",
                 f"{percentile(lat, 99) * 1000:.1f}",
                 str(len(tally.errors)),
+                *(f"{phase.cpu[side] * per:.2f}" for side in SIDES),
             ]
         )
-    print_table(["endpoint", "done", "per s", "p50 ms", "p99 ms", "errors"], rows)
+    cpu_headers = [f"{side} CPU ms/req" for side in SIDES]
+    print_table(["endpoint", "done", "per s", "p50 ms", "p99 ms", "errors", *cpu_headers], rows)
     print(f"   ratio healthz/turns: {ratio:.2f}x")
     print(
-        f"   session files: {len(turns_by_session)} sessions, {sum(counts.values())} messages, "
+        "   CPU: `eonyx serve` and its children (HTTP workers, background worker, embedded Redis), "
+        "the model's process, this script's client threads; per request answered."
+    )
+    print(
+        f"   session files: {len(by_session)} sessions, {sum(counts.values())} messages, "
         f"{lost} lost, {extra} unaccounted for (a turn cut off by the end of the run)"
     )
-    for error in sorted(set(bare.errors + turns.errors))[:5]:
+    for error in sorted(set(bare.tally.errors + turns.tally.errors))[:5]:
         print(f"   error: {error}")
-    if args.keep:
-        print(f"(kept {root})")
-    else:
-        shutil.rmtree(root, ignore_errors=True)
     return verdict(
         [
             (f"turns/s at least 1/{TARGET_RATIO:g} of /healthz req/s", ratio <= TARGET_RATIO),
-            ("zero errors", not bare.errors and not turns.errors),
+            ("zero errors", not bare.tally.errors and not turns.tally.errors),
             ("zero lost messages", lost == 0),
         ]
     )

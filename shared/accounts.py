@@ -32,7 +32,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from shared.core import text
 from shared.core.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
-from shared.storage.db import UTCDateTime
+from shared.storage.db import Executor, UTCDateTime, connection_of
 from shared.storage.orm import ApiToken, User
 from shared.storage.throttle import Policy, Throttle
 
@@ -245,10 +245,11 @@ _TOUCH = (
 TOUCH_EVERY = timedelta(minutes=5)
 
 
-def authenticate(db: Session, token: str, *, from_cookie: bool = False) -> Principal:
+def authenticate(db: Executor, token: str, *, from_cookie: bool = False) -> Principal:
     """The principal behind a bearer token (or, `from_cookie`, a browser sign-in), or
-    `Unauthorized`. One query; `last_used_at` is written at most every five minutes."""
-    connection = db.connection()
+    `Unauthorized`. One query; `last_used_at` is written at most every five minutes. Every
+    request asks this: the API calls it on a bare connection (`Database.transaction`)."""
+    connection = connection_of(db)
     found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
     if found is None:
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")

@@ -97,7 +97,7 @@ def _signed_in(token: str) -> Principal | None:
     if not token.strip():
         return None
     try:
-        with runtime().db.session() as db:
+        with runtime().db.transaction() as db:
             return accounts.authenticate(db, token.strip(), from_cookie=True)
     except Unauthorized:
         return None

@@ -393,16 +393,20 @@ def to_model_messages(
 
     Only user/assistant/tool message records are kept; ids, timestamps and other fields are
     dropped; tool calls are normalized to `{id, type: function, function: {name,
-    arguments: <JSON text>}}`. The records are not modified (content is copied). A user
-    message's images (`images`, names of files the caller owns) become content parts after
-    its text, as `image_parts(record)` gives them; without it they are left out.
+    arguments: <JSON text>}}`. The records are not modified (content parts are copied; text
+    is shared, as strings cannot change). A user message's images (`images`, names of files
+    the caller owns) become content parts after its text, as `image_parts(record)` gives
+    them; without it they are left out.
     """
     out: list[dict[str, Any]] = []
     for record in records:
         if not _is_message(record):
             continue
         role = record["role"]
-        message: dict[str, Any] = {"role": role, "content": copy.deepcopy(record.get("content"))}
+        content = record.get("content")
+        if not isinstance(content, str):  # parts: copied, so the caller may change them
+            content = copy.deepcopy(content)
+        message: dict[str, Any] = {"role": role, "content": content}
         if role == "user" and record.get("images") and image_parts is not None:
             text = message["content"]
             parts = [{"type": "text", "text": text}] if isinstance(text, str) and text else []

@@ -193,7 +193,7 @@ def index_appended(
     if this fails the file still holds everything, and the next reconcile repairs the row,
     so a failure is logged, never raised past a write that succeeded."""
     try:
-        with rt.db.session() as db:
+        with rt.db.transaction() as db:  # every turn: Core statements on a bare connection
             if not index.note_appended(db, user_id, session_id, records, size_before, info):
                 state, info = rt.store.load(user_id, session_id)
                 index.record(db, state, info, text=True)

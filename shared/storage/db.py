@@ -15,11 +15,32 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import DateTime, Dialect, Engine, TypeDecorator, create_engine, event, text
+from sqlalchemy import (
+    Connection,
+    DateTime,
+    Dialect,
+    Engine,
+    TypeDecorator,
+    create_engine,
+    event,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATE_LOCK = 0x656F6E7978  # "eonyx": the advisory lock key migrations serialise on
+
+# What functions that only run Core statements take: an ORM session inside a larger unit of
+# work, or a bare connection on a hot path (a turn), which skips the ORM's bookkeeping.
+Executor = Session | Connection
+
+
+def connection_of(db: Executor) -> Connection:
+    return db if isinstance(db, Connection) else db.connection()
+
+
+def dialect_of(db: Executor) -> str:
+    return connection_of(db).dialect.name
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -63,7 +84,8 @@ def make_engine(url: str) -> Engine:
 
 
 class Database:
-    """An engine and its session factory; `db.session()` is one transaction."""
+    """An engine and its session factory; `db.session()` is one transaction (ORM), and so is
+    `db.transaction()` (Core only)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -74,6 +96,13 @@ class Database:
     def session(self) -> Iterator[Session]:
         with self._factory.begin() as session:
             yield session
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One transaction on a bare connection, for Core statements on a hot path: no ORM
+        session is built, and no `after_commit` callback runs."""
+        with self.engine.begin() as connection:
+            yield connection
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest migration (safe to call on every start, and from

@@ -2,7 +2,8 @@
 
 - SQLite: an FTS5 table over `session_text` (external content, `detail=column`: no
   positions, as every query word is a single token). It is kept by hand, not by triggers:
-  new rows are indexed with one INSERT ... SELECT per batch, several times faster.
+  the rows an INSERT ... RETURNING reports are indexed with one INSERT ... SELECT per batch,
+  several times faster.
 - PostgreSQL: a generated tsvector column (`simple`: no stemming, no stop words, like FTS5's
   unicode61) with a GIN index; PostgreSQL keeps it, so the write hooks do nothing.
 
@@ -15,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from sqlalchemy import ColumnElement, column, func, insert, literal, select, table, text
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, bindparam, column, insert, literal, select, table, text
 
+from shared.storage.db import Executor, connection_of, dialect_of
 from shared.storage.orm import SessionText
 
 Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
@@ -33,7 +34,7 @@ class Term:
 class Engine(Protocol):
     def candidates(
         self,
-        db: Session,
+        db: Executor,
         user_id: str,
         terms: Sequence[Term],
         *,
@@ -44,24 +45,23 @@ class Engine(Protocol):
         with ids below `before` when given."""
         ...
 
-    def newest_id(self, db: Session) -> int:
-        """The highest row id now: rows inserted next are above it."""
+    # Whether `index` needs the ids of the rows just inserted (INSERT ... RETURNING).
+    wants_ids: bool
+
+    def index(self, db: Executor, ids: Sequence[int]) -> None:
+        """Index the rows with these ids, just inserted."""
         ...
 
-    def index_new(self, db: Session, since: int) -> None:
-        """Index the rows inserted above `since` (in this transaction)."""
-        ...
-
-    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
         """Forget the rows matching `condition`, before they are deleted."""
         ...
 
-    def unindex_all(self, db: Session) -> None: ...
+    def unindex_all(self, db: Executor) -> None: ...
 
 
-def _fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Row]:
+def _fetch(db: Executor, sql: str, params: dict[str, Any]) -> list[Row]:
     """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
-    cursor = db.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor = connection_of(db).connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(sql, params)
         return cast(list[Row], cursor.fetchall())
@@ -71,6 +71,10 @@ def _fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Row]:
 
 _INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
 _FTS_TABLE = table(FTS, *(column(name) for name in (FTS, "rowid", "body", "user_id", "role")))
+_INDEX_ROWS = insert(_FTS_TABLE).from_select(
+    ["rowid", "body", "user_id", "role"],
+    select(*_INDEXED).where(SessionText.id.in_(bindparam("ids", expanding=True))),
+)
 
 
 class SqliteEngine:
@@ -78,7 +82,7 @@ class SqliteEngine:
 
     def candidates(
         self,
-        db: Session,
+        db: Executor,
         user_id: str,
         terms: Sequence[Term],
         *,
@@ -96,20 +100,13 @@ class SqliteEngine:
         match = f'user_id:"{user_id}" AND body:({words})'
         return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})
 
-    def newest_id(self, db: Session) -> int:
-        # SQLite lets one writer in at a time, and the caller writes already (its index
-        # lock): no other row can be inserted above this before the transaction ends.
-        return db.execute(select(func.coalesce(func.max(SessionText.id), 0))).scalar_one()
+    wants_ids = True
 
-    def index_new(self, db: Session, since: int) -> None:
-        db.execute(
-            insert(_FTS_TABLE).from_select(
-                ["rowid", "body", "user_id", "role"],
-                select(*_INDEXED).where(SessionText.id > since),
-            )
-        )
+    def index(self, db: Executor, ids: Sequence[int]) -> None:
+        if ids:
+            db.execute(_INDEX_ROWS, {"ids": list(ids)})
 
-    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
         db.execute(
             insert(_FTS_TABLE).from_select(
                 [FTS, "rowid", "body", "user_id", "role"],
@@ -117,7 +114,7 @@ class SqliteEngine:
             )
         )
 
-    def unindex_all(self, db: Session) -> None:
+    def unindex_all(self, db: Executor) -> None:
         db.execute(text(f"INSERT INTO {FTS}({FTS}) VALUES ('delete-all')"))
 
 
@@ -127,7 +124,7 @@ class PostgresEngine:
 
     def candidates(
         self,
-        db: Session,
+        db: Executor,
         user_id: str,
         terms: Sequence[Term],
         *,
@@ -143,18 +140,20 @@ class PostgresEngine:
         query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
         return _fetch(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
 
-    def newest_id(self, db: Session) -> int:
-        return 0
+    wants_ids = False
 
-    def index_new(self, db: Session, since: int) -> None:
+    def index(self, db: Executor, ids: Sequence[int]) -> None:
         pass
 
-    def unindex(self, db: Session, condition: ColumnElement[bool]) -> None:
+    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
         pass
 
-    def unindex_all(self, db: Session) -> None:
+    def unindex_all(self, db: Executor) -> None:
         pass
 
 
-def engine_for(db: Session) -> Engine:
-    return PostgresEngine() if db.get_bind().dialect.name == "postgresql" else SqliteEngine()
+POSTGRES, SQLITE = PostgresEngine(), SqliteEngine()
+
+
+def engine_for(db: Executor) -> Engine:
+    return POSTGRES if dialect_of(db) == "postgresql" else SQLITE

@@ -28,7 +28,7 @@ from shared.core.clock import parse_time, utcnow
 from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
 from shared.storage import search
-from shared.storage.db import UTCDateTime
+from shared.storage.db import Executor, UTCDateTime, connection_of, dialect_of
 from shared.storage.orm import IndexState, SessionMove, SessionRow
 from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 
@@ -67,12 +67,11 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
     }
 
 
-def _upsert(db: Session, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
+def _upsert(db: Executor, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
     """INSERT ... ON CONFLICT DO UPDATE, so concurrent writers of one row never collide."""
     if not rows:
         return
-    dialect = db.get_bind().dialect.name
-    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    make_insert = postgresql.insert if dialect_of(db) == "postgresql" else sqlite.insert
     statement = make_insert(model.__table__)  # Core: no ORM bookkeeping per row
     columns = {name: statement.excluded[name] for name in rows[0] if name != key}
     db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
@@ -117,25 +116,25 @@ _LOG_MOVE = insert(_MOVES).from_select(
 )
 
 
-def lock_user(db: Session, user_id: str) -> None:
+def lock_user(db: Executor, user_id: str) -> None:
     """Serialise the user's index writers until the transaction ends (a rebuild included,
     before their index_state row exists). On PostgreSQL an advisory transaction lock; SQLite
     has one writer at a time anyway."""
-    if db.get_bind().dialect.name == "postgresql":
+    if dialect_of(db) == "postgresql":
         key = int(user_id[:8], 16) - 2**31  # an int4, under its own lock class
         db.execute(
             text("SELECT pg_advisory_xact_lock(:cls, :key)"), {"cls": LOCK_CLASS, "key": key}
         )
 
 
-def bump(db: Session, user_id: str) -> int | None:
+def bump(db: Executor, user_id: str) -> int | None:
     """The user's next change number, holding their index lock until the transaction ends;
     None when their index is not built (the next listing rebuilds it anyway)."""
     lock_user(db, user_id)
-    return db.connection().execute(_BUMP, {"uid": user_id}).scalar()
+    return db.execute(_BUMP, {"uid": user_id}).scalar()
 
 
-def _log_moves(db: Session, rows: list[dict[str, Any]]) -> None:
+def _log_moves(db: Executor, rows: list[dict[str, Any]]) -> None:
     """Rows of (user_id, session_id, seq, pinned, updated_at): keys before a write."""
     now = utcnow()
     for start in range(0, len(rows), 1000):
@@ -143,7 +142,7 @@ def _log_moves(db: Session, rows: list[dict[str, Any]]) -> None:
 
 
 def note_appended(
-    db: Session,
+    db: Executor,
     user_id: str,
     session_id: str,
     records: list[dict[str, Any]],
@@ -163,7 +162,7 @@ def note_appended(
             meta.update({k: v for k, v in (record.get("set") or {}).items() if k in META_FIELDS})
     seq = bump(db, user_id)
     if seq is not None:  # the row's key before this write, if the row is the one we expect
-        db.connection().execute(
+        db.execute(
             _LOG_MOVE, {"sid": session_id, "size_before": size_before, "seq": seq, "at": utcnow()}
         )
     params = {
@@ -177,12 +176,12 @@ def note_appended(
         "size": info.size,
         "mtime": info.mtime_ns,
     }
-    result = db.connection().execute(_APPENDED, params)
+    result = connection_of(db).execute(_APPENDED, params)  # a CursorResult: its rowcount
     if result.rowcount != 1:
         return False
     columns = _columns(meta)
     if columns:
-        db.connection().execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**columns))
+        db.execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**columns))
     search.add(db, search.docs_of(user_id, session_id, records))
     if "title" in meta:
         search.set_title(db, user_id, session_id, meta["title"])
@@ -203,7 +202,7 @@ def _columns(meta: dict[str, Any]) -> dict[str, Any]:
     return columns
 
 
-def record(db: Session, state: SessionState, info: FileInfo, *, text: bool = False) -> None:
+def record(db: Executor, state: SessionState, info: FileInfo, *, text: bool = False) -> None:
     """Write-through after a change to a session file. `text`: the state was folded with its
     messages, and the session's searchable text is rewritten from them (else only its title)."""
     seq = bump(db, state.user_id)
@@ -220,7 +219,7 @@ def record(db: Session, state: SessionState, info: FileInfo, *, text: bool = Fal
         search.set_title(db, state.user_id, state.id, state.title)
 
 
-def forget(db: Session, session_id: str) -> None:
+def forget(db: Executor, session_id: str) -> None:
     """Forget a session that is gone: its row and its text."""
     db.execute(delete(SessionRow).where(SessionRow.id == session_id))
     search.forget(db, [session_id])

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from shared.core.text import for_index
 from shared.storage import fulltext
+from shared.storage.db import Executor, dialect_of
 from shared.storage.fulltext import Term
 from shared.storage.orm import SessionText
 from shared.storage.session_store import content_text
@@ -216,24 +217,35 @@ def docs_of(user_id: str, session_id: str, records: Iterable[dict[str, Any]]) ->
     return docs
 
 
-def add(db: Session, docs: list[dict[str, Any]]) -> None:
+def _insert_text(dialect: str, returning: bool) -> Any:
+    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = make_insert(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
+        index_elements=["session_id", "message_id"]
+    )
+    return statement.returning(SessionText.id) if returning else statement
+
+
+# Built once per backend: `add` runs on every turn.
+_INSERT_TEXT = {
+    "postgresql": _insert_text("postgresql", returning=fulltext.POSTGRES.wants_ids),
+    "sqlite": _insert_text("sqlite", returning=fulltext.SQLITE.wants_ids),
+}
+
+
+def add(db: Executor, docs: list[dict[str, Any]]) -> None:
     """Insert rows, and index them; a row already there (the same message indexed twice) is
     left as it is. Called inside an index write (the caller holds the user's index lock)."""
     if not docs:
         return
     engine = fulltext.engine_for(db)
-    newest = engine.newest_id(db)
-    dialect = db.get_bind().dialect.name
-    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make_insert(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
-        index_elements=["session_id", "message_id"]
-    )
+    statement = _INSERT_TEXT["postgresql" if dialect_of(db) == "postgresql" else "sqlite"]
     for start in range(0, len(docs), 1000):
-        db.execute(statement, docs[start : start + 1000])
-    engine.index_new(db, newest)
+        result = db.execute(statement, docs[start : start + 1000])
+        if engine.wants_ids:  # the rows really inserted, not those already there
+            engine.index(db, result.scalars().all())
 
 
-def set_title(db: Session, user_id: str, session_id: str, title: str | None) -> None:
+def set_title(db: Executor, user_id: str, session_id: str, title: str | None) -> None:
     _delete(db, (SessionText.session_id == session_id) & (SessionText.message_id == ""))
     if title and title.strip():
         add(db, [title_doc(user_id, session_id, title)])
@@ -250,7 +262,7 @@ def title_doc(user_id: str, session_id: str, title: str) -> dict[str, Any]:
 
 
 def replace_session(
-    db: Session,
+    db: Executor,
     user_id: str,
     session_id: str,
     title: str | None,
@@ -264,16 +276,16 @@ def replace_session(
     add(db, docs)
 
 
-def forget(db: Session, session_ids: Sequence[str]) -> None:
+def forget(db: Executor, session_ids: Sequence[str]) -> None:
     for start in range(0, len(session_ids), 500):
         _delete(db, SessionText.session_id.in_(list(session_ids[start : start + 500])))
 
 
-def _delete(db: Session, condition: ColumnElement[bool]) -> None:
+def _delete(db: Executor, condition: ColumnElement[bool]) -> None:
     fulltext.engine_for(db).unindex(db, condition)
     db.execute(delete(SessionText).where(condition))
 
 
-def drop(db: Session) -> None:
+def drop(db: Executor) -> None:
     fulltext.engine_for(db).unindex_all(db)
     db.execute(delete(SessionText))
