@@ -25,7 +25,10 @@ from sqlalchemy import (
     event,
     text,
 )
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from shared.storage.sqlite_writers import WriterGate, gated_connection
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATE_LOCK = 0x656F6E7978  # "eonyx": the advisory lock key migrations serialise on
@@ -69,7 +72,15 @@ class Base(DeclarativeBase):
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        connect_args: dict[str, object] = {"timeout": 30, "check_same_thread": False}
+        path = make_url(url).database
+        gate = None
+        if path and path != ":memory:" and not path.startswith("file:"):
+            gate = WriterGate(path)  # writers queue instead of polling (sqlite_writers.py)
+            connect_args["factory"] = gated_connection(gate)
+        engine = create_engine(url, connect_args=connect_args)
+        if gate is not None:
+            event.listen(engine, "engine_disposed", lambda _engine: gate.close())
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
