@@ -101,10 +101,11 @@ def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
         return
     try:
         with events.Subscription(rt.redis, g.principal.user_id) as stream:
-            # Subscribed (and confirmed) first: nothing published from here on is lost.
-            ws.send(json.dumps({"type": "ready"}))
+            # Counted before "ready", so whoever reads the gauge after "ready" sees it.
             socket_opened()
             try:
+                # Subscribed (and confirmed) first: nothing published from here on is lost.
+                ws.send(json.dumps({"type": "ready"}))
                 _relay(ws, stream, token)
             finally:
                 socket_closed()

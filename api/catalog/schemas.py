@@ -71,4 +71,8 @@ class RoleSchema(ma.Schema):
 
 
 class RoleUpdateSchema(StrictSchema):
-    offering_id = offering_id(required=True)
+    offering_id = offering_id(
+        required=True,
+        allow_none=True,
+        metadata={"description": "null: no offering of its own, the role follows the chat's"},
+    )

@@ -78,15 +78,13 @@ class RoleByName(MethodView):
     @blp.arguments(RoleUpdateSchema)
     @blp.response(200, RoleSchema)
     def put(self, body: dict[str, Any], role: str) -> dict[str, Any]:
+        """Serve the role with an offering, or with `null` unset it: it follows the chat's
+        offering again. (A role is a fixed name that always answers GET, so unsetting is a
+        PUT, not a DELETE.)"""
         rt = runtime()
         with rt.db.session() as db:
-            catalog.set_role(db, rt.settings, role, body["offering_id"])
-        return _role(role)
-
-    @admin_required
-    @blp.response(200, RoleSchema)
-    def delete(self, role: str) -> dict[str, Any]:
-        """Unset the role: it falls back to the chat's offering."""
-        with runtime().db.session() as db:
-            catalog.clear_role(db, role)
+            if body["offering_id"] is None:
+                catalog.clear_role(db, role)
+            else:
+                catalog.set_role(db, rt.settings, role, body["offering_id"])
         return _role(role)

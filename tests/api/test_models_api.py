@@ -100,16 +100,21 @@ def test_an_unset_role_falls_back_to_the_chat_offering_again(
     url = f"{API}/models/roles/session_title"
     client.put(url, json={"offering_id": "small"}, headers=admin.headers)
 
-    assert client.delete(url, headers=alice.headers).status_code == 403
+    unset = {"offering_id": None}
+    assert client.put(url, json=unset, headers=alice.headers).status_code == 403
     assert client.get(url, headers=admin.headers).get_json()["offering_id"] == "small"
-    cleared = client.delete(url, headers=admin.headers)
+    cleared = client.put(url, json=unset, headers=admin.headers)
     assert cleared.status_code == 200
     assert cleared.get_json() == {"role": "session_title", "offering_id": "big", "explicit": False}
+    assert client.get(url, headers=admin.headers).get_json() == cleared.get_json()
     with rt.db.session() as db:
         assert catalog.resolve(db, rt.settings, "session_title").model == "big-model"
     # unsetting a role that is not set changes nothing
-    assert client.delete(url, headers=admin.headers).get_json()["offering_id"] == "big"
-    assert client.delete(f"{API}/models/roles/poetry", headers=admin.headers).status_code == 404
+    assert client.put(url, json=unset, headers=admin.headers).get_json()["offering_id"] == "big"
+    poetry = client.put(f"{API}/models/roles/poetry", json=unset, headers=admin.headers)
+    assert poetry.status_code == 404
+    # there is nothing to delete: a role is a fixed name
+    assert client.delete(url, headers=admin.headers).status_code == 405
 
 
 def test_unknown_role_and_offering(client: FlaskClient, admin: Account) -> None:

@@ -6,6 +6,7 @@ touched and nothing is left behind."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -56,13 +57,14 @@ class Terminal:
             time.sleep(0.1)
         pytest.fail(f"the terminal never showed {what!r}; it shows:\n{self.screen()}")
 
-    def exit_status(self) -> int | None:
-        """The program's exit status once tmux knows it. tmux can mark the pane dead a moment
-        before it has reaped the process, when the status is still blank: not known yet."""
-        dead, _, status = self.tmux(
-            "display-message", "-p", "-t", "chat", "#{pane_dead} #{pane_dead_status}"
-        ).partition(" ")
-        return int(status) if dead.strip() == "1" and status.strip() else None
+
+def wait_for_file(path: Path) -> str:
+    deadline = time.monotonic() + WAIT
+    while not (path.exists() and path.read_text().endswith("\n")):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the program did not end within {WAIT:g} s")
+        time.sleep(0.1)
+    return path.read_text().strip()
 
 
 @pytest.fixture
@@ -84,7 +86,11 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
         "PATH": os.environ.get("PATH", ""),
         "TERM": "xterm-256color",
     }
-    command = [sys.executable, "-m", "cli", "chat", "--new"]
+    # The shell writes the program's exit status down: tmux's own `pane_dead_status` stays
+    # blank when tmux is late to reap the process (seen: a zombie for 30 s under load).
+    exit_file = tmp_path / "exit-status"
+    command = [shlex.quote(sys.executable), "-m", "cli", "chat", "--new"]
+    command += ["; echo $? >", shlex.quote(str(exit_file))]
     terminal.tmux(
         "new-session", "-d", "-s", "chat", "-x", "100", "-y", "30", "-c", str(Path.cwd()),
         *[arg for name, value in env.items() for arg in ("-e", f"{name}={value}")],
@@ -110,7 +116,5 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
     assert live.api("GET", f"/sessions/{session_id}")["title"] == "Terminal test"
 
     terminal.type("/quit")
-    deadline = time.monotonic() + WAIT
-    while terminal.exit_status() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert terminal.exit_status() == 0
+    status = wait_for_file(exit_file)
+    assert status == "0", f"eonyx chat exited with {status}:\n{terminal.screen()}"

@@ -132,10 +132,8 @@ function Roles({ api, offerings, roles, onChanged }) {
     setError("");
     setStatus("");
     try {
-      const result =
-        value === SAME_AS_CHAT
-          ? await api.del(`/models/roles/${role}`)
-          : await api.put(`/models/roles/${role}`, { offering_id: value });
+      const offering_id = value === SAME_AS_CHAT ? null : value;
+      const result = await api.put(`/models/roles/${role}`, { offering_id });
       onChanged(result);
       setStatus(`${role}: ${result.explicit ? result.offering_id : "same as chat"}.`);
     } catch (e) {
