@@ -122,24 +122,32 @@ def model_process(kind: str) -> Iterator[tuple[str, int]]:
         process.wait(10)
 
 
-def cpu_seconds(root: int, *, tree: bool = False) -> float:
-    """User + system CPU seconds of a process (its threads included), and with `tree` of all
-    its descendants too (Linux /proc; 0 elsewhere)."""
+def cpu_by_process(root: int) -> dict[int, tuple[str, float]]:
+    """pid -> (command line, user + system CPU seconds) of a process and all its descendants,
+    threads included (Linux /proc; nothing elsewhere)."""
     tick, table = os.sysconf("SC_CLK_TCK"), {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue  # gone meanwhile
-            table[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
-    chosen = {root}
-    while tree:
-        more = {pid for pid, (parent, _) in table.items() if parent in chosen} - chosen
-        if not more:
-            break
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            table[int(entry.name)] = (int(fields[1]), command, cpu)
+    chosen, more = set(), {root}
+    while more:
         chosen |= more
-    return sum(table[pid][1] for pid in chosen if pid in table)
+        more = {pid for pid, (parent, _, _) in table.items() if parent in more} - chosen
+    return {pid: table[pid][1:] for pid in chosen if pid in table}
+
+
+def server_side(command: str) -> str:
+    if "redis-server" in command:
+        return "Redis"
+    if " worker" in command:
+        return "worker"
+    return "HTTP"  # gunicorn's workers and arbiter, werkzeug, the `eonyx serve` supervisor
 
 
 def healthz_client(url: str) -> Callable[[int], Callable[[], str | None]]:
@@ -205,7 +213,7 @@ class Phase:
     cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SIDES, 0.0))
 
 
-SIDES = ("server", "model", "clients")
+SIDES = ("HTTP", "worker", "Redis", "model", "clients")
 
 
 def run_phase(
@@ -261,11 +269,12 @@ def main() -> int:
             print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
 
             def measure() -> dict[str, float]:
-                return {
-                    "server": cpu_seconds(server.pid, tree=True),
-                    "model": cpu_seconds(model_pid),
-                    "clients": cpu_seconds(os.getpid()),
-                }
+                spent = dict.fromkeys(SIDES, 0.0)
+                for command, cpu in cpu_by_process(server.pid).values():
+                    spent[server_side(command)] += cpu
+                spent["model"] = sum(cpu for _, cpu in cpu_by_process(model_pid).values())
+                spent["clients"] = cpu_by_process(os.getpid())[os.getpid()][1]
+                return spent
 
             for _ in range(args.rounds):
                 run_phase(bare, args.clients, args.seconds, healthz_client(server.url), measure)
@@ -299,12 +308,13 @@ def report(
                 *(f"{phase.cpu[side] * per:.2f}" for side in SIDES),
             ]
         )
-    cpu_headers = [f"{side} CPU ms/req" for side in SIDES]
+    cpu_headers = [f"{side} CPU" for side in SIDES]
     print_table(["endpoint", "done", "per s", "p50 ms", "p99 ms", "errors", *cpu_headers], rows)
     print(f"   ratio healthz/turns: {ratio:.2f}x")
     print(
-        "   CPU: `eonyx serve` and its children (HTTP workers, background worker, embedded Redis), "
-        "the model's process, this script's client threads; per request answered."
+        "   CPU ms per request answered, from /proc: `eonyx serve` and its children (HTTP: the"
+        " gunicorn processes; worker: the background worker, whose jobs the turns send;"
+        " Redis: the embedded one), the model's process, and this script's client threads."
     )
     print(
         f"   session files: {len(by_session)} sessions, {sum(counts.values())} messages, "
