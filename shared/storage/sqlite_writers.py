@@ -7,9 +7,10 @@ chat turns, each of which writes the index once, those sleeps were most of the t
 
 So each connection takes a `WriterGate` before its first write statement and gives it back
 when its transaction ends (commit, rollback, close): a thread lock queues the writers of one
-process, and an exclusive `flock` on `<database>-writers` those of every process on the
-machine (the HTTP workers and the background worker), and the kernel wakes the next one as
-soon as the gate is free. Reads are not gated (WAL: they never wait for the writer).
+process (the next one is woken as soon as the gate is free), and an exclusive `flock` on
+`<database>-writers` those of every process on the machine (the HTTP workers and the
+background worker; retried every 0.1 to 1 ms). Waiting ends with `database is locked` after
+30 s, as the busy handler's does. Reads are not gated (WAL: they never wait for the writer).
 
 Python's sqlite3 opens a transaction before the first INSERT/UPDATE/DELETE, which is where the
 gate is taken, so a connection never holds SQLite's write lock without the gate. A writer
@@ -23,9 +24,11 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from typing import Any, Self
 
 WAIT_SECONDS = 30.0  # as long as the busy handler waits (connect_args timeout)
+FIRST_RETRY, LONGEST_RETRY = 0.0001, 0.001  # seconds between tries for another process's gate
 _READS = frozenset({"SELECT", "PRAGMA", "EXPLAIN", "ANALYZE"})
 _WRITE_IN_CTE = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
 
@@ -38,6 +41,10 @@ def writes(sql: str) -> bool:
     return verb not in _READS
 
 
+def _locked() -> sqlite3.OperationalError:
+    return sqlite3.OperationalError(f"database is locked (no turn to write in {WAIT_SECONDS:g} s)")
+
+
 class WriterGate:
     """The right to write one SQLite database, for this process and every other one."""
 
@@ -48,20 +55,37 @@ class WriterGate:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        """Wait for the gate, at most WAIT_SECONDS (then `database is locked`, as SQLite
+        says it), so a writer that hangs holding it cannot hang every other one for good."""
         if self._pid != os.getpid():  # a forked child: its own lock and its own open file
             self._lock, self._fd, self._pid = threading.Lock(), None, os.getpid()
+        deadline = time.monotonic() + WAIT_SECONDS
         if not self._lock.acquire(timeout=WAIT_SECONDS):
-            raise sqlite3.OperationalError(
-                f"database is locked (another writer held it for {WAIT_SECONDS:g} s)"
-            )
+            raise _locked()
         try:
             if self._path is not None:
                 if self._fd is None:
                     self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                self._lock_file(self._fd, deadline)
         except BaseException:
             self._lock.release()
             raise
+
+    @staticmethod
+    def _lock_file(fd: int, deadline: float) -> None:
+        """flock without blocking, retried at short intervals: a blocking flock cannot time
+        out, and the writer before (in another process) is usually done within a
+        millisecond, so the retries stay far below the busy handler's sleeps."""
+        pause = FIRST_RETRY
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise _locked() from None
+                time.sleep(pause)
+                pause = min(2 * pause, LONGEST_RETRY)
 
     def release(self) -> None:
         try:

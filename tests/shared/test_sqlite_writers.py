@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
+from shared.storage import sqlite_writers
 from shared.storage.db import Database
 from shared.storage.sqlite_writers import writes
 
@@ -67,6 +68,25 @@ def test_a_failed_write_lets_the_gate_go(database: Database) -> None:
     assert gate_is_free(database)
     with database.transaction() as connection:
         assert connection.execute(text("SELECT body FROM notes")).scalars().all() == ["kept"]
+
+
+def test_a_writer_stuck_elsewhere_is_waited_for_a_bounded_time(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_writers, "WAIT_SECONDS", 0.3)
+    with database.transaction() as connection:  # the gate file exists from here on
+        connection.execute(text("INSERT INTO notes (body) VALUES ('first')"))
+    other = os.open(f"{database.engine.url.database}-writers", os.O_RDWR)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)  # another process's writer, hung holding the gate
+        with pytest.raises(OperationalError, match="database is locked"):
+            with database.transaction() as connection:
+                connection.execute(text("INSERT INTO notes (body) VALUES ('waits')"))
+    finally:
+        os.close(other)
+    with database.transaction() as connection:  # once it is gone, writes go on
+        connection.execute(text("INSERT INTO notes (body) VALUES ('second')"))
+        assert connection.execute(text("SELECT count(*) FROM notes")).scalar() == 2
 
 
 def test_writers_in_many_threads_all_land(database: Database) -> None:
