@@ -51,8 +51,9 @@ from _common import (
     verdict,
     workspace,
 )
-from _serve import eonyx_serve
+from _serve import Served, eonyx_serve, free_port
 
+from cli.serve import HTTP_THREADS, HTTP_WORKERS
 from shared.storage.db import Database
 
 TARGET_RATIO = 3.0
@@ -150,6 +151,49 @@ def server_side(command: str) -> str:
     return "HTTP"  # gunicorn's workers and arbiter, werkzeug, the `eonyx serve` supervisor
 
 
+@contextmanager
+def floor_server(workers: int, threads: int, model_url: str, log: Path) -> Iterator[Served]:
+    """bench/_floor_app.py under gunicorn with `eonyx serve`'s worker class and sizes."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
+    command += ["--workers", str(workers), "--threads", str(threads)]
+    command += ["--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "_floor_app:app"]
+    env = os.environ | {"FLOOR_MODEL_URL": model_url, "PYTHONPATH": str(Path(__file__).parent)}
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise SystemExit(f"the floor app did not start:\n{log.read_text()}") from None
+                time.sleep(0.1)
+        yield Served(url, process.pid, command)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+
+
+def floor_turn_client(url: str) -> Callable[[int], Callable[[], str | None]]:
+    def make(i: int) -> Callable[[], str | None]:
+        http = httpx.Client(base_url=url, timeout=60)
+
+        def call() -> str | None:
+            try:
+                status = http.post("/turn", json={"content": f"What did we decide, {i}?"})
+            except httpx.HTTPError as exc:
+                return f"turn: {type(exc).__name__}"
+            return None if status.status_code == 200 else f"turn: {status.status_code}"
+
+        return call
+
+    return make
+
+
 def healthz_client(url: str) -> Callable[[int], Callable[[], str | None]]:
     def make(_i: int) -> Callable[[], str | None]:
         http = httpx.Client(base_url=url, timeout=30)
@@ -242,6 +286,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="healthz then turns, N times")
     parser.add_argument("--dev", action="store_true", help="eonyx serve --dev (werkzeug)")
     parser.add_argument("--model", choices=sorted(MODELS), default="quick")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="instead of Eonyx, bench/_floor_app.py (Flask, marshmallow, one httpx call to the "
+        "model) under the same gunicorn workers: how far the stack alone gets",
+    )
     args = parser.parse_args()
 
     serve_args = ["--dev"] if args.dev else []
@@ -263,9 +313,14 @@ def main() -> int:
             "EONYX_LLM_MODEL": "quick-model",
         }
         print_header("bench_concurrency", ws, "embedded Redis, " + f"model: {args.model}")
-        with eonyx_serve(env, log=ws.root / "serve.log", args=serve_args) as server:
+        if args.floor:
+            workers, threads = args.workers or HTTP_WORKERS, args.threads or HTTP_THREADS
+            serving = floor_server(workers, threads, base_url, ws.root / "floor.log")
+        else:
+            serving = eonyx_serve(env, log=ws.root / "serve.log", args=serve_args)
+        with serving as server:
             http = "werkzeug (--dev)" if args.dev else "gunicorn"
-            print(f"   {http}: {' '.join(server.command[1:])}")
+            print(f"   {'the floor app' if args.floor else http}: {' '.join(server.command[1:])}")
             print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
 
             def measure() -> dict[str, float]:
@@ -278,7 +333,10 @@ def main() -> int:
 
             for _ in range(args.rounds):
                 run_phase(bare, args.clients, args.seconds, healthz_client(server.url), measure)
-                make = turn_client(server.url, token, turns_by_session)
+                if args.floor:
+                    make = floor_turn_client(server.url)
+                else:
+                    make = turn_client(server.url, token, turns_by_session)
                 run_phase(turns, args.clients, args.seconds, make, measure)
         counts = count_messages(ws.data_dir)
     return report(args, bare, turns, turns_by_session, counts)

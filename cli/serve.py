@@ -43,6 +43,7 @@ GRACEFUL_SECONDS = 10  # running requests at Ctrl+C (the compose stack gives the
 WORKER_GRACE_SECONDS = 20
 START_SECONDS = 60.0
 WORKER_THREADS = 2
+HTTP_WORKERS, HTTP_THREADS = 2, 32  # a small team on one machine (see the options' help)
 
 
 class Stopped(Exception):
@@ -54,14 +55,14 @@ class Stopped(Exception):
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
     "--workers",
-    default=2,
+    default=HTTP_WORKERS,
     show_default=True,
     type=click.IntRange(1),
     help="HTTP worker processes (gunicorn).",
 )
 @click.option(
     "--threads",
-    default=32,
+    default=HTTP_THREADS,
     show_default=True,
     type=click.IntRange(1),
     help="Threads per HTTP worker: requests at once, each open events socket holds one.",
