@@ -69,34 +69,49 @@ def eonyx_serve(
     port = free_port()
     command = [*eonyx_command(), "serve", "--host", "127.0.0.1", "--port", str(port)]
     command += args or []
+    env = serve_env(settings)
+    with http_server("eonyx serve", command, env, port, log=log, timeout=timeout) as served:
+        yield served
+
+
+@contextmanager
+def http_server(
+    name: str,
+    command: list[str],
+    env: Mapping[str, str],
+    port: int,
+    *,
+    log: Path,
+    timeout: float = 90,
+) -> Iterator[Served]:
+    """Run `command` (a server listening on 127.0.0.1:`port`, in a process group of its own)
+    until the block ends; its output goes to `log`. Ready when /healthz answers."""
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command,
-            env=serve_env(settings),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(process, url, log, timeout)
+        _wait_ready(name, process, url, log, timeout)
         yield Served(url, process.pid, command)
     finally:
         _stop(process)
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: float) -> None:
+def _wait_ready(
+    name: str, process: subprocess.Popen[bytes], url: str, log: Path, timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"eonyx serve exited at start:\n{log.read_text()[-3000:]}")
+            raise SystemExit(f"{name} exited at start:\n{log.read_text()[-3000:]}")
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise SystemExit(f"eonyx serve did not answer in {timeout:g} s:\n{log.read_text()[-3000:]}")
+    raise SystemExit(f"{name} did not answer in {timeout:g} s:\n{log.read_text()[-3000:]}")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

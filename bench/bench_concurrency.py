@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -51,7 +51,7 @@ from _common import (
     verdict,
     workspace,
 )
-from _serve import Served, eonyx_serve, free_port
+from _serve import Served, eonyx_serve, free_port, http_server
 
 from cli.serve import HTTP_THREADS, HTTP_WORKERS
 from shared.storage.db import Database
@@ -151,31 +151,16 @@ def server_side(command: str) -> str:
     return "HTTP"  # gunicorn's workers and arbiter, werkzeug, the `eonyx serve` supervisor
 
 
-@contextmanager
-def floor_server(workers: int, threads: int, model_url: str, log: Path) -> Iterator[Served]:
+def floor_server(
+    workers: int, threads: int, model_url: str, log: Path
+) -> AbstractContextManager[Served]:
     """bench/_floor_app.py under gunicorn with `eonyx serve`'s worker class and sizes."""
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
     command += ["--workers", str(workers), "--threads", str(threads)]
     command += ["--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "_floor_app:app"]
     env = os.environ | {"FLOOR_MODEL_URL": model_url, "PYTHONPATH": str(Path(__file__).parent)}
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise SystemExit(f"the floor app did not start:\n{log.read_text()}") from None
-                time.sleep(0.1)
-        yield Served(url, process.pid, command)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
+    return http_server("the floor app", command, env, port, log=log)
 
 
 def floor_turn_client(url: str) -> Callable[[int], Callable[[], str | None]]:

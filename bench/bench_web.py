@@ -32,16 +32,8 @@ from shared.core.settings import load_settings
 from shared.storage import index
 from shared.storage.db import Database
 from shared.storage.session_store import SessionStore
+from tests.web.chromium import ARGS, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PASSWORD = "correct horse battery"
 TARGET_LOAD_MS, TARGET_KB = 1000.0, 300.0
 

@@ -25,6 +25,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Self
 
 WAIT_SECONDS = 30.0  # as long as the busy handler waits (connect_args timeout)
@@ -126,27 +127,22 @@ def gated_connection(gate: WriterGate) -> type[sqlite3.Connection]:
                 gate.acquire()
                 self._writing = True
 
-        def _leave_writer(self) -> None:
-            if self._writing:
-                self._writing = False
-                gate.release()
+        def _ending(self, end: Callable[[], None]) -> None:
+            """End the transaction (commit, rollback, close), then give the gate back."""
+            try:
+                end()
+            finally:
+                if self._writing:
+                    self._writing = False
+                    gate.release()
 
         def commit(self) -> None:
-            try:
-                super().commit()
-            finally:
-                self._leave_writer()
+            self._ending(super().commit)
 
         def rollback(self) -> None:
-            try:
-                super().rollback()
-            finally:
-                self._leave_writer()
+            self._ending(super().rollback)
 
         def close(self) -> None:
-            try:
-                super().close()
-            finally:
-                self._leave_writer()
+            self._ending(super().close)
 
     return GatedConnection

@@ -14,8 +14,8 @@ from flask import Flask
 
 from tests.api.websockets import live
 from tests.conftest import IN_CI, Account
+from tests.web.chromium import ARGS, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
 WATCH_CSP = (
     "window.__csp = []; document.addEventListener('securitypolicyviolation',"
     " (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
@@ -33,7 +33,7 @@ def browser() -> Iterator[Any]:
 
     with sync_playwright() as playwright:
         # root in a container: Chromium's sandbox cannot start there
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield chromium
         chromium.close()
 

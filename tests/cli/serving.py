@@ -112,6 +112,29 @@ class Served:
         assert len(found) == 1, f"{needle}: {found} among {children_of(self.process.pid)}"
         return found[0]
 
+    def stop(self, grace: float | None = None) -> None:
+        """End serve however it goes: Ctrl+C (SIGINT) and `grace` seconds when given, else (or
+        then) a kill; whatever it left behind is killed too, and its output closed."""
+        left = descendants_of(self.process.pid) if self.process.poll() is None else []
+        if grace is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.reader is not None:
+            self.reader.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
     def stop_with_ctrl_c(self) -> None:
         """SIGINT, as a terminal's Ctrl+C; serve must exit 0 and every child with it."""
         self.process.send_signal(signal.SIGINT)
@@ -170,20 +193,7 @@ def start_serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
 
     yield start
     for running in started:
-        left: list[int] = []
-        if running.process.poll() is None:
-            left = descendants_of(running.process.pid)
-            running.process.kill()
-            running.process.wait(10)
-        for pid in left:  # whatever serve left behind when it had to be killed
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        if running.reader is not None:
-            running.reader.join(10)
-        if running.process.stdout is not None:
-            running.process.stdout.close()
+        running.stop()
 
 
 def eonyx(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

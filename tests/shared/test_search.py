@@ -113,6 +113,24 @@ def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice
     assert_fts_consistent(rt)
 
 
+def test_a_message_indexed_twice_is_found_once_and_the_index_stays_whole(
+    rt: Runtime, alice: Account
+) -> None:
+    """A row already there is left as it is (ON CONFLICT DO NOTHING), and SQLite's FTS index
+    takes only the rows the insert really added (the ids INSERT ... RETURNING reports)."""
+    session_id = chat_in(rt, alice, "Animals", "an okapi in the forest")
+    record = {"type": "message", "id": new_message_id(), "role": "user", "content": "okapi again"}
+    docs = search.docs_of(alice.user_id, session_id, [record])
+    with rt.db.transaction() as db:
+        search.add(db, docs)
+        search.add(db, docs)  # the same message again: a writer that retries, a refold
+    with rt.db.transaction() as db:
+        rows = db.execute(text("SELECT count(*) FROM session_text WHERE body = 'okapi again'"))
+        assert rows.scalar() == 1
+    assert found(rt, alice, "okapi") == [session_id]
+    assert_fts_consistent(rt)
+
+
 def assert_fts_consistent(rt: Runtime) -> None:
     """SQLite's FTS index is kept by hand (shared/storage/fulltext.py): it must match its
     content table exactly (PostgreSQL's generated column keeps itself)."""

@@ -9,9 +9,8 @@ context signed in as its own user, so tests never see each other's chats. Withou
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ import pytest
 from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
 from tests.cli.serving import (
     Served,
-    descendants_of,
     eonyx,
     launch_serve,
     ready,
@@ -30,16 +28,8 @@ from tests.cli.serving import (
 )
 from tests.conftest import wait_for
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, echo, last_user_text, text
+from tests.web.chromium import ARGS, CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PASSWORD = "correct horse battery"
 TIMEOUT_MS = 15_000
 
@@ -135,36 +125,25 @@ def start_server(tmp_path: Path, llm: FakeLLM, **env: str) -> tuple[Served, str]
     return served, url
 
 
-def stop_server(served: Served) -> None:
-    left = descendants_of(served.process.pid)
-    if served.process.poll() is None:
-        served.process.send_signal(signal.SIGINT)
-        try:
-            served.process.wait(30)
-        except subprocess.TimeoutExpired:
-            served.process.kill()
-            served.process.wait(10)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    if served.reader is not None:
-        served.reader.join(10)
-    if served.process.stdout is not None:
-        served.process.stdout.close()
+@contextmanager
+def running_server(tmp_path: Path, **env: str) -> Iterator[Server]:
+    """A served Eonyx and its fake model (`start_server`), stopped as a user stops it."""
+    llm = FakeLLM().start()
+    served, url = start_server(tmp_path, llm, **env)
+    running = Server(url, served, llm, Model(llm))
+    try:
+        yield running
+    finally:
+        for account in running.users.values():
+            account["http"].close()
+        served.stop(grace=30)
+        llm.stop()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    llm = FakeLLM().start()
-    served, url = start_server(tmp_path_factory.mktemp("web-serve"), llm)
-    running = Server(url, served, llm, Model(llm))
-    yield running
-    for account in running.users.values():
-        account["http"].close()
-    stop_server(served)
-    llm.stop()
+    with running_server(tmp_path_factory.mktemp("web-serve")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.fake_llm import FakeLLM
-from tests.web.conftest import Browsing, Model, Server, start_server, stop_server
+from tests.web.conftest import Browsing, Server, running_server
 
 SECRET = "sk-web-test-secret-0123456789"
 URL_SECRET = "url-secret-9876"
@@ -20,14 +19,8 @@ URL_SECRET = "url-secret-9876"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The module's server, with a key in the variable an offering names."""
-    llm = FakeLLM().start()
-    served, url = start_server(tmp_path_factory.mktemp("web-models"), llm, EONYX_KEY_WEBTEST=SECRET)
-    running = Server(url, served, llm, Model(llm))
-    yield running
-    for account in running.users.values():
-        account["http"].close()
-    stop_server(served)
-    llm.stop()
+    with running_server(tmp_path_factory.mktemp("web-models"), EONYX_KEY_WEBTEST=SECRET) as running:
+        yield running
 
 
 def open_settings(page: Page) -> Locator:
