@@ -10,10 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import schemathesis
+from schemathesis.config import SchemathesisConfig
 
+from api import create_app
 from tests.conftest import Backend, make_settings
 from tests.fake_llm import FakeLLM
-from tests.openapi_fuzz import run_schemathesis, served
+from tests.openapi_fuzz import CHECKS, CONFIG, run_schemathesis, served
 
 PHASE_SECONDS = 15
 STATEFUL_SECONDS = 10
@@ -56,3 +59,24 @@ def test_schemathesis_finds_no_server_error_and_no_mismatch(
             assert not outcome.failures, "\n".join(outcome.failure_lines) + outcome.output[-6000:]
             assert outcome.exit_code == 0, outcome.output[-6000:]
             assert outcome.requests > before, outcome.output[-3000:]  # it reached the server
+
+
+def test_every_operation_gets_the_chosen_checks_and_a_session_read_no_use_after_free(
+    tmp_path: Path,
+) -> None:
+    """The fuzzer's configuration as schemathesis reads it: every chosen check on for every
+    operation, except use_after_free under a session (a DELETE moves it to the trash, where
+    it is still read). A check named with --checks would be on everywhere."""
+    app = create_app(fuzz_settings(tmp_path / "data", None, "http://127.0.0.1:9/v1"))
+    document = app.test_client().get("/api/v1/openapi.json").get_json()
+    config = SchemathesisConfig.from_str(CONFIG)
+    schema = schemathesis.openapi.from_dict(document, config=config)
+    project = config.projects.default
+    for path, methods in document["paths"].items():
+        for method in set(methods) & {"get", "put", "post", "patch", "delete"}:
+            operation = schema[path][method.upper()]
+            checks = project.checks_config_for(operation=operation, phase="stateful")
+            enabled = {name for name in CHECKS if checks.get_by_name(name=name).enabled}
+            in_session = path.startswith("/api/v1/sessions/{session_id}")
+            assert enabled == set(CHECKS) - ({"use_after_free"} if in_session else set()), path
+            assert not checks.positive_data_acceptance.enabled
