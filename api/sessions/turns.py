@@ -151,5 +151,5 @@ class Context(MethodView):
             **context.usage.to_dict(),
             "system_prompt": context.system_prompt,
             "summary": context.summary.to_dict() if context.summary else None,
-            "message_count": len(context.messages),
+            "message_count": context.message_count,
         }

@@ -53,13 +53,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.storage.session_state import content_text, message_chars, tool_call_parts
+from shared.storage.session_state import (
+    content_text,
+    is_model_message,
+    message_chars,
+    model_message,
+    tool_call_parts,
+)
 
 CHARS_PER_TOKEN = 4
 THRESHOLD = 0.8
 _THRESHOLD_PCT = round(THRESHOLD * 100)
 KEEP_USER_TURNS = 3
-MODEL_ROLES = ("user", "assistant", "tool")
 MAX_TRANSCRIPT_TOOL_RESULT_CHARS = 4000
 MAX_TRANSCRIPT_ARGUMENT_CHARS = 2000
 
@@ -178,16 +183,17 @@ def context_usage(system_prompt: str, messages: Iterable[Record], window: int | 
     return _usage(len(system_prompt) + _chars(messages), window)
 
 
+def sized_usage(system_prompt: str, sizes: Iterable[int], window: int | None) -> Usage:
+    """`context_usage` from the messages' sizes (`SessionState.sizes`), measured before."""
+    return _usage(len(system_prompt) + sum(sizes), window)
+
+
 def _usage(chars: int, window: int | None) -> Usage:
     if window is not None and window <= 0:
         raise ValueError("a context window must be a positive number of tokens")
     tokens = math.ceil(chars / CHARS_PER_TOKEN)
     percent = None if window is None else round(100 * tokens / window, 1)
     return Usage(tokens=tokens, window=window, percent=percent)
-
-
-def _is_message(record: Record) -> bool:
-    return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
 
 
 def _position(records: Sequence[Record], message_id: str | None) -> int | None:
@@ -198,14 +204,15 @@ def _position(records: Sequence[Record], message_id: str | None) -> int | None:
         return None
     for index in range(len(records) - 1, -1, -1):
         record = records[index]
-        if record.get("id") == message_id and _is_message(record):
+        if record.get("id") == message_id and is_model_message(record):
             return index
     return None
 
 
-def _start(records: Sequence[Record], message_id: str | None) -> int:
-    """The first position after the message a summary covers through (0 without one)."""
-    index = _position(records, message_id)
+def summary_start(records: Sequence[Record], summary_state: SummaryLike | None) -> int:
+    """Where the messages the model is sent start: just after the message the summary covers
+    through (0 without a summary, or with a stale one)."""
+    index = _position(records, _covered(summary_state)[1])
     return 0 if index is None else index + 1
 
 
@@ -283,7 +290,7 @@ def plan_compaction(
     consider messages after it, and only those are looked at (the search for it starts at
     the end). An id that is not in `messages` means the previous summary is stale: it is
     dropped and the whole history is considered. `sizes`, when given, is `message_chars` of
-    each record, computed once when the session was read.
+    each record (0 for one the model is not sent), computed once when the session was read.
 
     None when `window` is None, when usage is below `THRESHOLD` of the window, or when there
     is nothing older than the last `KEEP_USER_TURNS` user turns to summarize.
@@ -294,15 +301,14 @@ def plan_compaction(
     if covered is None:
         previous_summary = None
     start = 0 if covered is None else covered + 1
-    positions = [i for i in range(start, len(messages)) if _is_message(messages[i])]
-    live = [messages[i] for i in positions]
     if sizes is not None and len(sizes) == len(messages):
-        chars = sum(sizes[i] for i in positions)
+        chars = sum(sizes[start:])
     else:
-        chars = _chars(live)
+        chars = _chars(message for message in messages[start:] if is_model_message(message))
     usage = _usage(len(system_prompt) + chars, window)
     if not usage.over_threshold:
         return None
+    live = [message for message in messages[start:] if is_model_message(message)]
     boundary = find_boundary(live)
     if boundary <= 0:
         return None
@@ -333,7 +339,7 @@ def render_transcript(records: Iterable[Record]) -> str:
     names: dict[str, str] = {}
     lines: list[str] = []
     for record in records:
-        if not _is_message(record):
+        if not is_model_message(record):
             continue
         role = record.get("role")
         text = content_text(record.get("content")).strip()
@@ -373,16 +379,6 @@ def summary_request(plan: CompactionPlan) -> list[dict[str, str]]:
     ]
 
 
-def _model_tool_call(call: Any) -> dict[str, Any]:
-    name, arguments = tool_call_parts(call)
-    call_id = call.get("id") if isinstance(call, Mapping) else None
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": arguments},
-    }
-
-
 ImageParts = Callable[[Record], list[dict[str, Any]]]
 
 
@@ -400,23 +396,15 @@ def to_model_messages(
     """
     out: list[dict[str, Any]] = []
     for record in records:
-        if not _is_message(record):
+        if not is_model_message(record):
             continue
-        role = record["role"]
-        content = record.get("content")
-        if not isinstance(content, str):  # parts: copied, so the caller may change them
-            content = copy.deepcopy(content)
-        message: dict[str, Any] = {"role": role, "content": content}
-        if role == "user" and record.get("images") and image_parts is not None:
+        message = model_message(record)
+        if not isinstance(message["content"], str):  # parts: copied, so the caller may change them
+            message["content"] = copy.deepcopy(message["content"])
+        if record["role"] == "user" and record.get("images") and image_parts is not None:
             text = message["content"]
             parts = [{"type": "text", "text": text}] if isinstance(text, str) and text else []
             message["content"] = parts + image_parts(record)
-        if role == "assistant" and record.get("tool_calls"):
-            message["tool_calls"] = [_model_tool_call(c) for c in record["tool_calls"]]
-        elif role == "tool":
-            message["tool_call_id"] = record.get("tool_call_id")
-        if message["content"] is None and role != "assistant":
-            message["content"] = ""
         out.append(message)
     return out
 
@@ -430,6 +418,5 @@ def apply_summary(
     """The model messages to send after compaction: those after the state's
     `covered_through` message, or all of them without a (current) state (images only for
     those: a summarized message's images are not sent again)."""
-    _, covered_through = _covered(summary_state)
-    start = _start(messages, covered_through)
+    start = summary_start(messages, summary_state)
     return to_model_messages(messages[start:], image_parts=image_parts)

@@ -17,17 +17,21 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from shared.accounts import Principal
 from shared.chat.compaction import (
     CompactionPlan,
+    ImageParts,
     SummaryState,
     Usage,
-    apply_summary,
     context_usage,
     current_summary,
     estimate_tokens,
     plan_compaction,
+    sized_usage,
     summary_request,
+    summary_start,
     to_model_messages,
 )
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
@@ -47,12 +51,13 @@ from shared.core.errors import (
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
-from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Offering
+from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Messages, Offering
 from shared.llm.tools import ToolContext
 from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
 from shared.storage import events
+from shared.storage.session_state import is_model_message
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -117,12 +122,37 @@ class ProjectInput:
 
 @dataclass
 class AssembledContext:
-    """Exactly what the model is sent: the system prompt and the messages after the summary."""
+    """What the model is sent: the system prompt, then the session's message records from
+    `start` on (those after the summary's boundary)."""
 
     system_prompt: str
-    messages: list[dict[str, Any]]
+    state: SessionState
+    start: int
     summary: SummaryState | None
     usage: Usage
+    image_parts: ImageParts  # a user message's images as content parts, read from the files
+
+    @property
+    def message_count(self) -> int:
+        return sum(1 for record in self.state.messages[self.start :] if is_model_message(record))
+
+    def request_messages(self) -> list[Mapping[str, Any] | orjson.Fragment]:
+        """The messages for the request body: each record's form encoded when it was read,
+        so a long history costs a copy of bytes, not a walk through its dicts."""
+        state = self.state
+        messages: list[Mapping[str, Any] | orjson.Fragment] = []
+        for record, form in zip(
+            state.messages[self.start :], state.forms[self.start :], strict=True
+        ):
+            if form is not None:
+                messages.append(orjson.Fragment(form))
+            elif is_model_message(record):
+                messages.extend(to_model_messages([record], image_parts=self.image_parts))
+        return messages
+
+    def usage_now(self) -> Usage:
+        """The estimate with what was saved since it was assembled (this turn's records)."""
+        return sized_usage(self.system_prompt, self.state.sizes[self.start :], self.usage.window)
 
 
 def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
@@ -212,8 +242,9 @@ def assemble_context(
     def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         return images.model_parts(rt.store, state.user_id, state.id, record["images"])
 
-    messages = apply_summary(records, summary, image_parts=image_parts)
-    return AssembledContext(prompt, messages, summary, context_usage(prompt, messages, window))
+    start = summary_start(records, summary)
+    usage = sized_usage(prompt, state.sizes[start:], window)
+    return AssembledContext(prompt, state, start, summary, usage, image_parts)
 
 
 def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
@@ -259,7 +290,7 @@ def _pending_user_message(state: SessionState) -> dict[str, Any]:
 def _call_model(
     rt: Runtime,
     offering: Offering,
-    messages: list[dict[str, Any]],
+    messages: Messages,
     tools: list[dict[str, Any]] | None,
     stream: bool,
 ) -> Iterator[TextDelta | Completion]:
@@ -433,7 +464,10 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         temporary=state.temporary,
         notify=lambda event: events.publish(rt.redis, principal.user_id, event),
     )
-    messages = [{"role": "system", "content": context.system_prompt}, *context.messages]
+    messages: list[Mapping[str, Any] | orjson.Fragment] = [
+        {"role": "system", "content": context.system_prompt},
+        *context.request_messages(),
+    ]
     steps: list[dict[str, Any]] = []
     for round_number in range(rt.settings.max_tool_rounds + 1):
         last_round = round_number == rt.settings.max_tool_rounds
@@ -468,8 +502,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
             continue
         answer = message_record("assistant", completion.content or "", offering=offering.id)
         turn.save([answer])
-        usage = context_usage(context.system_prompt, [*messages[1:], answer], context.usage.window)
-        return TurnResult(user_message, answer, steps, usage, tool_context.events)
+        return TurnResult(user_message, answer, steps, context.usage_now(), tool_context.events)
     raise AssertionError("the last round offers no tools, so it always answers")
 
 

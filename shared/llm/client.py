@@ -42,8 +42,10 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol
 
 import httpx
+import orjson
 
 from shared.core import observability
+from shared.core.encoding import encode_json
 from shared.core.errors import EonyxError
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,9 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 PROVIDER_MESSAGE_LIMIT = 500
 USER_AGENT = "eonyx"
 
-Messages = Sequence[Mapping[str, Any]]
+# A message is a mapping, or one already encoded as JSON (a turn's history is encoded once,
+# when the session is read, and not again for every request that carries it).
+Messages = Sequence[Mapping[str, Any] | orjson.Fragment]
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -268,6 +272,12 @@ def _arguments_text(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments
     return json.dumps(arguments, ensure_ascii=False)  # some servers send an object
+
+
+def _encoded(message: Mapping[str, Any] | orjson.Fragment) -> orjson.Fragment:
+    if isinstance(message, orjson.Fragment):
+        return message
+    return orjson.Fragment(encode_json(dict(message)))
 
 
 def _parse_completion(data: Any) -> Completion:
@@ -593,7 +603,7 @@ class LLMClient:
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": offering.model,
-            "messages": [dict(message) for message in messages],
+            "messages": [_encoded(message) for message in messages],
         }
         if tools:
             body["tools"] = [dict(tool) for tool in tools]
@@ -609,12 +619,13 @@ class LLMClient:
     def _request(self, offering: Offering, body: dict[str, Any]) -> httpx.Request:
         headers = {
             "Accept": "text/event-stream" if body.get("stream") else "application/json",
+            "Content-Type": "application/json",
         }
         if offering.api_key:
             headers["Authorization"] = f"Bearer {offering.api_key}"
         try:
             return self._http.build_request(
-                "POST", offering.completions_url, json=body, headers=headers
+                "POST", offering.completions_url, content=orjson.dumps(body), headers=headers
             )
         except httpx.InvalidURL as exc:
             raise LLMError(

@@ -4,9 +4,11 @@ The first record is the header (`type: session`); then `message` records (user, 
 tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in the order
 they happened. Folding them in order gives the state (`fold`, `SessionState.apply`).
 
-Beside each kept message the state keeps its size as the model sees it (`message_chars`:
-text parts plus tool calls' names and arguments), computed once when the record is folded,
-so that estimating a context never re-measures old messages.
+Beside each kept message the state keeps two things computed once, when the record is
+folded, so that a turn never goes over old messages again: its size as the model sees it
+(`message_chars`: text parts plus tool calls' names and arguments), and the message the model
+is sent for it, already JSON-encoded (`encoded_model_message`). A turn's request is then the
+encoded messages after the summary's boundary put side by side, whatever their number.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.core.clock import parse_time
+from shared.core.encoding import encode_json
 
 META_FIELDS = (
     "title",
@@ -32,6 +35,7 @@ META_FIELDS = (
 # Changes that do not make a session "recently updated" (it keeps its place in the list).
 QUIET_FIELDS = ("title_locked", "deleted_at")
 CHAT_ROLES = ("user", "assistant")
+MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
 
 
 def content_text(content: Any) -> str:
@@ -95,6 +99,45 @@ def message_chars(message: Mapping[str, Any]) -> int:
     return total
 
 
+def is_model_message(record: Mapping[str, Any]) -> bool:
+    """A record the model is sent: a user, assistant or tool message."""
+    return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
+
+
+def model_tool_call(call: Any) -> dict[str, Any]:
+    """A tool call as OpenAI's API takes it back: `{id, type, function: {name, arguments}}`."""
+    name, arguments = tool_call_parts(call)
+    call_id = call.get("id") if isinstance(call, Mapping) else None
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def model_message(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A model message record as an OpenAI chat message: role, content, and tool calls or
+    the call it answers; ids, times and images are left out. The content is the record's."""
+    role = record["role"]
+    message: dict[str, Any] = {"role": role, "content": record.get("content")}
+    if role == "assistant" and record.get("tool_calls"):
+        message["tool_calls"] = [model_tool_call(call) for call in record["tool_calls"]]
+    elif role == "tool":
+        message["tool_call_id"] = record.get("tool_call_id")
+    if message["content"] is None and role != "assistant":
+        message["content"] = ""
+    return message
+
+
+def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:
+    """`model_message(record)` as JSON, for a request body; None for a record the model is
+    not sent as it stands: not a model message, or a user message with images (their parts
+    are read from the files at each turn)."""
+    if not is_model_message(record) or (record["role"] == "user" and record.get("images")):
+        return None
+    return encode_json(model_message(record))
+
+
 @dataclass
 class SessionState:
     """What folding a session file gives. `messages` is empty when folded for the index.
@@ -123,7 +166,8 @@ class SessionState:
     user_messages: int = 0
     snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
     messages: list[dict[str, Any]] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)  # message_chars of each kept message
+    sizes: list[int] = field(default_factory=list)  # message_chars; 0: not sent to a model
+    forms: list[bytes | None] = field(default_factory=list)  # encoded_model_message
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -157,7 +201,8 @@ class SessionState:
             self.image_count += len(record.get("images") or ())
             if keep_messages:
                 self.messages.append(record)
-                self.sizes.append(message_chars(record))
+                self.sizes.append(message_chars(record) if is_model_message(record) else 0)
+                self.forms.append(encoded_model_message(record))
         elif kind == "meta":
             changes = record.get("set") or {}
             for key, value in changes.items():
@@ -181,6 +226,7 @@ class SessionState:
             self,
             messages=list(self.messages) if keep_messages else [],
             sizes=list(self.sizes) if keep_messages else [],
+            forms=list(self.forms) if keep_messages else [],
             extra=dict(self.extra),
         )
 

@@ -70,6 +70,49 @@ def test_tool_calls_loop_until_a_final_answer_and_every_step_is_saved(chat: Chat
     assert "clock" in offered
 
 
+def test_each_turn_sends_the_whole_history_exactly_from_the_cache_and_from_the_file(
+    chat: Chat,
+) -> None:
+    """The history goes to the model as it was first encoded (from the session cache); after
+    a cold read of the file the request is the same, down to an answer's lone surrogate,
+    which UTF-8 cannot hold and is sent as JSON's escape."""
+    chat.rt.tools.register(Tool("clock", "Tell the time", {"type": "object"}, lambda c, a: "noon"))
+    session_id = chat.new_session()
+    chat.llm.script(
+        tool_calls(tool_call("clock", {"city": "Oslo"}, id="call_1")),
+        text("half an emoji: \ud83d"),
+        "second answer",
+        "third answer",
+    )
+    assert chat.turn(session_id, content="What time is it?").status_code == 200
+    assert chat.turn(session_id, content="and now?").status_code == 200
+    chat.rt.store.cache.forget((chat.user.user_id, session_id))  # as after a restart
+    assert chat.turn(session_id, content="once more").status_code == 200
+
+    history = [
+        {"role": "user", "content": "What time is it?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "clock", "arguments": '{"city": "Oslo"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "noon", "tool_call_id": "call_1"},
+        {"role": "assistant", "content": "half an emoji: \ud83d"},
+        {"role": "user", "content": "and now?"},
+        {"role": "assistant", "content": "second answer"},
+        {"role": "user", "content": "once more"},
+    ]
+    warm, cold = (request.messages[1:] for request in chat.llm.completions[-2:])
+    assert warm == history[:5]
+    assert cold == history
+
+
 def test_tool_rounds_are_bounded(make_chat: Callable[..., Chat]) -> None:
     chat = make_chat(MAX_TOOL_ROUNDS="2")
     chat.rt.tools.register(Tool("again", "Loop", {"type": "object"}, lambda c, a: "more"))

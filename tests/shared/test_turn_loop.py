@@ -8,11 +8,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from shared.accounts import Principal
 from shared.chat import turns
-from shared.llm.client import Completion, ModelClient, Offering, StreamEvent, ToolCall
+from shared.llm.client import (
+    Completion,
+    Messages,
+    ModelClient,
+    Offering,
+    StreamEvent,
+    ToolCall,
+)
 from shared.llm.tools import Tool, ToolContext
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
@@ -31,17 +39,18 @@ class ScriptedModel:
     def complete(
         self,
         offering: Offering,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
-        self.calls.append((offering.id, [dict(m) for m in messages], bool(tools)))
+        sent = json.loads(orjson.dumps(list(messages)))  # some come encoded (orjson.Fragment)
+        self.calls.append((offering.id, sent, bool(tools)))
         return self.answers.pop(0)
 
     def stream(
         self,
         offering: Offering,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Iterator[StreamEvent]:
