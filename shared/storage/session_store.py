@@ -60,6 +60,7 @@ __all__ = [
 SESSION_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
 USER_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 FORMAT_VERSION = 1
+PATHS_KEPT = 4096  # session paths remembered (a plain dict, emptied when full)
 DEFAULT_CACHE_BYTES = Settings.session_cache_bytes  # the default lives with the settings
 SUMMARY_FILE = "summary.json"
 
@@ -106,6 +107,8 @@ class SessionStore:
         self.data_dir = data_dir
         self.users_dir = data_dir / "users"
         self.cache = SessionCache(cache_bytes)
+        # A turn asks for its session's path half a dozen times, and pathlib is slow to join.
+        self._paths: dict[tuple[str, str], Path] = {}
 
     def sessions_dir(self, user_id: str) -> Path:
         # The id patterns admit no separator and no dot-dir, so the join cannot escape.
@@ -114,7 +117,14 @@ class SessionStore:
         return self.users_dir / user_id / "sessions"
 
     def path(self, user_id: str, session_id: str) -> Path:
-        return self.sessions_dir(user_id) / f"{check_session_id(session_id)}.jsonl"
+        key = (user_id, session_id)
+        found = self._paths.get(key)
+        if found is None:
+            found = self.sessions_dir(user_id) / f"{check_session_id(session_id)}.jsonl"
+            if len(self._paths) >= PATHS_KEPT:
+                self._paths.clear()
+            self._paths[key] = found
+        return found
 
     def create(
         self,
