@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -64,14 +65,16 @@ class RedisLocks:
             self.prefix + name, timeout=ttl, blocking_timeout=wait, thread_local=False
         )
         try:
-            acquired = lock.acquire()
+            # Our own token: redis-py's default, uuid1, asks libuuid, which tries the uuidd
+            # socket and then locks a clock file shared by every process, on each call.
+            acquired = lock.acquire(token=secrets.token_hex(16))
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise Unavailable(f"Redis cannot be reached for a lock ({exc})") from exc
         if not acquired:
             raise Conflict(f"{name} is busy; try again", code="busy")
-        released = threading.Event()
         renewer = None
         if keepalive:
+            released = threading.Event()
             renewer = threading.Thread(
                 target=_renew, args=(lock, ttl / 3, released), name=f"lock {name}", daemon=True
             )
@@ -79,8 +82,8 @@ class RedisLocks:
         try:
             yield
         finally:
-            released.set()
             if renewer is not None:
+                released.set()
                 renewer.join()  # no renewal may land after the release below
             try:
                 lock.release()
