@@ -42,6 +42,10 @@ Typical turn:
         prompt = build_system_prompt(..., summary=state.summary, ...)
     model_messages = apply_summary(records, state)
     usage = context_usage(prompt, model_messages, window)
+
+A turn does the last two from what the session state computed when it read each record:
+`start = summary_start(records, state)`, then `sized_usage(prompt, sizes[start:], window)`
+and the records' encoded forms from `start` on (shared/chat/turns.py).
 """
 
 from __future__ import annotations
