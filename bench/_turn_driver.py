@@ -127,8 +127,11 @@ def run_rounds(
     firsts: dict[int, list[int]] = {length: [] for length in rotations}
     recording = False
 
-    def turn(length: int) -> Callable[[], None]:
-        def run() -> None:
+    def turn(length: int) -> Callable[[], Callable[[], None]]:
+        """The next turn of this length, ready to time: a session's first turn (a cold read,
+        and compaction when the history needs it) is run here, before, and timed apart."""
+
+        def prepare() -> Callable[[], None]:
             session_id, first = rotations[length].next()
             if first:
                 if rec:
@@ -136,28 +139,35 @@ def run_rounds(
                 firsts[length].append(timed(lambda: driver.turn(length, session_id)))
                 if rec:
                     rec.recording = recording
-            driver.compacted += driver.turn(length, session_id) and recording
 
-        return run
+            def run() -> None:
+                driver.compacted += driver.turn(length, session_id) and recording
 
-    variants: list[tuple[str, Callable[[], None]]] = []
+            return run
+
+        return prepare
+
+    def ready(fn: Callable[[], None]) -> Callable[[], Callable[[], None]]:
+        return lambda: fn
+
+    variants: list[tuple[str, Callable[[], Callable[[], None]]]] = []
     if bare:
         variants += [
-            ("bare", lambda: driver.get("/healthz")),
-            ("auth", lambda: driver.get("/api/v1/users/me")),
+            ("bare", ready(lambda: driver.get("/healthz"))),
+            ("auth", ready(lambda: driver.get("/api/v1/users/me"))),
         ]
     variants += [(f"turn_{length}", turn(length)) for length in rotations]
-    variants += [(f"model_{n}", lambda n=n: driver.model_call(n)) for n in rotations]
+    variants += [(f"model_{n}", ready(lambda n=n: driver.model_call(n))) for n in rotations]
     for length in rotations:  # a model call needs a body its length's turn sent
-        turn(length)()
+        turn(length)()()
     times: dict[str, list[int]] = {name: [] for name, _ in variants}
     for i in range(rounds):
         recording = i >= warmup
         shift = i % len(variants)
-        for name, fn in variants[shift:] + variants[:shift]:
+        for name, prepare in variants[shift:] + variants[:shift]:
             if rec:
                 rec.label, rec.recording = name, recording
-            elapsed = timed(fn)
+            elapsed = timed(prepare())
             if recording:
                 times[name].append(elapsed)
     if rec:
