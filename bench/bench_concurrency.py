@@ -354,6 +354,15 @@ def report(
     cpu_headers = [f"{side} CPU" for side in SIDES]
     print_table(["endpoint", "done", "per s", "p50 ms", "p99 ms", "errors", *cpu_headers], rows)
     print(f"   ratio healthz/turns: {ratio:.2f}x")
+    per_turn, per_bare = (
+        sum(phase.cpu.values()) * 1000 / max(phase.tally.done, 1) for phase in (turns, bare)
+    )
+    if per_bare:
+        print(
+            f"   CPU per request, every side together: {per_turn:.2f} ms a turn, "
+            f"{per_bare:.2f} ms a /healthz; {per_turn / per_bare:.2f}x, the ratio to expect "
+            "when both phases use the machine up"
+        )
     print(
         "   CPU ms per request answered, from /proc: `eonyx serve` and its children (HTTP: the"
         " gunicorn processes; worker: the background worker, whose jobs the turns send;"
