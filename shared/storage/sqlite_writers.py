@@ -49,8 +49,8 @@ def _locked() -> sqlite3.OperationalError:
 class WriterGate:
     """The right to write one SQLite database, for this process and every other one."""
 
-    def __init__(self, database_path: str | None) -> None:
-        self._path = f"{database_path}-writers" if database_path else None
+    def __init__(self, database_path: str) -> None:
+        self._path = f"{database_path}-writers"
         self._pid = -1
         self._lock = threading.Lock()
         self._fd: int | None = None
@@ -64,10 +64,9 @@ class WriterGate:
         if not self._lock.acquire(timeout=WAIT_SECONDS):
             raise _locked()
         try:
-            if self._path is not None:
-                if self._fd is None:
-                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                self._lock_file(self._fd, deadline)
+            if self._fd is None:
+                self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._lock_file(self._fd, deadline)
         except BaseException:
             self._lock.release()
             raise
