@@ -3,6 +3,7 @@ interleaved rounds of requests (used by the served run and by the in-process bre
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -121,9 +122,10 @@ def run_rounds(
     rec: Recorder | None = None,
     bare: bool = True,
 ) -> tuple[dict[str, list[int]], dict[int, list[int]]]:
-    """Interleaved rounds, the order rotating each round: client-measured times per variant
-    (after `warmup` rounds) and the times of each session's first turn. `rec` (the
-    breakdown's) is told which variant runs and whether it counts."""
+    """Interleaved rounds: client-measured times per variant (after `warmup` rounds) and the
+    times of each session's first turn. `rec` (the breakdown's) is told which variant runs
+    and whether it counts. The order is shuffled each round: in a rotation each request
+    keeps the same predecessor, and always pays for what that one leaves behind."""
     firsts: dict[int, list[int]] = {length: [] for length in rotations}
     recording = False
 
@@ -161,10 +163,11 @@ def run_rounds(
     for length in rotations:  # a model call needs a body its length's turn sent
         turn(length)()()
     times: dict[str, list[int]] = {name: [] for name, _ in variants}
+    order = random.Random(9)
     for i in range(rounds):
         recording = i >= warmup
-        shift = i % len(variants)
-        for name, prepare in variants[shift:] + variants[:shift]:
+        order.shuffle(variants)
+        for name, prepare in variants:
             if rec:
                 rec.label, rec.recording = name, recording
             elapsed = timed(prepare())

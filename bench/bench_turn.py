@@ -11,7 +11,7 @@ request with a short summary. For each length L in --lengths, sessions hold L me
 (~500 characters each, a tool call now and then) before their first turn; a fresh session
 every --turns-per-session turns. A session's first turn reads it cold and compacts it (the
 summary's model call included): it is timed apart ("first turn") and is not in the targets.
-One httpx.Client sends, interleaved and in rotating order, per round:
+One httpx.Client sends, interleaved in an order shuffled each round (seeded), per round:
 
 - GET /healthz (the bare endpoint) and GET /api/v1/users/me (the same behind the token check);
 - POST /api/v1/sessions/<id>/turns {"content": ...} at each length;
