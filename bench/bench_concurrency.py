@@ -1,7 +1,8 @@
 """Chat turns under concurrency against `eonyx serve`, beside a bare endpoint on the same server.
 
     .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10] [--rounds 1]
-        [--workers 2] [--threads 32] [--dev] [--model quick|fake] [--database-url URL] [--keep]
+        [--workers 2] [--threads 32] [--dev] [--model quick|fake] [--floor [bare|durable]]
+        [--database-url URL] [--keep]
 
 Starts `eonyx serve` (gunicorn, embedded Redis, a worker; SQLite unless --database-url) on a
 temporary DATA_DIR, and a model that answers every request at once in a process of its own:
@@ -152,14 +153,19 @@ def server_side(command: str) -> str:
 
 
 def floor_server(
-    workers: int, threads: int, model_url: str, log: Path
+    workers: int, threads: int, model_url: str, log: Path, sessions_dir: Path | None
 ) -> AbstractContextManager[Served]:
-    """bench/_floor_app.py under gunicorn with `eonyx serve`'s worker class and sizes."""
+    """bench/_floor_app.py under gunicorn with `eonyx serve`'s worker class and sizes.
+
+    With `sessions_dir`, each turn appends and fsyncs its two messages there (--floor durable).
+    """
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
     command += ["--workers", str(workers), "--threads", str(threads)]
     command += ["--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "_floor_app:app"]
     env = os.environ | {"FLOOR_MODEL_URL": model_url, "PYTHONPATH": str(Path(__file__).parent)}
+    if sessions_dir is not None:
+        env["FLOOR_SESSIONS_DIR"] = str(sessions_dir)
     return http_server("the floor app", command, env, port, log=log)
 
 
@@ -169,7 +175,8 @@ def floor_turn_client(url: str) -> Callable[[int], Callable[[], str | None]]:
 
         def call() -> str | None:
             try:
-                status = http.post("/turn", json={"content": f"What did we decide, {i}?"})
+                said = {"content": f"What did we decide, {i}?", "session": i}
+                status = http.post("/turn", json=said)
             except httpx.HTTPError as exc:
                 return f"turn: {type(exc).__name__}"
             return None if status.status_code == 200 else f"turn: {status.status_code}"
@@ -273,9 +280,12 @@ def main() -> int:
     parser.add_argument("--model", choices=sorted(MODELS), default="quick")
     parser.add_argument(
         "--floor",
-        action="store_true",
+        nargs="?",
+        const="bare",
+        choices=("bare", "durable"),
         help="instead of Eonyx, bench/_floor_app.py (Flask, marshmallow, one httpx call to the "
-        "model) under the same gunicorn workers: how far the stack alone gets",
+        "model) under the same gunicorn workers: how far the stack alone gets; 'durable' also "
+        "appends and fsyncs each turn's two messages, as the spec asks of every turn",
     )
     args = parser.parse_args()
 
@@ -300,12 +310,16 @@ def main() -> int:
         print_header("bench_concurrency", ws, "embedded Redis, " + f"model: {args.model}")
         if args.floor:
             workers, threads = args.workers or HTTP_WORKERS, args.threads or HTTP_THREADS
-            serving = floor_server(workers, threads, base_url, ws.root / "floor.log")
+            durable = ws.root / "floor-sessions" if args.floor == "durable" else None
+            if durable:
+                durable.mkdir()
+            serving = floor_server(workers, threads, base_url, ws.root / "floor.log", durable)
         else:
             serving = eonyx_serve(env, log=ws.root / "serve.log", args=serve_args)
         with serving as server:
             http = "werkzeug (--dev)" if args.dev else "gunicorn"
-            print(f"   {'the floor app' if args.floor else http}: {' '.join(server.command[1:])}")
+            what = f"the floor app ({args.floor})" if args.floor else http
+            print(f"   {what}: {' '.join(server.command[1:])}")
             print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
 
             def measure() -> dict[str, float]:
