@@ -51,8 +51,9 @@ from shared.core.errors import (
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
-from shared.llm.client import Completion, LLMError, LLMInvalidResponse, Messages, Offering
+from shared.llm.client import LLMError, LLMInvalidResponse, Messages, Offering
 from shared.llm.tools import ToolContext
+from shared.llm.wire import Completion
 from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service

@@ -12,7 +12,6 @@ import httpx
 import pytest
 
 from shared.llm.client import (
-    Completion,
     LLMClient,
     LLMError,
     LLMInvalidResponse,
@@ -21,10 +20,9 @@ from shared.llm.client import (
     LLMTimeout,
     LLMUnavailable,
     Offering,
-    StreamEvent,
-    ToolCall,
     parse_retry_after,
 )
+from shared.llm.wire import Completion, StreamEvent, ToolCall
 from tests.fake_llm import (  # noqa: F401  (fake_llm is the fixture)
     FakeLLM,
     broken_stream,

@@ -13,15 +13,9 @@ import pytest
 
 from shared.accounts import Principal
 from shared.chat import turns
-from shared.llm.client import (
-    Completion,
-    Messages,
-    ModelClient,
-    Offering,
-    StreamEvent,
-    ToolCall,
-)
+from shared.llm.client import Messages, ModelClient, Offering
 from shared.llm.tools import Tool, ToolContext
+from shared.llm.wire import Completion, StreamEvent, ToolCall
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from tests.conftest import create_account, make_settings

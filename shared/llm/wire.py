@@ -1,0 +1,243 @@
+"""The OpenAI chat-completions wire format, as Eonyx reads it.
+
+What an answer is (`Completion`, its `ToolCall`s, and the `StreamEvent`s of a streamed one),
+how a response body becomes one (`parse_completion`), how a stream of server-sent events is
+framed (`sse_data`) and folded (`StreamAssembler`), and what an error body says
+(`provider_message`). Tolerant where servers differ (content as a list of parts, arguments
+sent as an object, tool calls streamed without an index); no I/O, no retries: the client in
+client.py does those.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+PROVIDER_MESSAGE_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it (it may be malformed)
+
+    def as_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    raw: Any = field(default=None, repr=False)  # the response body; for a stream, its chunks
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation, in OpenAI's format."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_openai() for call in self.tool_calls]
+        return message
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One step of a streamed answer: a piece of text, or (last of all) the whole completion."""
+
+    text: str = ""
+    completion: Completion | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.completion is not None
+
+
+def provider_message(response: httpx.Response) -> str | None:
+    """The provider's own explanation from an error body (OpenAI's `error.message` and the
+    usual variants), or the start of a plain-text body."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = " ".join(response.text.split())
+        return text[:PROVIDER_MESSAGE_LIMIT] or None
+    return error_message(data)
+
+
+def error_message(data: Any) -> str | None:
+    """The explanation in a decoded error body (or a stream's error chunk), clipped."""
+    found: Any = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            found = error.get("message") or error.get("code")
+        elif error:
+            found = error
+        else:
+            found = data.get("message") or data.get("detail")
+    if found is None or found == "":
+        return None
+    text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+    return text[:PROVIDER_MESSAGE_LIMIT]
+
+
+def _text_of(content: Any) -> str | None:
+    """Message content as text: a string, or the text parts of a list of parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text") or ""
+            for part in content
+            if isinstance(part, dict) and part.get("type", "text") == "text"
+        )
+    return str(content)
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)  # some servers send an object
+
+
+def parse_completion(data: Any) -> Completion:
+    """A chat completion body into a Completion; ValueError when it is not one."""
+    if not isinstance(data, dict):
+        raise ValueError("the body is not a JSON object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the body has no choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ValueError("the first choice has no message")
+    calls = []
+    for position, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        calls.append(
+            ToolCall(
+                id=call.get("id") or f"call_{position}",
+                name=function.get("name") or "",
+                arguments=_arguments_text(function.get("arguments")),
+            )
+        )
+    usage = data.get("usage")
+    return Completion(
+        content=_text_of(message.get("content")),
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        usage=usage if isinstance(usage, dict) else None,
+        raw=data,
+    )
+
+
+def sse_data(chunks: Iterator[bytes]) -> Iterator[str]:
+    """The `data` of each server-sent event in a byte stream.
+
+    Lines end in LF or CRLF. Lines are split on bytes, never with str.splitlines, which would
+    also break on characters such as U+2028 that JSON may carry unescaped.
+    """
+    buffer = b""
+    data: list[str] = []
+
+    def field_of(line: bytes) -> None:
+        text = line.removesuffix(b"\r").decode("utf-8", errors="replace")
+        if text.startswith(":"):
+            return  # a comment (keep-alive)
+        name, _, value = text.partition(":")
+        if name == "data":
+            data.append(value.removeprefix(" "))
+
+    for chunk in chunks:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line in (b"", b"\r"):
+                if data:
+                    yield "\n".join(data)
+                    data.clear()
+            else:
+                field_of(line)
+    if buffer:
+        field_of(buffer)
+    if data:
+        yield "\n".join(data)  # the body ended without the closing blank line
+
+
+class StreamAssembler:
+    """Folds `chat.completion.chunk` objects into text deltas and, in the end, a Completion."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks: list[Any] = []
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Take one chunk; return the text it adds."""
+        self.chunks.append(chunk)
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices") or []
+        if not choices or not isinstance(choices[0], dict):
+            return ""
+        choice = choices[0]
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta") or {}
+        for call in delta.get("tool_calls") or []:
+            self._tool_call(call)
+        text = _text_of(delta.get("content")) or ""
+        if text:
+            self.content.append(text)
+        return text
+
+    def _tool_call(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index")
+        if not isinstance(index, int):  # some servers send whole calls without an index
+            by_id = [i for i, c in self.calls.items() if delta.get("id") and c["id"] == delta["id"]]
+            if by_id:
+                index = by_id[0]
+            elif delta.get("id") or not self.calls:
+                index = len(self.calls)
+            else:
+                index = max(self.calls)
+        call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+        function = delta.get("function") or {}
+        if delta.get("id") and not call["id"]:
+            call["id"] = delta["id"]
+        if function.get("name") and not call["name"]:
+            call["name"] = function["name"]
+        call["arguments"].append(_arguments_text(function.get("arguments")))
+
+    @property
+    def started(self) -> bool:
+        return bool(self.content or self.calls)
+
+    def completion(self) -> Completion:
+        return Completion(
+            content="".join(self.content) if self.content or not self.calls else None,
+            tool_calls=[
+                ToolCall(
+                    id=call["id"] or f"call_{index}",
+                    name=call["name"],
+                    arguments="".join(call["arguments"]),
+                )
+                for index, call in sorted(self.calls.items())
+            ],
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            raw=self.chunks,
+        )
