@@ -1,4 +1,4 @@
-"""Prompt assembly for a long session: shared.turns.assemble_context at 2,000 messages.
+"""Prompt assembly for a long session: shared.chat.context.assemble_context at 2,000 messages.
 
     .venv/bin/python bench/bench_prompt.py [--messages 2000] [--runs 100] [--database-url URL]
 
@@ -48,7 +48,7 @@ from _common import (
 
 from shared.accounts import Principal
 from shared.chat.compaction import SummaryState, find_boundary, to_model_messages
-from shared.chat.turns import AssembledContext, ProjectInput, assemble_context
+from shared.chat.context import AssembledContext, ProjectInput, assemble_context
 from shared.core.settings import load_settings
 from shared.llm.client import Offering
 from shared.runtime import Runtime

@@ -16,6 +16,7 @@ from api.errors import render_error
 from api.extensions import Blueprint, error_payload
 from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
+from shared.chat.context import describe_context
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
 
@@ -146,7 +147,7 @@ class Context(MethodView):
     @login_required
     @blp.response(200, ContextViewSchema)
     def get(self, session_id: str) -> dict[str, Any]:
-        context = turns.describe_context(runtime(), principal(), session_id)
+        context = describe_context(runtime(), principal(), session_id)
         return {
             **context.usage.to_dict(),
             "system_prompt": context.system_prompt,

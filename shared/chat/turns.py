@@ -1,12 +1,12 @@
 """One chat turn, from the user's words to the model's final answer.
 
-The user's message is on disk (fsynced) before the model is called. The context is assembled
-in the order the design gives (identity, profile, agent memory, project context, summary),
-compacting old turns when the history nears the window. The model is then called with the
-registered tools, round after round, until it answers; every tool call, tool result and the
-final answer is appended as it happens. A failure of the model leaves the session consistent:
-what was saved stays saved and the turn can be retried (`retry=True`). Turns on one session
-are serialised by a lock; turns on different sessions run side by side.
+The user's message is on disk (fsynced) before the model is called. The context is then
+assembled (context.py: the prompt in the design's order, old turns compacted when the history
+nears the window), and the model is called with the registered tools, round after round,
+until it answers; every tool call, tool result and the final answer is appended as it
+happens. A failure of the model leaves the session consistent: what was saved stays saved
+and the turn can be retried (`retry=True`). Turns on one session are serialised by a lock;
+turns on different sessions run side by side.
 """
 
 from __future__ import annotations
@@ -20,22 +20,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from shared.accounts import Principal
-from shared.chat.compaction import (
-    CompactionPlan,
-    ImageParts,
-    SummaryState,
-    Usage,
-    context_usage,
-    current_summary,
-    estimate_tokens,
-    plan_compaction,
-    sized_usage,
-    summary_request,
-    summary_start,
-    to_model_messages,
-)
+from shared.chat.compaction import Usage, to_model_messages
+from shared.chat.context import ProjectInput, assemble_context, check_fits
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
-from shared.chat.prompt import build_system_prompt, choose_override
+from shared.chat.prompt import choose_override
 from shared.core import observability
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, utcnow
@@ -51,14 +39,13 @@ from shared.core.errors import (
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
-from shared.llm.client import LLMError, LLMInvalidResponse, Messages, Offering
+from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion
 from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
 from shared.storage import events
-from shared.storage.session_state import is_model_message
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -103,59 +90,6 @@ class TurnResult:
     memory_writes: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ProjectInput:
-    """The project part of the prompt: AGENTS.md files, or an override that replaces them."""
-
-    files: tuple[ContextFile, ...] = ()
-    override: str | None = None
-
-    def to_record(self) -> dict[str, Any]:
-        return {"files": [f.to_dict() for f in self.files], "override": self.override}
-
-    @classmethod
-    def from_record(cls, data: Any) -> ProjectInput:
-        if not isinstance(data, dict):
-            return cls()
-        files = tuple(ContextFile(f["path"], f["content"]) for f in data.get("files") or ())
-        return cls(files, data.get("override"))
-
-
-@dataclass
-class AssembledContext:
-    """What the model is sent: the system prompt, then the session's message records from
-    `start` on (those after the summary's boundary)."""
-
-    system_prompt: str
-    state: SessionState
-    start: int
-    summary: SummaryState | None
-    usage: Usage
-    image_parts: ImageParts  # a user message's images as content parts, read from the files
-
-    @property
-    def message_count(self) -> int:
-        return sum(1 for record in self.state.messages[self.start :] if is_model_message(record))
-
-    def request_messages(self) -> list[Mapping[str, Any] | orjson.Fragment]:
-        """The messages for the request body: each record's form encoded when it was read,
-        so a long history costs a copy of bytes, not a walk through its dicts."""
-        state = self.state
-        messages: list[Mapping[str, Any] | orjson.Fragment] = []
-        for record, form in zip(
-            state.messages[self.start :], state.forms[self.start :], strict=True
-        ):
-            if form is not None:
-                messages.append(orjson.Fragment(form))
-            elif is_model_message(record):
-                messages.extend(to_model_messages([record], image_parts=self.image_parts))
-        return messages
-
-    def usage_now(self) -> Usage:
-        """The estimate with what was saved since it was assembled (this turn's records)."""
-        return sized_usage(self.system_prompt, self.state.sizes[self.start :], self.usage.window)
-
-
 def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
     record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
     record["created_at"] = isoformat(utcnow())
@@ -184,80 +118,6 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
         files = validate_project_context(request.project_context)
     override = choose_override(request.system_prompt, config_prompt)
     return ProjectInput((), override) if override else ProjectInput(tuple(files))
-
-
-def prompt_sources(rt: Runtime, state: SessionState) -> tuple[str, str | None, str | None]:
-    """Identity, user profile and agent memory for the prompt: the identity this process
-    read at start, and the memory snapshot the session took when it started (none for a
-    temporary chat, and none for a part that is switched off)."""
-    snapshot = {} if state.temporary else (state.snapshot or {})
-    profile = snapshot.get("user_profile") if rt.settings.user_profile_enabled else None
-    memory = snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None
-    return rt.identity, profile, memory
-
-
-def assemble_context(
-    rt: Runtime,
-    state: SessionState,
-    project: ProjectInput,
-    offering: Offering | None,
-    *,
-    summarize: bool,
-) -> AssembledContext:
-    """Build the prompt; when the history nears the window and `summarize` is set, compact it
-    first (reusing a summary a worker precomputed when there is one)."""
-    window = offering.context_window if offering else None
-    identity, profile, memory = prompt_sources(rt, state)
-    records = state.messages
-
-    def prompt_with(summary: SummaryState | None) -> str:
-        return build_system_prompt(
-            identity=identity,
-            user_profile=profile,
-            agent_memory=memory,
-            project_files=project.files,
-            summary=summary.summary if summary else None,
-            override=project.override,
-        )
-
-    summary = current_summary(records, rt.store.read_summary(state.user_id, state.id))
-    prompt = prompt_with(summary)
-    if summarize and offering is not None:
-        plan = plan_compaction(
-            records,
-            system_prompt=prompt,
-            window=window,
-            previous_summary=summary.summary if summary else None,
-            summarized_upto=summary.covered_through if summary else None,
-            sizes=state.sizes,
-        )
-        if plan is not None:
-            try:
-                summary = summarize_plan(rt, state, plan)
-            except LLMError as exc:
-                if (plan.usage.percent or 0) >= 100:
-                    raise  # the history no longer fits: the turn cannot go on without it
-                log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
-            prompt = prompt_with(summary)
-
-    def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return images.model_parts(rt.store, state.user_id, state.id, record["images"])
-
-    start = summary_start(records, summary)
-    usage = sized_usage(prompt, state.sizes[start:], window)
-    return AssembledContext(prompt, state, start, summary, usage, image_parts)
-
-
-def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
-    """Ask the summarization role for the running summary and keep it beside the session."""
-    offering = catalog.offering_for(rt, "summarization")
-    completion = rt.llm.complete(offering, summary_request(plan))
-    summary_text = (completion.content or "").strip()
-    if not summary_text:
-        raise LLMInvalidResponse(offering.id, "returned an empty summary")
-    summary = SummaryState.from_plan(plan, summary_text)
-    rt.store.write_summary(state.user_id, state.id, summary.to_dict())
-    return summary
 
 
 def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
@@ -445,10 +305,10 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     )
     if request.retry:
         user_message = _pending_user_message(state)
-        _check_fits(rt, state, turn.project, offering, user_message.get("content"))
+        check_fits(rt, state, turn.project, offering, user_message.get("content"))
         records: list[dict[str, Any]] = []
     else:
-        _check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
+        check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
         names = images.save(rt.store, principal.user_id, state.id, turn.images)
         user_message = message_record("user", turn.text or "", images=names or None)
         records = [user_message]
@@ -530,36 +390,6 @@ def _ask_for_title(turn: Turn) -> None:
         title_job.finish(rt, user_id, session_id, None)
 
 
-def _check_fits(
-    rt: Runtime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
-) -> None:
-    """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
-    even with no history at all: compaction shrinks the history, never the message or the
-    system prompt."""
-    window = offering.context_window
-    if not window or not content:
-        return
-    identity, profile, memory = prompt_sources(rt, state)
-    prompt = build_system_prompt(
-        identity=identity,
-        user_profile=profile,
-        agent_memory=memory,
-        project_files=project.files,
-        summary=None,
-        override=project.override,
-    )
-    usage = context_usage(prompt, [{"role": "user", "content": content}], window)
-    if usage.tokens <= window:
-        return
-    raise TooLarge(
-        f"the message is about {estimate_tokens(content):,} tokens; with the system prompt "
-        f"that is {usage.tokens:,} tokens, {usage.tokens - window:,} more than the model's "
-        f"context window of {window:,} tokens (offering {offering.id!r}); shorten it, nothing "
-        "was saved",
-        code="message_too_long",
-    )
-
-
 def _meta_changes(
     rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
 ) -> dict[str, Any]:
@@ -581,15 +411,3 @@ def run_turn(
             result = item
     assert result is not None
     return result
-
-
-def describe_context(rt: Runtime, principal: Principal, session_id: str) -> AssembledContext:
-    """What the model would be sent on the next turn (no compaction is run for a look)."""
-    session_service.get_session(rt, principal, session_id)
-    state, _ = rt.store.load(principal.user_id, session_id)
-    project = ProjectInput.from_record(state.extra.get("project_context"))
-    try:
-        offering: Offering | None = catalog.offering_for(rt, "chat")
-    except catalog.NoModel:
-        offering = None
-    return assemble_context(rt, state, project, offering, summarize=False)

@@ -1,0 +1,218 @@
+"""What the model is sent: the system prompt, then the session's messages after the summary's
+boundary.
+
+The prompt is built in the order the design gives (identity, profile, agent memory, project
+context, summary), from the memory snapshot the session took when it started. When the history
+nears the model's window, old turns are compacted into a running summary first (the
+summarization role's model call; a summary a worker precomputed is reused). The messages come
+from the session's state as encoded when it was read, so a long history costs a copy of bytes.
+Used by a turn, by the worker's summary precomputation and by GET /sessions/<id>/context.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from shared.chat.compaction import (
+    CompactionPlan,
+    ImageParts,
+    SummaryState,
+    Usage,
+    context_usage,
+    current_summary,
+    estimate_tokens,
+    plan_compaction,
+    sized_usage,
+    summary_request,
+    summary_start,
+    to_model_messages,
+)
+from shared.chat.project_context import ContextFile
+from shared.chat.prompt import build_system_prompt
+from shared.core.errors import TooLarge
+from shared.llm import catalog
+from shared.llm.client import LLMError, LLMInvalidResponse, Offering
+from shared.sessions import images
+from shared.sessions import service as session_service
+from shared.storage.session_state import is_model_message
+from shared.storage.session_store import SessionState
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.accounts import Principal
+    from shared.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProjectInput:
+    """The project part of the prompt: AGENTS.md files, or an override that replaces them."""
+
+    files: tuple[ContextFile, ...] = ()
+    override: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        return {"files": [f.to_dict() for f in self.files], "override": self.override}
+
+    @classmethod
+    def from_record(cls, data: Any) -> ProjectInput:
+        if not isinstance(data, dict):
+            return cls()
+        files = tuple(ContextFile(f["path"], f["content"]) for f in data.get("files") or ())
+        return cls(files, data.get("override"))
+
+
+@dataclass
+class AssembledContext:
+    """What the model is sent: the system prompt, then the session's message records from
+    `start` on (those after the summary's boundary)."""
+
+    system_prompt: str
+    state: SessionState
+    start: int
+    summary: SummaryState | None
+    usage: Usage
+    image_parts: ImageParts  # a user message's images as content parts, read from the files
+
+    @property
+    def message_count(self) -> int:
+        return sum(1 for record in self.state.messages[self.start :] if is_model_message(record))
+
+    def request_messages(self) -> list[Mapping[str, Any] | orjson.Fragment]:
+        """The messages for the request body: each record's form encoded when it was read,
+        so a long history costs a copy of bytes, not a walk through its dicts."""
+        state = self.state
+        messages: list[Mapping[str, Any] | orjson.Fragment] = []
+        for record, form in zip(
+            state.messages[self.start :], state.forms[self.start :], strict=True
+        ):
+            if form is not None:
+                messages.append(orjson.Fragment(form))
+            elif is_model_message(record):
+                messages.extend(to_model_messages([record], image_parts=self.image_parts))
+        return messages
+
+    def usage_now(self) -> Usage:
+        """The estimate with what was saved since it was assembled (this turn's records)."""
+        return sized_usage(self.system_prompt, self.state.sizes[self.start :], self.usage.window)
+
+
+def prompt_sources(rt: Runtime, state: SessionState) -> tuple[str, str | None, str | None]:
+    """Identity, user profile and agent memory for the prompt: the identity this process
+    read at start, and the memory snapshot the session took when it started (none for a
+    temporary chat, and none for a part that is switched off)."""
+    snapshot = {} if state.temporary else (state.snapshot or {})
+    profile = snapshot.get("user_profile") if rt.settings.user_profile_enabled else None
+    memory = snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None
+    return rt.identity, profile, memory
+
+
+def assemble_context(
+    rt: Runtime,
+    state: SessionState,
+    project: ProjectInput,
+    offering: Offering | None,
+    *,
+    summarize: bool,
+) -> AssembledContext:
+    """Build the prompt; when the history nears the window and `summarize` is set, compact it
+    first (reusing a summary a worker precomputed when there is one)."""
+    window = offering.context_window if offering else None
+    identity, profile, memory = prompt_sources(rt, state)
+    records = state.messages
+
+    def prompt_with(summary: SummaryState | None) -> str:
+        return build_system_prompt(
+            identity=identity,
+            user_profile=profile,
+            agent_memory=memory,
+            project_files=project.files,
+            summary=summary.summary if summary else None,
+            override=project.override,
+        )
+
+    summary = current_summary(records, rt.store.read_summary(state.user_id, state.id))
+    prompt = prompt_with(summary)
+    if summarize and offering is not None:
+        plan = plan_compaction(
+            records,
+            system_prompt=prompt,
+            window=window,
+            previous_summary=summary.summary if summary else None,
+            summarized_upto=summary.covered_through if summary else None,
+            sizes=state.sizes,
+        )
+        if plan is not None:
+            try:
+                summary = summarize_plan(rt, state, plan)
+            except LLMError as exc:
+                if (plan.usage.percent or 0) >= 100:
+                    raise  # the history no longer fits: the turn cannot go on without it
+                log.warning("summarizing %s failed (%s); sent without compacting", state.id, exc)
+            prompt = prompt_with(summary)
+
+    def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return images.model_parts(rt.store, state.user_id, state.id, record["images"])
+
+    start = summary_start(records, summary)
+    usage = sized_usage(prompt, state.sizes[start:], window)
+    return AssembledContext(prompt, state, start, summary, usage, image_parts)
+
+
+def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
+    """Ask the summarization role for the running summary and keep it beside the session."""
+    offering = catalog.offering_for(rt, "summarization")
+    completion = rt.llm.complete(offering, summary_request(plan))
+    summary_text = (completion.content or "").strip()
+    if not summary_text:
+        raise LLMInvalidResponse(offering.id, "returned an empty summary")
+    summary = SummaryState.from_plan(plan, summary_text)
+    rt.store.write_summary(state.user_id, state.id, summary.to_dict())
+    return summary
+
+
+def check_fits(
+    rt: Runtime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
+) -> None:
+    """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
+    even with no history at all: compaction shrinks the history, never the message or the
+    system prompt."""
+    window = offering.context_window
+    if not window or not content:
+        return
+    identity, profile, memory = prompt_sources(rt, state)
+    prompt = build_system_prompt(
+        identity=identity,
+        user_profile=profile,
+        agent_memory=memory,
+        project_files=project.files,
+        summary=None,
+        override=project.override,
+    )
+    usage = context_usage(prompt, [{"role": "user", "content": content}], window)
+    if usage.tokens <= window:
+        return
+    raise TooLarge(
+        f"the message is about {estimate_tokens(content):,} tokens; with the system prompt "
+        f"that is {usage.tokens:,} tokens, {usage.tokens - window:,} more than the model's "
+        f"context window of {window:,} tokens (offering {offering.id!r}); shorten it, nothing "
+        "was saved",
+        code="message_too_long",
+    )
+
+
+def describe_context(rt: Runtime, principal: Principal, session_id: str) -> AssembledContext:
+    """What the model would be sent on the next turn (no compaction is run for a look)."""
+    session_service.get_session(rt, principal, session_id)
+    state, _ = rt.store.load(principal.user_id, session_id)
+    project = ProjectInput.from_record(state.extra.get("project_context"))
+    try:
+        offering: Offering | None = catalog.offering_for(rt, "chat")
+    except catalog.NoModel:
+        offering = None
+    return assemble_context(rt, state, project, offering, summarize=False)
