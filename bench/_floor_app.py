@@ -57,11 +57,11 @@ def turn() -> dict[str, Any]:
     said = TurnIn().load(request.get_json())
     session = str(said["session"])
     if SESSIONS_DIR:
-        append_durably(session, {"role": "user", "content": said["content"]})
+        append_durably(session, {"type": "message", "role": "user", "content": said["content"]})
     body = {"model": "quick-model", "messages": [{"role": "user", "content": said["content"]}]}
     answer = http.post(f"{MODEL_URL}/chat/completions", json=body)
     answer.raise_for_status()
     message = answer.json()["choices"][0]["message"]
     if SESSIONS_DIR:
-        append_durably(session, message)
+        append_durably(session, {"type": "message", **message})
     return Message().dump(message)

@@ -169,7 +169,13 @@ def floor_server(
     return http_server("the floor app", command, env, port, log=log)
 
 
-def floor_turn_client(url: str) -> Callable[[int], Callable[[], str | None]]:
+def floor_turn_client(
+    url: str, tally_turns: dict[str, int] | None
+) -> Callable[[int], Callable[[], str | None]]:
+    """Turns on the floor app; with `tally_turns` (--floor durable), counted per client, whose
+    file is named after it."""
+    lock = threading.Lock()
+
     def make(i: int) -> Callable[[], str | None]:
         http = httpx.Client(base_url=url, timeout=60)
 
@@ -179,7 +185,12 @@ def floor_turn_client(url: str) -> Callable[[int], Callable[[], str | None]]:
                 status = http.post("/turn", json=said)
             except httpx.HTTPError as exc:
                 return f"turn: {type(exc).__name__}"
-            return None if status.status_code == 200 else f"turn: {status.status_code}"
+            if status.status_code != 200:
+                return f"turn: {status.status_code}"
+            if tally_turns is not None:
+                with lock:
+                    tally_turns[str(i)] = tally_turns.get(str(i), 0) + 1
+            return None
 
         return call
 
@@ -230,10 +241,10 @@ def turn_client(url: str, token: str, tally_turns: dict[str, int]) -> Callable[.
     return make
 
 
-def count_messages(data_dir: Path) -> dict[str, int]:
+def count_messages(data_dir: Path, pattern: str = "users/*/sessions/*.jsonl") -> dict[str, int]:
     """Message records per session file, read from the files themselves."""
     counts: dict[str, int] = {}
-    for path in data_dir.glob("users/*/sessions/*.jsonl"):
+    for path in data_dir.glob(pattern):
         with path.open() as lines:
             counts[path.stem] = sum(
                 1 for line in lines if line.strip() and json.loads(line).get("type") == "message"
@@ -308,11 +319,11 @@ def main() -> int:
             "EONYX_LLM_MODEL": "quick-model",
         }
         print_header("bench_concurrency", ws, "embedded Redis, " + f"model: {args.model}")
+        durable = ws.root / "floor-sessions" if args.floor == "durable" else None
+        if durable:
+            durable.mkdir()
         if args.floor:
             workers, threads = args.workers or HTTP_WORKERS, args.threads or HTTP_THREADS
-            durable = ws.root / "floor-sessions" if args.floor == "durable" else None
-            if durable:
-                durable.mkdir()
             serving = floor_server(workers, threads, base_url, ws.root / "floor.log", durable)
         else:
             serving = eonyx_serve(env, log=ws.root / "serve.log", args=serve_args)
@@ -333,11 +344,11 @@ def main() -> int:
             for _ in range(args.rounds):
                 run_phase(bare, args.clients, args.seconds, healthz_client(server.url), measure)
                 if args.floor:
-                    make = floor_turn_client(server.url)
+                    make = floor_turn_client(server.url, turns_by_session if durable else None)
                 else:
                     make = turn_client(server.url, token, turns_by_session)
                 run_phase(turns, args.clients, args.seconds, make, measure)
-        counts = count_messages(ws.data_dir)
+        counts = count_messages(durable, "*.jsonl") if durable else count_messages(ws.data_dir)
     return report(args, bare, turns, turns_by_session, counts)
 
 
