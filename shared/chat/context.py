@@ -102,14 +102,21 @@ class AssembledContext:
         return sized_usage(self.system_prompt, self.state.sizes[self.start :], self.usage.window)
 
 
-def prompt_sources(rt: Runtime, state: SessionState) -> tuple[str, str | None, str | None]:
-    """Identity, user profile and agent memory for the prompt: the identity this process
-    read at start, and the memory snapshot the session took when it started (none for a
-    temporary chat, and none for a part that is switched off)."""
+def session_prompt(
+    rt: Runtime, state: SessionState, project: ProjectInput, summary: str | None
+) -> str:
+    """The session's system prompt: the identity this process read at start, then the memory
+    snapshot the session took when it started (none for a temporary chat, and none for a part
+    that is switched off), the project part and the summary."""
     snapshot = {} if state.temporary else (state.snapshot or {})
-    profile = snapshot.get("user_profile") if rt.settings.user_profile_enabled else None
-    memory = snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None
-    return rt.identity, profile, memory
+    return build_system_prompt(
+        identity=rt.identity,
+        user_profile=snapshot.get("user_profile") if rt.settings.user_profile_enabled else None,
+        agent_memory=snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None,
+        project_files=project.files,
+        summary=summary,
+        override=project.override,
+    )
 
 
 def assemble_context(
@@ -123,18 +130,10 @@ def assemble_context(
     """Build the prompt; when the history nears the window and `summarize` is set, compact it
     first (reusing a summary a worker precomputed when there is one)."""
     window = offering.context_window if offering else None
-    identity, profile, memory = prompt_sources(rt, state)
     records = state.messages
 
     def prompt_with(summary: SummaryState | None) -> str:
-        return build_system_prompt(
-            identity=identity,
-            user_profile=profile,
-            agent_memory=memory,
-            project_files=project.files,
-            summary=summary.summary if summary else None,
-            override=project.override,
-        )
+        return session_prompt(rt, state, project, summary.summary if summary else None)
 
     summary = current_summary(records, rt.store.read_summary(state.user_id, state.id))
     prompt = prompt_with(summary)
@@ -185,15 +184,7 @@ def check_fits(
     window = offering.context_window
     if not window or not content:
         return
-    identity, profile, memory = prompt_sources(rt, state)
-    prompt = build_system_prompt(
-        identity=identity,
-        user_profile=profile,
-        agent_memory=memory,
-        project_files=project.files,
-        summary=None,
-        override=project.override,
-    )
+    prompt = session_prompt(rt, state, project, None)
     usage = context_usage(prompt, [{"role": "user", "content": content}], window)
     if usage.tokens <= window:
         return
