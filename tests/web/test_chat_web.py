@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import APIResponse, Page, Route, expect
 
 from tests.fake_llm import error, text, tool_call, tool_calls
 from tests.web.conftest import Browsing, Server, poll
@@ -207,6 +208,43 @@ def test_a_like_shows_its_status_and_is_still_there_after_a_reload(
     expect(user_message.get_by_role("button", name="Remember this turn")).to_have_attribute(
         "aria-pressed", "true"
     )
+
+
+def test_a_like_settled_while_the_page_reads_the_likes_is_not_undone_by_that_read(
+    web: Browsing, server: Server, user: dict[str, Any]
+) -> None:
+    """After a like is sent, the page reads the likes once more (its job may already be
+    done). When the job's event comes while that read is on its way, the read's older answer
+    ("saving") must not bring the spinner back: with the socket open, nothing would end it."""
+    marker = "settled-like-marker"
+    # The answer, then (the curation request quotes the exchange) notes five seconds late.
+    server.model.answers[marker] = [text("Noted."), text('{"operations": []}', delay=5.0)]
+    page = web.open(user)
+    send(page, f"The staging host is the blue one ({marker}).")
+    answer = page.locator(".message.from-assistant").last
+    expect(answer).to_have_text("Noted.")
+    held: list[tuple[Route, APIResponse]] = []
+
+    def hold(route: Route) -> None:
+        if route.request.method != "GET":
+            route.continue_()
+            return
+        held.append((route, route.fetch()))  # what the server says now, while the job waits
+
+    page.route(re.compile(r"/api/v1/sessions/[^/]+/messages$"), hold)
+    answer.get_by_role("button", name="Remember this turn").click()
+    deadline = time.monotonic() + 15
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # route handlers run while the page is waited on
+    assert held, "the page did not read the likes after sending the like"
+    route, stale = held[0]
+    assert stale.json()["items"][-1]["like"]["status"] == "saving"
+
+    status = answer.locator(".like-status")
+    expect(status).to_have_text(re.compile(r"^(saved|failed)"), timeout=20_000)  # the event
+    route.fulfill(response=stale)
+    page.wait_for_timeout(300)  # the read's answer arrives and is applied
+    expect(status).to_have_text(re.compile(r"^(saved|failed)"), timeout=1_000)
 
 
 def test_html_and_javascript_links_in_messages_are_inert(

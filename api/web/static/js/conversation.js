@@ -191,12 +191,23 @@ function applyLike(id, messageIds, like) {
   changed();
 }
 
+// An answer about likes is older than any like event that came while it was on its way, so
+// it must not undo that event (a "saving" read after "saved" was pushed would spin forever).
+let likeEvents = 0;
+const likeEventAt = new Map(); // message id -> the number of the last event about it
+
+function unchangedSince(messageId, asked) {
+  return (likeEventAt.get(messageId) || 0) <= asked;
+}
+
 export async function like(id, message, liked) {
   if (liked) {
     applyLike(id, [message.id], { status: "saving" });
     try {
+      const asked = likeEvents;
       const body = await api.post(`/sessions/${id}/messages/${message.id}/like`);
-      applyLike(id, body.message_ids, { status: body.status, detail: body.detail, pair_id: body.pair_id });
+      const ids = body.message_ids.filter((m) => unchangedSince(m, asked));
+      applyLike(id, ids, { status: body.status, detail: body.detail, pair_id: body.pair_id });
       // The job may have finished, and its event come, before this answer: ask once more.
       if (body.status === "saving") await refreshLikes(id);
       pollLikes(id);
@@ -216,6 +227,8 @@ export async function like(id, message, liked) {
 }
 
 onEvent("like.updated", (event) => {
+  likeEvents += 1;
+  for (const messageId of event.message_ids || []) likeEventAt.set(messageId, likeEvents);
   if (!conversations.has(event.session_id)) return;
   applyLike(event.session_id, event.message_ids || [], {
     status: event.status, detail: event.detail, pair_id: event.pair_id,
@@ -225,10 +238,12 @@ onEvent("like.updated", (event) => {
 /** The likes as the server has them (the messages themselves stay as shown). */
 async function refreshLikes(id) {
   const c = conversation(id);
+  const asked = likeEvents;
   try {
     const body = await api.get(`/sessions/${id}/messages`);
     const likes = new Map(body.items.map((m) => [m.id, m.like || null]));
-    c.messages = c.messages.map((m) => (likes.has(m.id) ? { ...m, like: likes.get(m.id) } : m));
+    const fresh = (m) => likes.has(m.id) && unchangedSince(m.id, asked);
+    c.messages = c.messages.map((m) => (fresh(m) ? { ...m, like: likes.get(m.id) } : m));
     changed();
   } catch {
     /* the next event or poll */
