@@ -1,20 +1,42 @@
-"""Request bodies of the OpenAI-compatible facade: what Eonyx reads, ignoring the rest of what
-OpenAI clients send (temperature, user, ...)."""
+"""Request bodies of the OpenAI-compatible facade. The schema types the fields OpenAI
+documents and lets every other field through to the domain, which refuses what it cannot
+honour by name (shared/integrations/openai_request.py)."""
 
 from __future__ import annotations
 
 import marshmallow as ma
 
+Raw = ma.fields.Raw
+
 
 class CompletionRequestSchema(ma.Schema):
     class Meta:
-        unknown = ma.EXCLUDE
+        unknown = ma.INCLUDE
 
     model = ma.fields.String(
         required=True, metadata={"description": "an offering id (GET /v1/models)"}
     )
     messages = ma.fields.List(ma.fields.Raw(), required=True)
     stream = ma.fields.Boolean(load_default=False)
+    stream_options = ma.fields.Dict(allow_none=True)
+    temperature = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 2))
+    top_p = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 1))
+    max_tokens = ma.fields.Integer(allow_none=True, validate=ma.validate.Range(1))
+    max_completion_tokens = ma.fields.Integer(allow_none=True, validate=ma.validate.Range(1))
+    stop = Raw(allow_none=True, metadata={"description": "a string or up to 4 strings"})
+    seed = ma.fields.Integer(allow_none=True)
+    presence_penalty = ma.fields.Float(allow_none=True, validate=ma.validate.Range(-2, 2))
+    frequency_penalty = ma.fields.Float(allow_none=True, validate=ma.validate.Range(-2, 2))
+    response_format = ma.fields.Dict(allow_none=True)
+    tools = ma.fields.List(ma.fields.Dict(), allow_none=True)
+    tool_choice = Raw(
+        allow_none=True,
+        metadata={"description": "none, auto, required or {type: function, function: {name}}"},
+    )
+    parallel_tool_calls = ma.fields.Boolean(allow_none=True)
+    user = ma.fields.String(allow_none=True)
+    store = ma.fields.Boolean(allow_none=True, metadata={"description": "false: temporary"})
+    metadata = ma.fields.Dict(allow_none=True)
 
 
 class OpenAIErrorBodySchema(ma.Schema):

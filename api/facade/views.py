@@ -7,11 +7,7 @@ come in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`.
 
 from __future__ import annotations
 
-import json
 import logging
-import secrets
-import time
-from collections.abc import Iterator
 from typing import Any
 
 from flask import Response, request, stream_with_context
@@ -22,17 +18,19 @@ from werkzeug.exceptions import HTTPException
 
 from api.context import login_required, principal, runtime
 from api.errors import render_error
+from api.facade.completions import completion_body, completion_chunks
 from api.facade.schemas import CompletionRequestSchema, OpenAIErrorSchema
 from api.ratelimit import limit_message, retry_after_seconds
 from shared.chat import turns
 from shared.core.errors import EonyxError
 from shared.integrations import facade
+from shared.integrations.openai_request import read_chat_request
 from shared.llm import catalog
-from shared.storage.session_store import content_text
 
 log = logging.getLogger(__name__)
 blp = Blueprint("openai", __name__, url_prefix="/v1", description="OpenAI-compatible facade")
 SESSION_HEADER = "X-Eonyx-Session"
+TEMPORARY_HEADER = "X-Eonyx-Temporary"
 ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
@@ -41,15 +39,16 @@ ERROR_TYPES = {
 }
 
 
-def openai_error(status: int, code: str, message: str) -> dict[str, Any]:
+def openai_error(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
     kind = ERROR_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 @blp.errorhandler(EonyxError)
 def _domain_error(exc: EonyxError) -> tuple[dict[str, Any], int]:
     body, status = render_error(exc)
-    return openai_error(status, body["error"]["code"], body["error"]["message"]), status
+    error = openai_error(status, body["error"]["code"], body["error"]["message"], exc.param)
+    return error, status
 
 
 @blp.errorhandler(RateLimitExceeded)
@@ -78,8 +77,8 @@ OPENAI_ERRORS = {
 }
 
 
-def _completion_id() -> str:
-    return "chatcmpl-" + secrets.token_hex(12)
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 @blp.route("/chat/completions")
@@ -91,75 +90,37 @@ class ChatCompletions(MethodView):
     @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
     def post(self, body: dict[str, Any]) -> Any:
         rt, who = runtime(), facade.caller(principal())
-        conversation = facade.read_messages(body["messages"])
-        model = body["model"]
-        session_id, _ = facade.choose_session(
-            rt, who, conversation, request.headers.get(SESSION_HEADER), model
+        chat = read_chat_request(body)
+        temporary = chat.temporary or _flag(request.headers.get(TEMPORARY_HEADER))
+        where = facade.choose_session(
+            rt, who, chat, request.headers.get(SESSION_HEADER), temporary=temporary
         )
-        turn = turns.TurnRequest(content=conversation.content, offering=model)
-        headers = {SESSION_HEADER: session_id}
-        if not body["stream"]:
-            result = turns.run_turn(rt, who, session_id, turn)
-            answer = content_text(result.assistant_message.get("content"))
-            facade.remember(rt, who, session_id, conversation, answer)
-            return _completion(model, answer), 200, headers
-        events = turns.iter_turn(rt, who, session_id, turn, stream=True)
-        first = next(events)  # errors before the model speaks are plain JSON errors
+        headers = {SESSION_HEADER: where.session_id}
+        try:
+            planned = facade.plan_turn(chat, where)
+            if not chat.stream:
+                result = turns.run_turn(rt, who, where.session_id, planned.request)
+                facade.remember(rt, who, planned)
+                return completion_body(chat.model, result), 200, headers
+            events = turns.iter_turn(rt, who, where.session_id, planned.request, stream=True)
+            first = next(events)  # errors before the model speaks are plain JSON errors
+        except BaseException:
+            facade.forget_unused(rt, who, where)
+            raise
 
-        def done(answer: str) -> None:
-            facade.remember(rt, who, session_id, conversation, answer)
-
+        chunks = completion_chunks(
+            chat.model,
+            first,
+            events,
+            include_usage=chat.include_usage,
+            done=lambda _result: facade.remember(rt, who, planned),
+            error_body=openai_error,
+        )
         return Response(
-            stream_with_context(_chunks(model, first, events, done)),
+            stream_with_context(chunks),
             mimetype="text/event-stream",
             headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-
-
-def _completion(model: str, answer: str) -> dict[str, Any]:
-    return {
-        "id": _completion_id(),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
-        ],
-    }
-
-
-def _chunks(model: str, first: Any, rest: Iterator[Any], done: Any) -> Iterator[str]:
-    """`chat.completion.chunk` events, then `[DONE]`; an error event if the turn fails."""
-    base = {"id": _completion_id(), "object": "chat.completion.chunk", "model": model}
-
-    def event(delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        data = {**base, "created": int(time.time()), "choices": [choice]}
-        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-    yield event({"role": "assistant", "content": ""})
-    item = first
-    try:
-        while not isinstance(item, turns.TurnResult):
-            if isinstance(item, turns.TextDelta):  # steps have no place in OpenAI's chunks
-                yield event({"content": item.text})
-            item = next(rest)
-        done(content_text(item.assistant_message.get("content")))
-        yield event({}, "stop")
-        yield "data: [DONE]\n\n"
-    except EonyxError as exc:
-        body, status = render_error(exc)
-        error = openai_error(status, body["error"]["code"], body["error"]["message"])
-        yield f"data: {json.dumps(error)}\n\n"
-    except Exception:  # the headers are sent: the stream itself must say what went wrong
-        log.exception("a streamed facade turn failed")
-        error = openai_error(500, "internal_error", "the turn failed on the server")
-        yield f"data: {json.dumps(error)}\n\n"
 
 
 @blp.route("/models")

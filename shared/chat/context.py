@@ -51,20 +51,25 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ProjectInput:
-    """The project part of the prompt: AGENTS.md files, or an override that replaces them."""
+    """The caller's part of the prompt: AGENTS.md files, or an override that replaces them,
+    and the instructions an OpenAI-style client sent as its system messages (the facade)."""
 
     files: tuple[ContextFile, ...] = ()
     override: str | None = None
+    client_instructions: str | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return {"files": [f.to_dict() for f in self.files], "override": self.override}
+        record = {"files": [f.to_dict() for f in self.files], "override": self.override}
+        if self.client_instructions is not None:  # older records have no such key
+            record["client_instructions"] = self.client_instructions
+        return record
 
     @classmethod
     def from_record(cls, data: Any) -> ProjectInput:
         if not isinstance(data, dict):
             return cls()
         files = tuple(ContextFile(f["path"], f["content"]) for f in data.get("files") or ())
-        return cls(files, data.get("override"))
+        return cls(files, data.get("override"), data.get("client_instructions"))
 
 
 @dataclass
@@ -116,6 +121,7 @@ def session_prompt(
         project_files=project.files,
         summary=summary,
         override=project.override,
+        client_instructions=project.client_instructions,
     )
 
 

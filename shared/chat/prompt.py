@@ -10,13 +10,16 @@ blank line, empty parts left out:
 1. identity (IDENTITY.md; `DEFAULT_IDENTITY` when blank)
 2. `<user-profile>` block (USER.md), when given and non-blank
 3. `<agent-memory>` block (MEMORY.md), when given and non-blank
-4. `# Project context: <relative path>` + content, for each AGENTS.md, outermost first
-5. `# Summary of earlier conversation` + summary, when the session has been compacted
+4. `# Instructions from the client` + the system and developer messages an OpenAI-style
+   client sent (the facade, /v1), when there are some
+5. `# Project context: <relative path>` + content, for each AGENTS.md, outermost first
+6. `# Summary of earlier conversation` + summary, when the session has been compacted
 
 Overrides (`choose_override`): a `system_prompt` sent with the request beats `eonyx.json`'s
 `system_prompt`, which beats generation. A blank override counts as not given. An override
 replaces the generated prompt wholesale: identity, profile, agent memory and AGENTS.md are
-all left out. The one exception is the compaction summary, which is still appended after the
+all left out. A client's instructions are the client's own and follow an override too. The
+one exception is the compaction summary, which is still appended after the
 override under its usual heading: compaction only drops older turns from what the model sees
 because their summary stands in for them, so dropping the summary too would silently lose
 that part of the conversation.
@@ -37,6 +40,7 @@ USER_PROFILE_TAG = "user-profile"
 AGENT_MEMORY_TAG = "agent-memory"
 PROJECT_CONTEXT_HEADING = "# Project context: "
 SUMMARY_HEADING = "# Summary of earlier conversation"
+CLIENT_INSTRUCTIONS_HEADING = "# Instructions from the client"
 SECTION_SEPARATOR = "\n\n"
 
 
@@ -61,6 +65,7 @@ def build_system_prompt(
     project_files: Sequence[ContextFile],
     summary: str | None,
     override: str | None,
+    client_instructions: str | None = None,
 ) -> str:
     """Assemble the system prompt (see the module docstring for order and override rules).
 
@@ -77,6 +82,9 @@ def build_system_prompt(
             sections.append(_block(USER_PROFILE_TAG, user_profile))
         if agent_memory is not None and _given(agent_memory):
             sections.append(_block(AGENT_MEMORY_TAG, agent_memory))
+    if client_instructions is not None and _given(client_instructions):
+        sections.append(f"{CLIENT_INSTRUCTIONS_HEADING}\n\n{client_instructions.strip()}")
+    if not _given(override):
         for file in project_files:
             sections.append(f"{PROJECT_CONTEXT_HEADING}{file.path}\n\n{file.content.strip()}")
     if summary is not None and _given(summary):

@@ -24,6 +24,12 @@ from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import ProjectInput, assemble_context, check_fits
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import choose_override
+from shared.chat.turn_input import (
+    ClientTurn,
+    check_tool_results,
+    message_to_answer,
+    supersede_record,
+)
 from shared.core import observability
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, utcnow
@@ -41,7 +47,7 @@ from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.llm import catalog
 from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
-from shared.llm.wire import Completion
+from shared.llm.wire import Completion, UsageSum
 from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
@@ -62,8 +68,10 @@ class TurnRequest:
     cwd: str | None = None
     system_prompt: str | None = None
     retry: bool = False
+    regenerate: bool = False  # answer the last user message again; its answer is superseded
     offering: str | None = None  # an offering id; None: the one bound to the chat role
     images: tuple[bytes, ...] = ()  # uploaded image files, beside any in the content parts
+    client: ClientTurn | None = None
 
 
 @dataclass(frozen=True)
@@ -84,10 +92,13 @@ class StepEvent:
 @dataclass
 class TurnResult:
     user_message: dict[str, Any]
-    assistant_message: dict[str, Any]
+    assistant_message: dict[str, Any]  # the answer, or the call of a client's tools
     steps: list[dict[str, Any]]  # this turn's tool calls and results, in order
     context: Usage
     memory_writes: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str = "stop"  # the model's; "tool_calls" when a client's tool is called
+    client_tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's form
+    model_usage: dict[str, int] | None = None  # the model's token counts, every round summed
 
 
 def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
@@ -117,7 +128,10 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
     elif request.project_context is not None:
         files = validate_project_context(request.project_context)
     override = choose_override(request.system_prompt, config_prompt)
-    return ProjectInput((), override) if override else ProjectInput(tuple(files))
+    instructions = request.client.instructions if request.client else None
+    if override:
+        return ProjectInput((), override, instructions)
+    return ProjectInput(tuple(files), client_instructions=instructions)
 
 
 def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
@@ -137,28 +151,22 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
         return False
 
 
-def _pending_user_message(state: SessionState) -> dict[str, Any]:
-    """The user message a retry answers: the last one, when no final answer follows it."""
-    for record in reversed(state.messages):
-        role = record.get("role")
-        if role == "assistant" and not record.get("tool_calls"):
-            break
-        if role == "user":
-            return record
-    raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")
-
-
 def _call_model(
     rt: Runtime,
     offering: Offering,
     messages: Messages,
     tools: list[dict[str, Any]] | None,
     stream: bool,
+    client: ClientTurn | None,
 ) -> Iterator[TextDelta | Completion]:
+    options = client.options if client else None
     if not stream:
-        yield rt.llm.complete(offering, messages, tools=tools or None)
+        yield rt.llm.complete(offering, messages, tools=tools or None, options=options)
         return
-    events = rt.llm.stream(offering, messages, tools=tools or None)
+    include_usage = bool(client and client.include_usage)
+    events = rt.llm.stream(
+        offering, messages, tools=tools or None, include_usage=include_usage, options=options
+    )
     try:
         for event in events:
             if event.completion is not None:
@@ -229,10 +237,24 @@ def _turn_steps(
     end, whether the turn succeeded or not (the index is a cache of the file)."""
     if not rt.store.path(principal.user_id, session_id).is_file():
         raise NotFound("session not found")  # another user's session is not under this user
-    message_text, inline = images.split_content(request.content)
+    clash = request.client.tool_names & rt.tools.names if request.client else None
+    if clash:
+        raise InvalidInput(
+            f"the tools {', '.join(sorted(clash))} are Eonyx's own: rename yours",
+            code="tool_name_taken",
+            param="tools",
+        )
+    fetch = (
+        images.url_fetcher(rt.settings.max_image_bytes) if rt.settings.fetch_image_urls else None
+    )
+    message_text, inline = images.split_content(request.content, fetch)
     checked = images.check_all(rt, [*inline, *request.images])
-    if not request.retry and not (message_text or "").strip() and not checked:
-        raise InvalidInput("content must not be empty", code="empty_message")
+    answers_again = request.retry or request.regenerate
+    client_messages = request.client.messages if request.client else ()
+    if not answers_again and not (message_text or "").strip() and not checked:
+        if not client_messages:
+            raise InvalidInput("content must not be empty", code="empty_message")
+        message_text = None  # the client's messages (tool results) are the turn
     for name, value in (("content", message_text), ("system_prompt", request.system_prompt)):
         if value is not None:
             text_rule.check(value, name)
@@ -295,7 +317,8 @@ class Turn:
 
 
 def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
-    """The turn under its lock: save the user's message, then model rounds until an answer."""
+    """The turn under its lock: save the user's message, then model rounds until an answer
+    (or until the model calls a client's tool, which the client runs)."""
     rt, principal, state, request, offering = (
         turn.rt,
         turn.principal,
@@ -303,18 +326,22 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         turn.request,
         turn.offering,
     )
-    if request.retry:
-        user_message = _pending_user_message(state)
+    client = request.client or ClientTurn()
+    if request.retry or request.regenerate:
+        user_message, superseded = message_to_answer(state, regenerate=request.regenerate)
         check_fits(rt, state, turn.project, offering, user_message.get("content"))
-        records: list[dict[str, Any]] = []
+        records = [supersede_record(superseded)] if superseded else []
     else:
         check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
-        names = images.save(rt.store, principal.user_id, state.id, turn.images)
-        user_message = message_record("user", turn.text or "", images=names or None)
-        records = [user_message]
+        records = list(client.messages)
+        if turn.text is not None or turn.images:
+            names = images.save(rt.store, principal.user_id, state.id, turn.images)
+            records.append(message_record("user", turn.text or "", images=names or None))
+        check_tool_results(state, records)
+        user_message = records[-1]
     meta = _meta_changes(rt, state, turn.project, turn.text)
     if meta:
-        records.append({"type": "meta", "at": user_message["created_at"], "set": meta})
+        records.append({"type": "meta", "at": isoformat(utcnow()), "set": meta})
     if records:
         turn.save(records)  # on disk before the model is called
 
@@ -330,18 +357,20 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         *context.request_messages(),
     ]
     steps: list[dict[str, Any]] = []
+    usage = UsageSum()
     for round_number in range(rt.settings.max_tool_rounds + 1):
         last_round = round_number == rt.settings.max_tool_rounds
-        tools = None if last_round else rt.tools.specs(tool_context)
+        tools = None if last_round else [*rt.tools.specs(tool_context), *client.tools]
         completion: Completion | None = None
-        for item in _call_model(rt, offering, messages, tools, turn.stream):
+        for item in _call_model(rt, offering, messages, tools, turn.stream, client):
             if isinstance(item, Completion):
                 completion = item
             else:
                 yield item
         assert completion is not None
+        usage.add(completion.usage)
         if completion.tool_calls and tools:
-            new = [
+            calls = [
                 message_record(
                     "assistant",
                     completion.content,
@@ -350,21 +379,57 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
                 )
             ]
             for call in completion.tool_calls:
-                yield StepEvent("tool_call", {"message_id": new[0]["id"], **call.as_openai()})
+                if call.name in client.tool_names:
+                    continue  # the client runs it and sends the result with its next request
+                yield StepEvent("tool_call", {"message_id": calls[0]["id"], **call.as_openai()})
                 written = len(tool_context.events)
                 result = rt.tools.run(tool_context, call.name, call.arguments)
-                new.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
-                yield StepEvent("tool_result", new[-1])
+                calls.append(message_record("tool", result, tool_call_id=call.id, name=call.name))
+                yield StepEvent("tool_result", calls[-1])
                 for event in tool_context.events[written:]:
                     yield StepEvent("memory_write", event)
-            turn.save(new)
-            steps.extend(new)
-            messages.extend(to_model_messages(new))
+            client_calls = [
+                c.as_openai() for c in completion.tool_calls if c.name in client.tool_names
+            ]
+            if client_calls:
+                turn.save(calls + _answer_meta(client, calls[0], client_calls))
+                steps.extend(calls)
+                return TurnResult(
+                    user_message,
+                    calls[0],
+                    steps,
+                    context.usage_now(),
+                    tool_context.events,
+                    finish_reason="tool_calls",
+                    client_tool_calls=client_calls,
+                    model_usage=usage.total,
+                )
+            turn.save(calls)
+            steps.extend(calls)
+            messages.extend(to_model_messages(calls))
             continue
         answer = message_record("assistant", completion.content or "", offering=offering.id)
-        turn.save([answer])
-        return TurnResult(user_message, answer, steps, context.usage_now(), tool_context.events)
+        turn.save([answer, *_answer_meta(client, answer, [])])
+        return TurnResult(
+            user_message,
+            answer,
+            steps,
+            context.usage_now(),
+            tool_context.events,
+            finish_reason=completion.finish_reason or "stop",
+            model_usage=usage.total,
+        )
     raise AssertionError("the last round offers no tools, so it always answers")
+
+
+def _answer_meta(
+    client: ClientTurn, answer: dict[str, Any], client_calls: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The metadata record the client asks to save with its answer, if any."""
+    if client.answer_meta is None:
+        return []
+    changes = client.answer_meta({**answer, "tool_calls": client_calls or None})
+    return [{"type": "meta", "at": answer["created_at"], "set": changes}] if changes else []
 
 
 def _end_pending_title(turn: Turn) -> None:

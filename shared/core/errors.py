@@ -14,11 +14,14 @@ EonyxError
 
 
 class EonyxError(Exception):
+    """`param` names the request field at fault, where there is one (OpenAI's errors say)."""
+
     code = "error"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str, *, code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.param = param
         if code:
             self.code = code
 

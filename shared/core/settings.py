@@ -46,6 +46,7 @@ class Settings:
     session_import_max_bytes: int = 25 * MIB
     max_image_bytes: int = 5 * MIB
     max_images_per_message: int = 8
+    fetch_image_urls: bool = False
 
     session_cache_bytes: int = 64 * MIB
     demo_mode: bool = False
@@ -204,6 +205,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
     "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
     "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
+    "FETCH_IMAGE_URLS": ("fetch_image_urls", _bool),
     "SESSION_CACHE_BYTES": (
         "session_cache_bytes",
         lambda env, name, default: _int(env, name, default, minimum=0),

@@ -1,14 +1,24 @@
-"""The OpenAI-compatible facade's domain: which session a chat-completions request continues,
-and which message is its turn.
+"""The OpenAI-compatible facade's domain: which session a request continues, and what of
+the request goes into the turn.
 
-OpenAI-style clients resend the whole conversation with every request. Eonyx keeps the
-conversation itself, so only the last message, which must be the user's, is the turn. The
-session is the one named by the `X-Eonyx-Session` header; without it, the request's leading
-messages (all but the last) are hashed, and a session whose earlier turn ended with exactly
-that history is continued. After every turn the history including the new answer is bound
-to the session, so the client's next request, which resends that history, lands in the same
-session. A request whose leading messages contain no answer yet starts a new session. The
-hash covers each message's role and text, trimmed (SHA-256 over canonical JSON).
+OpenAI-style clients resend the whole conversation with every request; Eonyx keeps the
+conversation itself. A request continues a session when its history holds an answer that
+Eonyx gave as that session's latest: the answer, with the messages that asked for it (those
+after the assistant message before it), hashed (`head_key`), names the session (a binding,
+shared/integrations/bindings.py) and is saved with the answer in the session's file (its
+`api_head`). What the request holds after that answer is the new turn. So:
+
+- a history that only repeats a greeting, few-shot examples or a system prompt, none of
+  them Eonyx's answers, starts a new session: two conversations are never merged;
+- a client that trims or rewrites older messages still continues its session, since only
+  the last exchange is hashed; system and developer messages are never hashed;
+- a request that sends the session's last question again without the answer Eonyx gave
+  (a "regenerate") answers it anew, superseding the old answer;
+- a history that matches an older answer of a session (the client edited its past) starts
+  a new session with the whole conversation, rather than mixing two branches in one.
+
+The `X-Eonyx-Session` header names the session outright; the history then only says which
+of the request's messages are new.
 """
 
 from __future__ import annotations
@@ -20,76 +30,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
-from shared.core.errors import InvalidInput
+from shared.chat.compaction import CHARS_PER_TOKEN
+from shared.chat.turn_input import ClientTurn
+from shared.chat.turns import TurnRequest, TurnResult, message_record
+from shared.core.errors import InvalidInput, NotFound
 from shared.integrations import bindings
+from shared.integrations.openai_request import ChatRequest
 from shared.llm import catalog
 from shared.sessions import service as session_service
-from shared.storage.session_store import check_session_id
+from shared.storage.session_state import content_text, message_chars, tool_call_parts
+from shared.storage.session_store import SessionState, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
 
 SOURCE = CHANNEL = "api"
-ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A request's messages: the history before the turn, and the turn's text."""
-
-    history: tuple[tuple[str, str], ...]  # (role, text) of every message before the last
-    content: str
-
-    def key(self, answer: str | None = None) -> str:
-        """The binding key of the history (plus this turn and its answer, once answered)."""
-        messages = list(self.history)
-        if answer is not None:
-            messages += [("user", self.content), ("assistant", answer.strip())]
-        return bindings.digest(json.dumps(messages, ensure_ascii=False, separators=(",", ":")))
-
-    @property
-    def continues(self) -> bool:
-        """Only a history with an answer in it can continue a session."""
-        return any(role == "assistant" for role, _ in self.history)
-
-
-def _text(content: Any, where: str) -> str:
-    """The text of an OpenAI message content: a string, or the text parts of a list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content.strip()
-    if isinstance(content, list):
-        texts = [
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping)
-            and part.get("type") == "text"
-            and isinstance(part.get("text"), str)
-        ]
-        return "\n".join(texts).strip()
-    raise InvalidInput(f"{where}.content must be a string or a list of parts")
-
-
-def read_messages(messages: Sequence[Any]) -> Conversation:
-    """The conversation in `messages`, or InvalidInput naming the message that is wrong."""
-    if not messages:
-        raise InvalidInput("messages must not be empty")
-    pairs: list[tuple[str, str]] = []
-    for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, Mapping):
-            raise InvalidInput(f"{where} must be an object")
-        role = message.get("role")
-        if role not in ROLES:
-            raise InvalidInput(f"{where}.role must be one of {', '.join(ROLES)}")
-        pairs.append((role, _text(message.get("content"), where)))
-    role, content = pairs[-1]
-    if role != "user":
-        raise InvalidInput("the last message must be the user's: it is the turn")
-    if not content:
-        raise InvalidInput("the last message has no text")
-    return Conversation(tuple(pairs[:-1]), content)
+HEAD, PARENT, INPUT = "api_head", "api_parent", "api_input"  # meta keys of the session
+MAX_CANDIDATES = 32  # assistant messages of a history tried as the session's head, newest first
 
 
 def caller(principal: Principal) -> Principal:
@@ -97,28 +54,225 @@ def caller(principal: Principal) -> Principal:
     return dataclasses.replace(principal, source=SOURCE)
 
 
+# -- what is hashed -----------------------------------------------------------------------
+
+
+def _arguments(arguments: str) -> Any:
+    """Arguments as data when they are JSON, so a client that re-encodes them (spacing,
+    key order) still matches."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _canonical(message: Mapping[str, Any]) -> list[Any]:
+    calls = []
+    for call in message.get("tool_calls") or ():
+        name, arguments = tool_call_parts(call)
+        calls.append([call.get("id"), name, _arguments(arguments)])
+    text = content_text(message.get("content")).strip()
+    return [message.get("role"), text, calls, message.get("tool_call_id")]
+
+
+def _digest(messages: Sequence[Mapping[str, Any]]) -> str:
+    data = [_canonical(message) for message in messages]
+    return bindings.digest(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def head_key(asked: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]) -> str:
+    """The key of an answer: it, and the messages since the assistant message before it."""
+    return _digest([*asked, answer])
+
+
+def _trailing(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The messages after the last assistant message (all of them when there is none)."""
+    for position in range(len(messages) - 1, -1, -1):
+        if messages[position].get("role") == "assistant":
+            return list(messages[position + 1 :])
+    return list(messages)
+
+
+def _candidates(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """(position, key) of each assistant message, newest first."""
+    found: list[tuple[int, str]] = []
+    previous = -1
+    for position, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            found.append((position, head_key(messages[previous + 1 : position], message)))
+            previous = position
+    return found[::-1][:MAX_CANDIDATES]
+
+
+# -- which session ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Where a request goes: the session, the request's messages that are new to it, the
+    head they follow (None for a new session), and whether the request is a regenerate."""
+
+    session_id: str
+    new: tuple[Mapping[str, Any], ...]
+    parent: str | None
+    regenerate: bool = False
+    created: bool = False
+
+
+def _follows(
+    state: SessionState, messages: Sequence[Mapping[str, Any]], position: int, key: str
+) -> Continuation | None:
+    """How the request continues `state` from its assistant message at `position`, if the
+    session's own latest answer (or, for a regenerate, the answer before it) is that one."""
+    new = tuple(messages[position + 1 :])
+    if key == state.extra.get(HEAD):
+        return Continuation(state.id, new, key)
+    if key == state.extra.get(PARENT) and _digest(new) == state.extra.get(INPUT):
+        return Continuation(state.id, new, key, regenerate=True)
+    return None
+
+
+def _load(rt: Runtime, principal: Principal, session_id: str) -> SessionState | None:
+    try:
+        state, _ = rt.store.load(principal.user_id, session_id)
+    except NotFound:
+        return None
+    return None if state.deleted_at is not None else state
+
+
 def choose_session(
-    rt: Runtime, principal: Principal, conversation: Conversation, header: str | None, model: str
-) -> tuple[str, bool]:
-    """(session id, whether it was created): the header's session, else the session the
-    history continues, else a new one, made only once `model` is known to name an offering.
-
-    The header's session is not looked up here: the turn finds it under the caller's own
-    sessions or answers 404 before writing anything, as it checks the model."""
+    rt: Runtime,
+    principal: Principal,
+    request: ChatRequest,
+    header: str | None,
+    *,
+    temporary: bool = False,
+) -> Continuation:
+    """The session the request continues, or a new one (made only once the model is known
+    to name an offering, so a refused request leaves nothing behind)."""
+    messages = request.messages
+    candidates = _candidates(messages)
     if header:
-        return check_session_id(header.strip()), False
+        session_id = check_session_id(header.strip())
+        state = _load(rt, principal, session_id)
+        if state is None:
+            raise NotFound("session not found")
+        for position, key in candidates:
+            if (found := _follows(state, messages, position, key)) is not None:
+                return found
+        return Continuation(session_id, tuple(_trailing(messages)), None)
+    for position, key in candidates:
+        bound = bindings.lookup(rt, principal.user_id, CHANNEL, key)
+        if bound is None:
+            continue
+        state = _load(rt, principal, bound)
+        found = _follows(state, messages, position, key) if state else None
+        if found is not None:
+            return found
+        break  # an older answer of a session: the client changed its past; start anew
+    catalog.offering_named(rt, request.model)  # NotFound (model_not_found) makes nothing
+    created = session_service.create_session(rt, principal, temporary=temporary)
+    return Continuation(created.id, tuple(messages), None, created=True)
 
-    def create() -> str:
-        catalog.offering_named(rt, model)  # NotFound (model_not_found) leaves nothing behind
-        return session_service.create_session(rt, principal).id
 
-    if not conversation.continues:
-        return create(), True
-    return bindings.bound_session(rt, principal, CHANNEL, conversation.key(), create)
+# -- the turn -----------------------------------------------------------------------------
 
 
-def remember(
-    rt: Runtime, principal: Principal, session_id: str, conversation: Conversation, answer: str
-) -> None:
-    """Bind the history as the client will resend it next time to this session."""
-    bindings.bind(rt, principal.user_id, CHANNEL, conversation.key(answer), session_id)
+def _record(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message of the client's, as a session record (text only: earlier images are not
+    the turn's, and are left out)."""
+    role = message["role"]
+    content = message.get("content")
+    if role != "assistant" or content is not None:
+        content = content_text(content)
+    calls = [dict(call) for call in message.get("tool_calls") or ()] or None
+    return message_record(
+        role,
+        content,
+        tool_calls=calls,
+        tool_call_id=message.get("tool_call_id"),
+        name=message.get("name") if role == "tool" else None,
+        source="client",
+    )
+
+
+@dataclass
+class PlannedTurn:
+    """The turn a request makes, and, once it is answered, the session's new head."""
+
+    continuation: Continuation
+    request: TurnRequest
+    head: str | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.continuation.session_id
+
+
+def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
+    """The turn for the request's new messages: the last one, when it is the user's, is the
+    turn's message; the others are saved before it (tool results, an opening of the
+    client's own); its answer is saved with the session's new head."""
+    new = list(continuation.new)
+    if not new or new[-1].get("role") not in ("user", "tool"):
+        raise InvalidInput(
+            "the last message must be the user's or a tool's result: it is the turn",
+            param="messages",
+        )
+    content: Any = None
+    if new[-1]["role"] == "user" and not continuation.regenerate:
+        content = new.pop()["content"]
+    asked = _trailing(continuation.new)
+    meta: dict[str, Any] = {PARENT: continuation.parent, INPUT: _digest(asked)}
+    if chat.user:
+        meta["api_user"] = chat.user
+    if chat.metadata:
+        meta["api_metadata"] = dict(chat.metadata)
+
+    def answer_meta(answer: dict[str, Any]) -> dict[str, Any]:
+        planned.head = head_key(asked, answer)
+        return {**meta, HEAD: planned.head}
+
+    client = ClientTurn(
+        instructions=chat.instructions,
+        tools=chat.tools,
+        options=chat.options,
+        messages=() if continuation.regenerate else tuple(_record(m) for m in new),
+        include_usage=chat.include_usage,
+        answer_meta=answer_meta,
+    )
+    turn = TurnRequest(
+        content=content,
+        offering=chat.model,
+        regenerate=continuation.regenerate,
+        client=client,
+    )
+    planned = PlannedTurn(continuation, turn)
+    return planned
+
+
+def remember(rt: Runtime, principal: Principal, planned: PlannedTurn) -> None:
+    """Bind the session's new head, so the client's next request, which resends it, lands
+    in the same session."""
+    if planned.head:
+        bindings.bind(rt, principal.user_id, CHANNEL, planned.head, planned.session_id)
+
+
+def forget_unused(rt: Runtime, principal: Principal, continuation: Continuation) -> None:
+    """A session made for a request that was refused goes again if nothing was saved."""
+    if continuation.created:
+        session_service.discard_if_empty(rt, principal.user_id, continuation.session_id)
+
+
+def usage(result: TurnResult) -> dict[str, int]:
+    """OpenAI's `usage` of a turn: the model's own counts summed over the turn's model calls
+    when it gave them, else Eonyx's estimate (about 4 characters a token)."""
+    if result.model_usage is not None:
+        return dict(result.model_usage)
+    completion = max(1, message_chars(result.assistant_message) // CHARS_PER_TOKEN)
+    prompt = max(1, result.context.tokens - completion)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }

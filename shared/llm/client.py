@@ -244,6 +244,7 @@ class ModelClient(Protocol):
         messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
         """One whole answer; an LLMError on failure."""
         ...
@@ -254,6 +255,8 @@ class ModelClient(Protocol):
         messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        include_usage: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         """Text events, then one last event carrying the whole `Completion`."""
         ...
@@ -316,9 +319,12 @@ class LLMClient:
         tool_choice: str | Mapping[str, Any] | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
-        """One whole answer. Raises an LLMError subclass on failure."""
+        """One whole answer. Raises an LLMError subclass on failure. `options` are further
+        request fields (`top_p`, `stop`, `response_format`...), sent as they are given."""
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
+        self._add_options(body, options)
         started = time.perf_counter()
         try:
             response, content, _ = self._send(offering, body, streaming=False)
@@ -347,6 +353,7 @@ class LLMClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         include_usage: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         """The answer as it is written: text events, then one last event with the Completion.
 
@@ -356,6 +363,7 @@ class LLMClient:
         `include_usage` asks for token counts (`stream_options`), which not every server takes.
         """
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
+        self._add_options(body, options)
         body["stream"] = True
         if include_usage:
             body["stream_options"] = {"include_usage": True}
@@ -402,6 +410,19 @@ class LLMClient:
         if limit is not None:
             body["max_tokens"] = limit
         return body
+
+    @staticmethod
+    def _add_options(body: dict[str, Any], options: Mapping[str, Any] | None) -> None:
+        """The caller's request fields over the defaults. A limit of the caller's own replaces
+        the offering's; a tool choice needs tools to choose from."""
+        if not options:
+            return
+        if "max_completion_tokens" in options:
+            body.pop("max_tokens", None)
+        body.update(options)
+        if "tools" not in body:
+            body.pop("tool_choice", None)
+            body.pop("parallel_tool_calls", None)
 
     def _request(self, offering: Offering, body: dict[str, Any]) -> httpx.Request:
         headers = {

@@ -70,6 +70,10 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
 
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._tools)
+
     def specs(self, context: ToolContext) -> list[dict[str, Any]]:
         """The tools offered in this context (a temporary chat gets no memory tools)."""
         return [tool.spec() for tool in self._tools.values() if tool.available(context)]

@@ -50,6 +50,27 @@ class Completion:
         return message
 
 
+class UsageSum:
+    """Token counts over the model calls of one turn; None once a call reported none."""
+
+    KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+    def __init__(self) -> None:
+        self.total: dict[str, int] | None = dict.fromkeys(self.KEYS, 0)
+
+    def add(self, usage: dict[str, Any] | None) -> None:
+        if self.total is None:
+            return
+        counts = [usage.get(key) if usage else None for key in self.KEYS[:2]]
+        if not all(isinstance(count, int) for count in counts):
+            self.total = None
+            return
+        prompt, completion = (int(count or 0) for count in counts)
+        self.total["prompt_tokens"] += prompt
+        self.total["completion_tokens"] += completion
+        self.total["total_tokens"] += prompt + completion
+
+
 @dataclass(frozen=True)
 class StreamEvent:
     """One step of a streamed answer: a piece of text, or (last of all) the whole completion."""

@@ -1,7 +1,8 @@
 """Images in messages: checked, stored beside the session, sent to the model, served back.
 
 A message carries images as OpenAI-style content parts (`image_url` with a `data:` URL; a
-remote URL is refused, the server fetches nothing) or as uploaded files. Each must be a real
+remote URL is refused, unless FETCH_IMAGE_URLS lets the server download it) or as uploaded
+files. Each must be a real
 PNG, JPEG, GIF or WebP (decoded by Pillow, not trusted on its name or its first bytes), at
 most MAX_IMAGE_BYTES and IMAGE_MAX_PIXELS, at most MAX_IMAGES_PER_MESSAGE per message.
 
@@ -20,12 +21,13 @@ import binascii
 import hashlib
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from PIL import Image, UnidentifiedImageError
 
 from shared.core.errors import InvalidInput, NotFound
@@ -43,6 +45,7 @@ FORMATS = {
     "WEBP": ("image/webp", "webp"),
 }
 MEDIA_TYPES = {ext: media for media, ext in FORMATS.values()}
+FETCH_TIMEOUT = 10.0  # seconds for an image URL, with FETCH_IMAGE_URLS
 IMAGE_MAX_PIXELS = 50_000_000  # a small file that decodes to a huge bitmap is refused
 NAME_RE = re.compile(r"^[0-9a-f]{64}\.(png|jpg|gif|webp)$")
 _DATA_URL = re.compile(
@@ -106,9 +109,12 @@ def check_image(data: bytes, max_bytes: int, *, label: str = "image") -> Checked
     return CheckedImage(data, media_type, ext, width, height)
 
 
-def split_content(content: Any) -> tuple[str | None, list[bytes]]:
+def split_content(
+    content: Any, fetch: Callable[[str], bytes] | None = None
+) -> tuple[str | None, list[bytes]]:
     """A message's text and inline images, from a string or OpenAI-style content parts
-    (`{"type": "text", "text"}` and `{"type": "image_url", "image_url": {"url": "data:..."}}`)."""
+    (`{"type": "text", "text"}` and `{"type": "image_url", "image_url": {"url": "data:..."}}`).
+    An http(s) URL is refused unless `fetch` is given (FETCH_IMAGE_URLS), which downloads it."""
     if content is None or isinstance(content, str):
         return content, []
     if not isinstance(content, list):
@@ -120,7 +126,7 @@ def split_content(content: Any) -> tuple[str | None, list[bytes]]:
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "image_url":
-            images.append(_data_url_bytes(part.get("image_url"), number))
+            images.append(_image_url_bytes(part.get("image_url"), number, fetch))
         else:
             raise InvalidInput(
                 f"content part {number} must be {{type: text, text}} or {{type: image_url, "
@@ -130,15 +136,17 @@ def split_content(content: Any) -> tuple[str | None, list[bytes]]:
     return "\n".join(texts), images
 
 
-def _data_url_bytes(image_url: Any, number: int) -> bytes:
+def _image_url_bytes(image_url: Any, number: int, fetch: Callable[[str], bytes] | None) -> bytes:
     url = image_url.get("url") if isinstance(image_url, dict) else image_url
     if not isinstance(url, str):
         raise InvalidInput(f"content part {number} has no image_url.url", code="invalid_content")
+    if fetch is not None and url.lower().startswith(("http://", "https://")):
+        return fetch(url)
     match = _DATA_URL.match(url)
     if match is None:
         raise InvalidInput(
             f"content part {number}: images are sent inline as data: URLs (or uploaded); "
-            "the server fetches no URL",
+            "this server fetches no image URL (FETCH_IMAGE_URLS is off)",
             code="invalid_image",
         )
     if ";base64" not in match["params"]:
@@ -149,6 +157,35 @@ def _data_url_bytes(image_url: Any, number: int) -> bytes:
         return base64.b64decode(match["data"], validate=True)
     except (binascii.Error, ValueError):
         raise InvalidInput(f"content part {number}: bad base64", code="invalid_image") from None
+
+
+def url_fetcher(max_bytes: int, timeout: float = FETCH_TIMEOUT) -> Callable[[str], bytes]:
+    """A download of an image URL, at most `max_bytes`, for FETCH_IMAGE_URLS. It goes
+    wherever the URL points, inside the network too: which is why the setting is off."""
+
+    def fetch(url: str) -> bytes:
+        try:
+            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+                if response.status_code != 200:
+                    raise InvalidInput(
+                        f"the image at {url} answered HTTP {response.status_code}",
+                        code="invalid_image",
+                    )
+                data = b""
+                for piece in response.iter_bytes():
+                    data += piece
+                    if len(data) > max_bytes:
+                        raise InvalidInput(
+                            f"the image at {url} is over {max_bytes} bytes",
+                            code="image_too_large",
+                        )
+                return data
+        except httpx.HTTPError as exc:
+            raise InvalidInput(
+                f"the image at {url} could not be fetched: {exc}", code="invalid_image"
+            ) from None
+
+    return fetch
 
 
 def check_all(rt: Runtime, images: Sequence[bytes]) -> list[CheckedImage]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -268,6 +268,14 @@ def sweep_empty_sessions(rt: Runtime) -> int:
             with rt.db.session() as db:
                 index.forget(db, session_id)
     return removed
+
+
+def discard_if_empty(rt: Runtime, user_id: str, session_id: str) -> None:
+    """Remove a session made for a request that was then refused, if nothing was saved in
+    it (a session with no message is never listed, so none is left behind)."""
+    if rt.store.delete_if_empty(user_id, session_id, datetime.max.replace(tzinfo=UTC)):
+        with rt.db.session() as db:
+            index.forget(db, session_id)
 
 
 def _now() -> str:

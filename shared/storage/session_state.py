@@ -2,7 +2,8 @@
 
 The first record is the header (`type: session`); then `message` records (user, assistant,
 tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in the order
-they happened. Folding them in order gives the state (`fold`, `SessionState.apply`).
+they happened; a `supersede` record takes regenerated answers out of the state (they stay
+in the file). Folding them in order gives the state (`fold`, `SessionState.apply`).
 
 Beside each kept message the state keeps two things computed once, when the record is
 folded, so that a turn never goes over old messages again: its size as the model sees it
@@ -203,6 +204,9 @@ class SessionState:
                 self.messages.append(record)
                 self.sizes.append(message_chars(record) if is_model_message(record) else 0)
                 self.forms.append(encoded_model_message(record))
+        elif kind == "supersede":  # a regenerated answer: out of the state, still in the file
+            self._supersede(record)
+            return
         elif kind == "meta":
             changes = record.get("set") or {}
             for key, value in changes.items():
@@ -219,6 +223,17 @@ class SessionState:
         stamp = record.get("at") or record.get("created_at")
         if stamp:
             self.updated_at = _stamp(stamp)
+
+    def _supersede(self, record: Mapping[str, Any]) -> None:
+        self.message_count -= int(record.get("messages") or 0)
+        self.image_count -= int(record.get("images") or 0)
+        gone = set(record.get("ids") or ())
+        if not gone or not self.messages:
+            return
+        kept = [i for i, message in enumerate(self.messages) if message.get("id") not in gone]
+        self.messages = [self.messages[i] for i in kept]
+        self.sizes = [self.sizes[i] for i in kept]
+        self.forms = [self.forms[i] for i in kept]
 
     def copy(self, *, keep_messages: bool = True) -> SessionState:
         """A state of the caller's own (the lists and `extra` copied, the records shared)."""

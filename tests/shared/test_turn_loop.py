@@ -36,6 +36,7 @@ class ScriptedModel:
         messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Completion:
         sent = json.loads(orjson.dumps(list(messages)))  # some come encoded (orjson.Fragment)
         self.calls.append((offering.id, sent, bool(tools)))
@@ -47,6 +48,8 @@ class ScriptedModel:
         messages: Messages,
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        include_usage: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         completion = self.complete(offering, messages, tools=tools)
         for word in (completion.content or "").split(" "):

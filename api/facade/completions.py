@@ -1,0 +1,101 @@
+"""A turn's result as OpenAI's Chat Completions answer: a `chat.completion` body, or a stream
+of `chat.completion.chunk` events that ends with `[DONE]`.
+
+A client's tool calls come as `tool_calls` with `finish_reason: "tool_calls"`, streamed in
+OpenAI's delta form; `usage` is on every body, and ends a stream that asked for it
+(`stream_options.include_usage`) in a chunk of its own with `choices: []`, as OpenAI sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from api.errors import render_error
+from shared.chat import turns
+from shared.core.errors import EonyxError
+from shared.integrations import facade
+
+log = logging.getLogger(__name__)
+
+
+def completion_id() -> str:
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+def _message(result: turns.TurnResult) -> dict[str, Any]:
+    answer = result.assistant_message
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": answer.get("content"),
+        "refusal": None,
+    }
+    if result.client_tool_calls:
+        message["tool_calls"] = result.client_tool_calls
+    return message
+
+
+def completion_body(model: str, result: turns.TurnResult) -> dict[str, Any]:
+    choice = {
+        "index": 0,
+        "message": _message(result),
+        "finish_reason": result.finish_reason,
+        "logprobs": None,
+    }
+    return {
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": facade.usage(result),
+        "system_fingerprint": None,
+    }
+
+
+def _sse(data: Any) -> str:
+    return f"data: {json.dumps(data)}\n\n"  # ASCII: no reader splits a line inside it
+
+
+def completion_chunks(
+    model: str,
+    first: Any,
+    rest: Iterator[Any],
+    *,
+    include_usage: bool,
+    done: Callable[[turns.TurnResult], None],
+    error_body: Callable[[int, str, str], dict[str, Any]],
+) -> Iterator[str]:
+    """The turn's events as chunks; an error event if the turn fails once they have begun."""
+    base = {"id": completion_id(), "object": "chat.completion.chunk", "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return _sse({**base, "created": int(time.time()), "choices": [choice]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    item = first
+    try:
+        while not isinstance(item, turns.TurnResult):
+            if isinstance(item, turns.TextDelta):  # steps have no place in OpenAI's chunks
+                yield chunk({"content": item.text})
+            item = next(rest)
+        done(item)
+        if item.client_tool_calls:
+            calls = [{"index": i, **call} for i, call in enumerate(item.client_tool_calls)]
+            yield chunk({"tool_calls": calls})
+        yield chunk({}, item.finish_reason)
+        if include_usage:
+            usage = facade.usage(item)
+            yield _sse({**base, "created": int(time.time()), "choices": [], "usage": usage})
+        yield "data: [DONE]\n\n"
+    except EonyxError as exc:
+        body, status = render_error(exc)
+        yield _sse(error_body(status, body["error"]["code"], body["error"]["message"]))
+    except Exception:  # the headers are sent: the stream itself must say what went wrong
+        log.exception("a streamed facade turn failed")
+        yield _sse(error_body(500, "internal_error", "the turn failed on the server"))

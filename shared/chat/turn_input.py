@@ -1,0 +1,125 @@
+"""What a turn takes besides its message, checked against the session before it is saved.
+
+An OpenAI-style client (the facade, /v1) brings its own part to a turn (`ClientTurn`): its
+instructions, its tools, model parameters, and messages the session has not seen yet. Those
+messages must keep the conversation valid for any model: every tool call answered by one
+tool result, and nothing else in between (`check_tool_results`).
+
+A retry answers the last user message when it has no answer; a regenerate answers it again
+when it has one. The old answer stays in the file, and a `supersede` record after it takes
+it out of the state, so the transcript and the next prompt show only the new one
+(shared/storage/session_state.py folds it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.core.clock import isoformat, utcnow
+from shared.core.errors import Conflict, InvalidInput
+from shared.storage.session_state import CHAT_ROLES, SessionState
+
+AnswerMeta = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ClientTurn:
+    """What an OpenAI-style client brings to a turn beside its message.
+
+    `instructions` are its system and developer messages (a section of the system prompt);
+    `tools` are offered beside Eonyx's own, and a call of one ends the turn, for the client
+    to run; `options` are model parameters sent as given (`temperature`, `response_format`,
+    `tool_choice`...). `messages` are records to save before the turn's own message: what
+    the client sent that the session has not seen (tool results, an opening it wrote
+    itself). `answer_meta` gives metadata to save with the answer, in the same write: it is
+    called with the answer as the client sees it (its text and the client's calls)."""
+
+    instructions: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    messages: tuple[dict[str, Any], ...] = ()
+    include_usage: bool = False
+    answer_meta: AnswerMeta | None = None
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(tool["function"]["name"] for tool in self.tools)
+
+
+def unanswered_calls(state: SessionState) -> list[str]:
+    """Ids of the session's last tool calls that have no result yet (a client's, awaited)."""
+    answered: set[str] = set()
+    for record in reversed(state.messages):
+        role = record.get("role")
+        if role == "tool":
+            answered.add(record.get("tool_call_id") or "")
+            continue
+        if role == "assistant" and record.get("tool_calls"):
+            ids = [call.get("id") or "" for call in record["tool_calls"]]
+            return [call_id for call_id in ids if call_id not in answered]
+        return []
+    return []
+
+
+def check_tool_results(state: SessionState, records: Sequence[Mapping[str, Any]]) -> None:
+    """InvalidInput unless `records`, saved after the session's messages, answer every tool
+    call with exactly one result before anything else is said."""
+    pending = unanswered_calls(state)
+    for record in records:
+        role = record.get("role")
+        if role == "tool":
+            call_id = record.get("tool_call_id")
+            if call_id not in pending:
+                raise InvalidInput(
+                    f"a tool message answers {call_id!r}, which is no tool call awaiting its "
+                    "result",
+                    code="unexpected_tool_result",
+                    param="messages",
+                )
+            pending.remove(call_id)
+            continue
+        _no_call_left(pending)
+        if role == "assistant" and record.get("tool_calls"):
+            pending = [call.get("id") for call in record["tool_calls"]]
+    _no_call_left(pending)
+
+
+def _no_call_left(pending: list[str]) -> None:
+    if pending:
+        raise InvalidInput(
+            f"the tool calls {', '.join(map(repr, pending))} have no result: send one "
+            "message with role 'tool' for each, after the assistant message that made them",
+            code="missing_tool_result",
+            param="messages",
+        )
+
+
+def message_to_answer(
+    state: SessionState, *, regenerate: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the user message to answer, the records a regenerate supersedes): a retry answers
+    the last user message when no final answer follows it; a regenerate answers it anyway,
+    superseding what followed it."""
+    messages = state.messages
+    for position in range(len(messages) - 1, -1, -1):
+        record = messages[position]
+        role = record.get("role")
+        if role == "user":
+            return record, list(messages[position + 1 :]) if regenerate else []
+        if role == "assistant" and not record.get("tool_calls") and not regenerate:
+            break
+    raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")
+
+
+def supersede_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The record that takes `records` out of the session's state (they stay in the file).
+    It carries their counts, so a fold that keeps no messages (the index's) can subtract."""
+    return {
+        "type": "supersede",
+        "at": isoformat(utcnow()),
+        "ids": [record["id"] for record in records],
+        "messages": sum(1 for record in records if record.get("role") in CHAT_ROLES),
+        "images": sum(len(record.get("images") or ()) for record in records),
+    }

@@ -1,0 +1,217 @@
+"""A Chat Completions request as the facade reads it: every message, parameter and tool a
+client sends is either honoured or refused with a 400 naming it; nothing is silently dropped.
+
+Honoured, sent to the model as given (`FORWARDED`): sampling and length parameters, stop
+sequences, `response_format`, `tools`, `tool_choice`, `parallel_tool_calls`, `user` and
+the like. Read by Eonyx itself: `stream`, `stream_options.include_usage`, `store: false`
+(a temporary session), `metadata` (kept with the answer), `n: 1` and `logprobs: false`.
+Refused (`REFUSED`): what a single proxied answer cannot give (`n` above 1, log
+probabilities, audio, predicted outputs, the retired `functions`). Anything else is refused
+as OpenAI refuses it: an unrecognized request argument.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared.core.errors import InvalidInput
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+INSTRUCTION_ROLES = ("system", "developer")
+FORWARDED = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "response_format",
+    "tool_choice",
+    "parallel_tool_calls",
+    "logit_bias",
+    "reasoning_effort",
+    "user",
+)
+READ = ("model", "messages", "stream", "stream_options", "tools", "store", "metadata")
+REFUSED: dict[str, Callable[[Any], bool]] = {  # parameter -> whether a value is refused
+    "n": lambda value: value not in (None, 1),
+    "logprobs": lambda value: bool(value),
+    "top_logprobs": lambda value: value is not None,
+    "audio": lambda value: value is not None,
+    "modalities": lambda value: value not in (None, ["text"]),
+    "prediction": lambda value: value is not None,
+    "web_search_options": lambda value: value is not None,
+    "functions": lambda value: value is not None,
+    "function_call": lambda value: value is not None,
+}
+WHY_REFUSED = {
+    "n": "Eonyx gives one answer per request (n must be 1)",
+    "logprobs": "Eonyx does not return log probabilities",
+    "top_logprobs": "Eonyx does not return log probabilities",
+    "functions": "functions is retired; send tools instead",
+    "function_call": "function_call is retired; send tool_choice instead",
+}
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a request asks: the client's instructions (its system and developer messages,
+    in order), its other messages as sent, the model parameters to forward, its tools."""
+
+    model: str
+    messages: tuple[Mapping[str, Any], ...]
+    instructions: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
+    stream: bool = False
+    include_usage: bool = False
+    temporary: bool = False  # `store: false`
+    user: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+def _refuse(message: str, param: str, code: str = "invalid_request") -> InvalidInput:
+    return InvalidInput(message, code=code, param=param)
+
+
+def text_of(content: Any, where: str) -> str:
+    """The text of a content given as a string or as text parts (instructions, tool
+    results); InvalidInput for anything else."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        texts = []
+        for number, part in enumerate(content):
+            if not isinstance(part, Mapping) or part.get("type") != "text":
+                raise _refuse(f"{where}.content[{number}] must be a text part", where)
+            texts.append(str(part.get("text") or ""))
+        return "\n".join(texts)
+    raise _refuse(f"{where}.content must be a string or a list of parts", where)
+
+
+def _check_message(message: Any, number: int) -> None:
+    where = f"messages[{number}]"
+    if not isinstance(message, Mapping):
+        raise _refuse(f"{where} must be an object", where)
+    role = message.get("role")
+    if role == "function":
+        raise _refuse(f"{where}: role 'function' is retired; send role 'tool'", where)
+    if role not in ROLES:
+        raise _refuse(f"{where}.role must be one of {', '.join(ROLES)}", where)
+    content = message.get("content")
+    if role == "user":
+        if not isinstance(content, str | list):
+            raise _refuse(f"{where}.content must be a string or a list of parts", where)
+        return
+    if role == "assistant":
+        calls = message.get("tool_calls")
+        if calls is not None and not (
+            isinstance(calls, list)
+            and all(
+                isinstance(c, Mapping) and isinstance(c.get("function"), Mapping) for c in calls
+            )
+        ):
+            raise _refuse(f"{where}.tool_calls must be a list of function calls", where)
+        if content is None and not calls:
+            raise _refuse(f"{where} has neither content nor tool_calls", where)
+    if role == "tool" and not isinstance(message.get("tool_call_id"), str):
+        raise _refuse(f"{where} needs the tool_call_id of the call it answers", where)
+    text_of(content, where)
+
+
+def _check_tools(tools: Any) -> tuple[dict[str, Any], ...]:
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        raise _refuse("tools must be a list", "tools")
+    names: set[str] = set()
+    for number, tool in enumerate(tools):
+        where = f"tools[{number}]"
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(tool, Mapping) or tool.get("type") != "function" or not function:
+            raise _refuse(f"{where} must be {{type: function, function: {{name, ...}}}}", where)
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            raise _refuse(f"{where}.function.name must be 1-64 letters, digits, _ or -", where)
+        if name in names:
+            raise _refuse(f"{where}: the tool {name!r} is given twice", where)
+        names.add(name)
+    return tuple(dict(tool) for tool in tools)
+
+
+def _check_tool_choice(choice: Any, tools: Sequence[Mapping[str, Any]]) -> None:
+    if choice is None or choice in ("none", "auto", "required"):
+        return
+    names = {tool["function"]["name"] for tool in tools}
+    function = choice.get("function") if isinstance(choice, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
+    if not isinstance(name, str):
+        raise _refuse(
+            "tool_choice must be none, auto, required or {type: function, function: {name}}",
+            "tool_choice",
+        )
+    if name not in names:
+        raise _refuse(f"tool_choice names {name!r}, which is not in tools", "tool_choice")
+
+
+def _check_response_format(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or value.get("type") not in RESPONSE_FORMATS:
+        raise _refuse(
+            "response_format.type must be one of " + ", ".join(RESPONSE_FORMATS),
+            "response_format",
+        )
+    if value["type"] == "json_schema" and not isinstance(value.get("json_schema"), Mapping):
+        raise _refuse("response_format json_schema needs a json_schema object", "response_format")
+
+
+def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
+    """The request in `body`, or InvalidInput naming the parameter or message at fault."""
+    for name in body:
+        if name not in FORWARDED and name not in READ and name not in REFUSED:
+            raise _refuse(
+                f"Unrecognized request argument supplied: {name}", name, "unknown_parameter"
+            )
+    for name, refused in REFUSED.items():
+        if name in body and refused(body[name]):
+            why = WHY_REFUSED.get(name, f"Eonyx does not support {name}")
+            raise _refuse(why, name, "unsupported_parameter")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _refuse("messages must not be empty", "messages")
+    for number, message in enumerate(messages):
+        _check_message(message, number)
+    if messages[-1]["role"] not in ("user", "tool"):
+        raise _refuse(
+            "the last message must be the user's or a tool's result: it is the turn", "messages"
+        )
+    tools = _check_tools(body.get("tools"))
+    _check_tool_choice(body.get("tool_choice"), tools)
+    _check_response_format(body.get("response_format"))
+    instructions = [
+        text_of(m.get("content"), "messages").strip()
+        for m in messages
+        if m["role"] in INSTRUCTION_ROLES
+    ]
+    stream_options = body.get("stream_options") or {}
+    user = body.get("user")
+    return ChatRequest(
+        model=body["model"],
+        messages=tuple(m for m in messages if m["role"] not in INSTRUCTION_ROLES),
+        instructions="\n\n".join(text for text in instructions if text) or None,
+        options={name: body[name] for name in FORWARDED if body.get(name) is not None},
+        tools=tools,
+        stream=bool(body.get("stream")),
+        include_usage=bool(stream_options.get("include_usage")),
+        temporary=body.get("store") is False,
+        user=user if isinstance(user, str) else None,
+        metadata=body.get("metadata"),
+    )
