@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
+import openai
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import runtime_of
@@ -19,6 +25,7 @@ from tests.fake_llm import FakeLLM
 from workers.queue import celery_jobs
 
 API = "/api/v1"
+SESSION = "X-Eonyx-Session"
 
 
 class Chat:
@@ -104,3 +111,64 @@ def live_events(chat: Chat) -> Iterator[list[dict]]:
         while (message := pubsub.get_message(timeout=0.5)) is not None:
             seen.append(json.loads(message["data"]))
         pubsub.close()
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+@dataclass
+class Facade:
+    app: Flask
+    rt: Runtime
+    url: str
+    user: Account
+    llm: FakeLLM
+
+    def client(self, api_key: str | None = None) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=self.url + "/v1", api_key=api_key or self.user.token, max_retries=0
+        )
+
+    def create(self, messages: list[dict[str, Any]], **options: Any) -> tuple[str, str]:
+        """A plain completion: (its text, the session named in the response headers)."""
+        raw = self.client().chat.completions.with_raw_response.create(
+            model=options.pop("model", "default"), messages=messages, **options
+        )
+        return raw.parse().choices[0].message.content or "", raw.headers[SESSION]
+
+    def sessions(self) -> list[dict[str, Any]]:
+        response = httpx.get(self.url + "/api/v1/sessions", headers=self.user.headers)
+        return response.json()["items"]
+
+    def transcript(self, session_id: str) -> list[tuple[str, Any]]:
+        response = httpx.get(
+            f"{self.url}/api/v1/sessions/{session_id}/messages", headers=self.user.headers
+        )
+        return [(m["role"], m["content"]) for m in response.json()["items"]]
+
+
+@pytest.fixture
+def facade(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[Facade]:
+    settings = make_settings(
+        tmp_path / "data",
+        backend,
+        EONYX_LLM_BASE_URL=fake_llm.base_url,
+        EONYX_LLM_MODEL="fake-model",
+        LLM_MAX_RETRIES="0",
+    )
+    app = create_app(settings, jobs_queue=RecordingJobs())
+    rt = runtime_of(app)
+    rt.db.migrate()
+    user = create_account(rt, "integrator", api=True)
+    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Facade(app, rt, f"http://127.0.0.1:{server.port}", user, fake_llm)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        rt.close()
