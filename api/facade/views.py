@@ -7,7 +7,6 @@ come in OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -25,6 +24,7 @@ from api.errors import render_error
 from api.facade.schemas import CompletionRequestSchema, OpenAIErrorSchema
 from api.ratelimit import limit_message, retry_after_seconds
 from shared.chat import turns
+from shared.core import sse
 from shared.core.errors import EonyxError
 from shared.integrations import facade
 from shared.llm import catalog
@@ -140,7 +140,7 @@ def _chunks(model: str, first: Any, rest: Iterator[Any], done: Any) -> Iterator[
     def event(delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         data = {**base, "created": int(time.time()), "choices": [choice]}
-        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+        return sse.encode(data)
 
     yield event({"role": "assistant", "content": ""})
     item = first
@@ -151,15 +151,15 @@ def _chunks(model: str, first: Any, rest: Iterator[Any], done: Any) -> Iterator[
             item = next(rest)
         done(content_text(item.assistant_message.get("content")))
         yield event({}, "stop")
-        yield "data: [DONE]\n\n"
+        yield sse.frame("[DONE]")
     except EonyxError as exc:
         body, status = render_error(exc)
         error = openai_error(status, body["error"]["code"], body["error"]["message"])
-        yield f"data: {json.dumps(error)}\n\n"
+        yield sse.encode(error)
     except Exception:  # the headers are sent: the stream itself must say what went wrong
         log.exception("a streamed facade turn failed")
         error = openai_error(500, "internal_error", "the turn failed on the server")
-        yield f"data: {json.dumps(error)}\n\n"
+        yield sse.encode(error)
 
 
 @blp.route("/models")
