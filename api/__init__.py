@@ -18,7 +18,10 @@ from api.context import CSRF_HEADER, EXTENSION, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
+from api.facade import models as facade_models
 from api.facade import views as facade_views
+from api.facade.cors import register_cors
+from api.facade.errors import register_routing_errors
 from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
@@ -67,6 +70,8 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_observability(app, runtime)  # first: the request id is set before anything logs
     register_api(app)
     register_error_handlers(app)
+    register_cors(app)  # before the rate limits: a preflight spends no budget
+    register_routing_errors(app)  # /v1's 404 and 405 in OpenAI's shape
     app.register_blueprint(health.blp)
     app.register_blueprint(teams.blp)
     register_events(app)
@@ -103,3 +108,4 @@ def register_api(app: Flask) -> None:
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)
     # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.
     api.register_blueprint(facade_views.blp)
+    api.register_blueprint(facade_models.blp)

@@ -159,7 +159,7 @@ def _code_for(status: int, details: Any) -> str:
 
 def _describe(status: int, details: Any, error: HTTPException) -> str:
     if details:
-        problems = _field_problems(details)
+        problems = field_problems(details)
         if status == 400 and [name for name, _ in problems] == ["json"]:
             return "the request body is not valid JSON"
         if problems:
@@ -175,7 +175,7 @@ def _describe(status: int, details: Any, error: HTTPException) -> str:
 LOCATIONS = ("json", "query", "path", "view_args", "headers", "form", "files", "cookies")
 
 
-def _field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
+def field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(`project_context.0.content`-style field name, what is wrong) for each problem of a
     validation error; the location (`json`, `query`) is left out of the name."""
     found: list[tuple[str, str]] = []
@@ -184,19 +184,19 @@ def _field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
         found = [(prefix, "; ".join(texts))] if texts else []
         for item in details:
             if isinstance(item, dict):
-                found.extend(_field_problems(item, prefix))
+                found.extend(field_problems(item, prefix))
         return found or [(prefix, "invalid")]
     if not isinstance(details, dict):
         return [(prefix, _sentence(str(details)))]
     for key, value in details.items():
         if not prefix and key in LOCATIONS and isinstance(value, dict):
-            found.extend(_field_problems(value, ""))
+            found.extend(field_problems(value, ""))
             continue
         if key == "_schema":  # marshmallow's key for the object as a whole
             name = prefix
         else:
             name = f"{prefix}.{key}" if prefix else str(key)
-        found.extend(_field_problems(value, name))
+        found.extend(field_problems(value, name))
     return found
 
 

@@ -41,6 +41,13 @@ class OfferingId(BaseConverter):
     regex = _bare(OFFERING_ID_RE.pattern)
 
 
+class ModelId(BaseConverter):
+    """Any model name an OpenAI client may ask `/v1/models/{id}` about (`gpt-4o`,
+    `org/model:tag`): one not an offering's id is the facade's 404 `model_not_found`."""
+
+    regex = r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,255}"
+
+
 class BackupName(BaseConverter):
     regex = r"(?:IDENTITY|USER|MEMORY)\.md\.[0-9A-Za-z_.-]{1,64}"
 
@@ -66,6 +73,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "message_id": MessageId,
     "token_id": TokenId,
     "offering_id": OfferingId,
+    "model_id": ModelId,
     "backup_name": BackupName,
     "job_id": JobId,
     "folder_id": FolderId,

@@ -48,13 +48,21 @@ import click
 import httpx
 
 from cli.client import Client, error_of
-from cli.stream import gauge_level, gauge_text, iter_sse, memory_line, one_line, tool_call_line
+from cli.stream import (
+    gauge_level,
+    gauge_text,
+    memory_line,
+    one_line,
+    tool_call_line,
+    turn_event,
+)
 from shared.chat.project_context import (
     choose_override,
     collect_agents_files,
     read_project_config,
     walk_up,
 )
+from shared.core import sse
 from shared.core.errors import EonyxError
 from shared.core.text import printable
 
@@ -212,7 +220,7 @@ def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[s
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 response.read()
                 return response.json()
-            for name, data in iter_sse(response.iter_lines()):
+            for name, data in map(turn_event, sse.iter_events(response.iter_bytes())):
                 if name == "token":
                     echo_token(data["text"])
                     printed = (printed + data["text"])[-1:]

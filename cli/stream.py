@@ -2,8 +2,9 @@
 
 A streamed turn (`POST /sessions/<id>/turns` with `stream: true`) is server-sent events:
 `token`, `tool_call`, `tool_result`, `memory_write`, then `done` or `error` (the API's
-OpenAPI description lists their fields). `SSEParser` takes the body line by line, so the
-same parser serves a blocking client (`iter_sse`) and an async one (the chat app).
+OpenAPI description lists their fields). Both clients read the body as bytes with
+shared/core/sse.py's decoder, never line by line with httpx's `iter_lines`, which also
+breaks lines on U+2028 and the like; `turn_event` parses each event's JSON.
 
 The `{ctx N%}` gauge: N is the server's percent rounded down, so a shown 80 is always
 highlighted; it is highlighted from 80% (where compaction starts) and alarming from 90%.
@@ -11,11 +12,10 @@ highlighted; it is highlighted from 80% (where compaction starts) and alarming f
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+from shared.core import sse
 from shared.memory.describe import describe_write
 
 HIGHLIGHT_PERCENT = 80.0  # the compaction threshold: from here the gauge is highlighted
@@ -26,42 +26,9 @@ Event = tuple[str, Any]
 GaugeLevel = Literal["calm", "high", "alarm"]
 
 
-class SSEParser:
-    """Server-sent events fed one line at a time (without the line break)."""
-
-    def __init__(self) -> None:
-        self.name = "message"
-        self.data: list[str] = []
-
-    def feed(self, line: str) -> Event | None:
-        """The (event, parsed data) this line completes, if any."""
-        if not line:
-            return self.end()
-        if line.startswith(":"):
-            return None
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "event":
-            self.name = value
-        elif field == "data":
-            self.data.append(value)
-        return None
-
-    def end(self) -> Event | None:
-        """The event in progress when the body ends (or at a blank line)."""
-        event = (self.name, json.loads("\n".join(self.data))) if self.data else None
-        self.name, self.data = "message", []
-        return event
-
-
-def iter_sse(lines: Iterable[str]) -> Iterator[Event]:
-    """(event, parsed data) for each server-sent event in `lines`."""
-    parser = SSEParser()
-    for line in lines:
-        if (event := parser.feed(line)) is not None:
-            yield event
-    if (event := parser.end()) is not None:
-        yield event
+def turn_event(event: sse.Event) -> Event:
+    """(name, parsed data) of one event of a streamed turn: every `data` is JSON."""
+    return event.name, event.json()
 
 
 def gauge_text(percent: float | None) -> str | None:

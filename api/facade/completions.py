@@ -8,7 +8,6 @@ OpenAI's delta form; `usage` is on every body, and ends a stream that asked for 
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -17,6 +16,7 @@ from typing import Any
 
 from api.errors import render_error
 from shared.chat import turns
+from shared.core import sse
 from shared.core.errors import EonyxError
 from shared.integrations import facade
 
@@ -57,10 +57,6 @@ def completion_body(model: str, result: turns.TurnResult) -> dict[str, Any]:
     }
 
 
-def _sse(data: Any) -> str:
-    return f"data: {json.dumps(data)}\n\n"  # ASCII: no reader splits a line inside it
-
-
 def completion_chunks(
     model: str,
     first: Any,
@@ -75,7 +71,7 @@ def completion_chunks(
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return _sse({**base, "created": int(time.time()), "choices": [choice]})
+        return sse.encode({**base, "created": int(time.time()), "choices": [choice]})
 
     yield chunk({"role": "assistant", "content": ""})
     item = first
@@ -91,11 +87,11 @@ def completion_chunks(
         yield chunk({}, item.finish_reason)
         if include_usage:
             usage = facade.usage(item)
-            yield _sse({**base, "created": int(time.time()), "choices": [], "usage": usage})
-        yield "data: [DONE]\n\n"
+            yield sse.encode({**base, "created": int(time.time()), "choices": [], "usage": usage})
+        yield sse.frame("[DONE]")
     except EonyxError as exc:
         body, status = render_error(exc)
-        yield _sse(error_body(status, body["error"]["code"], body["error"]["message"]))
+        yield sse.encode(error_body(status, body["error"]["code"], body["error"]["message"]))
     except Exception:  # the headers are sent: the stream itself must say what went wrong
         log.exception("a streamed facade turn failed")
-        yield _sse(error_body(500, "internal_error", "the turn failed on the server"))
+        yield sse.encode(error_body(500, "internal_error", "the turn failed on the server"))

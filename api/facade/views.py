@@ -12,69 +12,22 @@ from typing import Any
 
 from flask import Response, request, stream_with_context
 from flask.views import MethodView
-from flask_limiter import RateLimitExceeded
-from flask_smorest import Blueprint
-from werkzeug.exceptions import HTTPException
 
 from api.context import login_required, principal, runtime
-from api.errors import render_error
+from api.extensions import Blueprint
+from api.facade import SESSION_HEADER, TEMPORARY_HEADER
 from api.facade.completions import completion_body, completion_chunks
-from api.facade.schemas import CompletionRequestSchema, OpenAIErrorSchema
-from api.ratelimit import limit_message, retry_after_seconds
+from api.facade.errors import OPENAI_ERRORS, handle_errors_of, openai_error
+from api.facade.models import model_object
+from api.facade.schemas import CompletionRequestSchema
 from shared.chat import turns
-from shared.core.errors import EonyxError
 from shared.integrations import facade
 from shared.integrations.openai_request import read_chat_request
 from shared.llm import catalog
 
 log = logging.getLogger(__name__)
 blp = Blueprint("openai", __name__, url_prefix="/v1", description="OpenAI-compatible facade")
-SESSION_HEADER = "X-Eonyx-Session"
-TEMPORARY_HEADER = "X-Eonyx-Temporary"
-ERROR_TYPES = {
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-}
-
-
-def openai_error(status: int, code: str, message: str, param: str | None = None) -> dict[str, Any]:
-    kind = ERROR_TYPES.get(status) or ("server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-@blp.errorhandler(EonyxError)
-def _domain_error(exc: EonyxError) -> tuple[dict[str, Any], int]:
-    body, status = render_error(exc)
-    error = openai_error(status, body["error"]["code"], body["error"]["message"], exc.param)
-    return error, status
-
-
-@blp.errorhandler(RateLimitExceeded)
-def _rate_limited(exc: RateLimitExceeded) -> tuple[dict[str, Any], int, dict[str, str]]:
-    headers = {"Retry-After": str(retry_after_seconds())}
-    return openai_error(429, "rate_limited", limit_message(exc)), 429, headers
-
-
-@blp.errorhandler(HTTPException)
-def _http_error(exc: HTTPException) -> tuple[dict[str, Any], int]:
-    status = exc.code or 500
-    messages = (getattr(exc, "data", None) or {}).get("messages")
-    if status == 422 and messages:  # a body the schema refused: OpenAI calls that a 400
-        fields = [f"{key}" for loc in messages.values() for key in loc]
-        message = "invalid request: " + ", ".join(fields)
-        return openai_error(400, "invalid_request", message), 400
-    return openai_error(status, exc.name.lower().replace(" ", "_"), exc.description or ""), status
-
-
-# The facade's errors are OpenAI's, not the rest of the API's (the default flask-smorest adds).
-OPENAI_ERRORS = {
-    "default": {
-        "description": "An error, in OpenAI's shape",
-        "content": {"application/json": {"schema": OpenAIErrorSchema}},
-    }
-}
+handle_errors_of(blp)
 
 
 def _flag(value: str | None) -> bool:
@@ -134,8 +87,5 @@ class Models(MethodView):
             offerings = catalog.list_offerings(db, rt.settings)
         return {
             "object": "list",
-            "data": [
-                {"id": o.id, "object": "model", "created": 0, "owned_by": "eonyx"}
-                for o in offerings
-            ],
+            "data": [model_object(o) for o in offerings],
         }

@@ -17,6 +17,7 @@ from api.extensions import Blueprint, error_payload
 from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.chat.context import describe_context
+from shared.core import sse
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
 
@@ -114,10 +115,6 @@ def _multipart_turn() -> dict[str, Any]:
     return body
 
 
-def _event(name: str, data: Any) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
 def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
     """`token` events with text and the steps as they happen, then `done` with the whole
     turn, or `error` (see STREAM_EVENTS)."""
@@ -125,21 +122,21 @@ def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
     try:
         while True:
             if isinstance(item, turns.TurnResult):
-                yield _event("done", RESULT.dump(item))
+                yield sse.encode(RESULT.dump(item), "done")
                 return
             if isinstance(item, turns.StepEvent):
                 data = MessageSchema().dump(item.data) if item.kind == "tool_result" else item.data
-                yield _event(item.kind, data)
+                yield sse.encode(data, item.kind)
             else:
-                yield _event("token", {"text": item.text})
+                yield sse.encode({"text": item.text}, "token")
             item = next(rest)
     except EonyxError as exc:
         body, status = render_error(exc)
-        yield _event("error", {**body, "status": status})
+        yield sse.encode({**body, "status": status}, "error")
     except Exception:  # the headers are sent: the stream itself must say what went wrong
         log.exception("a streamed turn failed")
         body = error_payload("internal_error", "the turn failed on the server")
-        yield _event("error", {**body, "status": 500})
+        yield sse.encode({**body, "status": 500}, "error")
 
 
 @blp.route("/sessions/<session_id:session_id>/context")

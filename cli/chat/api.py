@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 
 from cli.client import error_of
-from cli.stream import Event, SSEParser
+from cli.stream import Event, turn_event
+from shared.core import sse
 
 LIST_PAGE = 50
 TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
@@ -150,12 +151,17 @@ class ChatAPI:
                 if response.status_code >= 400:
                     await response.aread()
                     raise ApiError(response.status_code, *error_of(response))
-                parser = SSEParser()
-                async for line in response.aiter_lines():
-                    if (event := parser.feed(line)) is not None:
-                        yield event
-                        if event[0] in ("done", "error"):
+                decoder = sse.Decoder()
+                async for chunk in response.aiter_bytes():
+                    for event in decoder.feed(chunk):
+                        name, data = turn_event(event)
+                        yield name, data
+                        if name in ("done", "error"):
                             return
+                for event in decoder.end():
+                    yield turn_event(event)
+                    if event.name in ("done", "error"):
+                        return
         except httpx.HTTPError as exc:
             message = f"the connection failed during the turn: {exc or type(exc).__name__}"
             raise ApiError(0, "stream_broken", message) from None

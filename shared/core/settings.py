@@ -78,6 +78,7 @@ class Settings:
     rate_limits_enabled: bool = True
     rate_limit_requests_per_minute: int = 1200
     rate_limit_turns_per_minute: int = 120
+    facade_cors_origins: str = "*"  # "*" or origins joined by commas (see _origins)
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -182,6 +183,25 @@ def _port(env: Mapping[str, str], name: str, default: int | None) -> int | None:
     return value
 
 
+def _origins(env: Mapping[str, str], name: str, default: str) -> str:
+    """`*`, or web origins (`https://app.example.com`, a port if not the scheme's own)
+    separated by commas: what browsers send in `Origin`, lower-cased, joined by commas."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    origins = [item.strip().lower().rstrip("/") for item in raw.split(",") if item.strip()]
+    if origins == ["*"]:
+        return "*"
+    for origin in origins:
+        scheme, _, host = origin.partition("://")
+        if scheme not in ("http", "https") or not host or any(c in host for c in "/?#* "):
+            raise SettingsError(
+                f"{name} must be * or origins such as https://app.example.com separated by "
+                f"commas, got {origin!r}"
+            )
+    return ",".join(origins)
+
+
 def _defaults() -> dict[str, object]:
     return {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
 
@@ -248,6 +268,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "RATE_LIMITS_ENABLED": ("rate_limits_enabled", _bool),
     "RATE_LIMIT_REQUESTS_PER_MINUTE": ("rate_limit_requests_per_minute", _int),
     "RATE_LIMIT_TURNS_PER_MINUTE": ("rate_limit_turns_per_minute", _int),
+    "FACADE_CORS_ORIGINS": ("facade_cors_origins", _origins),
 }
 
 

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple, Protocol
 import httpx
 import orjson
 
-from shared.core import observability
+from shared.core import observability, sse
 from shared.core.encoding import encode_json
 from shared.core.errors import EonyxError
 from shared.llm.wire import (
@@ -55,7 +55,6 @@ from shared.llm.wire import (
     error_message,
     parse_completion,
     provider_message,
-    sse_data,
 )
 
 log = logging.getLogger(__name__)
@@ -572,7 +571,8 @@ class LLMClient:
             if answer.response.headers.get("content-type", "").startswith("application/json"):
                 yield from self._whole_answer(offering, answer)
                 return
-            for data in sse_data(itertools.chain([answer.content], answer.rest)):
+            for event in sse.iter_events(itertools.chain([answer.content], answer.rest)):
+                data = event.data
                 if data.strip() == "[DONE]":
                     break
                 try:

@@ -1,9 +1,9 @@
 """The OpenAI chat-completions wire format, as Eonyx reads it.
 
 What an answer is (`Completion`, its `ToolCall`s, and the `StreamEvent`s of a streamed one),
-how a response body becomes one (`parse_completion`), how a stream of server-sent events is
-framed (`sse_data`) and folded (`StreamAssembler`), and what an error body says
-(`provider_message`). Tolerant where servers differ (content as a list of parts, arguments
+how a response body becomes one (`parse_completion`), how a stream's chunks are folded
+(`StreamAssembler`; shared/core/sse.py reads the events they come in), and what an error body
+says (`provider_message`). Tolerant where servers differ (content as a list of parts, arguments
 sent as an object, tool calls streamed without an index); no I/O, no retries: the client in
 client.py does those.
 """
@@ -11,7 +11,6 @@ client.py does those.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,39 +160,6 @@ def parse_completion(data: Any) -> Completion:
         usage=usage if isinstance(usage, dict) else None,
         raw=data,
     )
-
-
-def sse_data(chunks: Iterator[bytes]) -> Iterator[str]:
-    """The `data` of each server-sent event in a byte stream.
-
-    Lines end in LF or CRLF. Lines are split on bytes, never with str.splitlines, which would
-    also break on characters such as U+2028 that JSON may carry unescaped.
-    """
-    buffer = b""
-    data: list[str] = []
-
-    def field_of(line: bytes) -> None:
-        text = line.removesuffix(b"\r").decode("utf-8", errors="replace")
-        if text.startswith(":"):
-            return  # a comment (keep-alive)
-        name, _, value = text.partition(":")
-        if name == "data":
-            data.append(value.removeprefix(" "))
-
-    for chunk in chunks:
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line in (b"", b"\r"):
-                if data:
-                    yield "\n".join(data)
-                    data.clear()
-            else:
-                field_of(line)
-    if buffer:
-        field_of(buffer)
-    if data:
-        yield "\n".join(data)  # the body ended without the closing blank line
 
 
 class StreamAssembler:

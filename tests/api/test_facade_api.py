@@ -132,7 +132,8 @@ def test_errors_come_in_openai_shape(facade: Facade) -> None:
         facade.url + "/v1/chat/completions", headers=facade.user.headers, json={"model": "x"}
     )
     assert schema.status_code == 400
-    assert schema.json()["error"]["message"] == "invalid request: messages"
+    assert schema.json()["error"]["message"] == "messages: missing data for required field"
+    assert schema.json()["error"]["param"] == "messages"
     assert facade.sessions() == []  # nothing was made by a refused request
     _, session_id = facade.create([user("hi")])
     with pytest.raises(openai.NotFoundError) as no_model_here:

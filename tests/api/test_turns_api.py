@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from shared.core import sse
 from shared.llm.tools import Tool
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
@@ -171,11 +172,7 @@ def test_a_timeout_is_502_naming_the_offering(make_chat: Callable[..., Chat]) ->
 
 
 def sse_events(response) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def]
-    events = []
-    for block in response.get_data(as_text=True).strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
+    return [(event.name, event.json()) for event in sse.iter_events([response.get_data()])]
 
 
 def test_streaming_sends_tokens_then_the_turn_and_saves_the_same(chat: Chat) -> None:

@@ -248,6 +248,19 @@ def test_a_streamed_answer_with_a_tool_step_and_a_memory_write(live: Live) -> No
     drive(live, scenario)
 
 
+def test_a_streamed_token_holding_unicode_line_breaks_arrives_whole(live: Live) -> None:
+    answer = "one\u2028two\u2029three\x85four"  # line breaks to str.splitlines, not to JSON
+    live.llm.script(text(answer, chunk_size=3))
+
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        await type_line(pilot, "break my lines")
+        await idle(app, pilot)
+        assert entries(app) == [("user", "break my lines"), ("answer", answer)]
+        assert live.llm.completions[-1].streamed
+
+    drive(live, scenario)
+
+
 def test_a_model_failure_shows_the_reason_and_ctrl_r_retries(live: Live) -> None:
     live.llm.script(error(400, "This model's maximum context length is 8192 tokens"))
 

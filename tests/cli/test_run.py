@@ -15,6 +15,7 @@ from click.testing import Result
 
 import cli.run as run_module
 from cli import main
+from shared.core.text import printable
 from shared.llm.tools import Tool
 from tests.cli.conftest import Live
 from tests.fake_llm import broken_stream, error, fake_llm, text, tool_call, tool_calls
@@ -256,6 +257,30 @@ def test_streaming_prints_tokens_as_they_arrive(
     forced = live.run("--stream", "-s", session_id, "force it")
     assert forced.stdout == "Forced.\n" and len(pieces) > 1 and "".join(pieces) == "Forced."
     assert live.llm.completions[-1].streamed
+
+
+LINE_BREAKING = "one\u2028two\u2029three\x85four"  # line breaks to str.splitlines, not to JSON
+
+
+def test_a_streamed_token_holding_unicode_line_breaks_arrives_whole(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pieces: list[str] = []
+    real_echo = run_module.echo_token
+
+    def record(piece: str) -> None:
+        pieces.append(piece)
+        real_echo(piece)
+
+    monkeypatch.setattr(run_module, "echo_token", record)
+    # chunk_size 3 cuts the text so that each of U+2028, U+2029, U+0085 lies inside a token.
+    live.llm.script(text(LINE_BREAKING, chunk_size=3))
+    result = live.run("--stream", "break my lines")
+    assert result.exit_code == 0, result.output
+    assert len(pieces) > 1 and "".join(pieces) == LINE_BREAKING
+    # On the terminal U+0085, a C1 control, is shown as an escape (README: "Text Eonyx accepts")
+    assert result.stdout == printable(LINE_BREAKING, multiline=True) + "\n"
+    assert live.transcript(session_of(result))[-1] == ("assistant", LINE_BREAKING)
 
 
 def test_a_streamed_run_shows_tool_steps_and_memory_writes_on_stderr(

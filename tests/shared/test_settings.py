@@ -75,3 +75,17 @@ def test_the_teams_endpoint_needs_its_secret_with_its_app_id() -> None:
         load_settings({"HOME": "/nonexistent", "TEAMS_TOKEN_URL": "login.example/token"})
     env = {"HOME": "/x", "TEAMS_APP_ID": "6a1c3f0e", "TEAMS_APP_PASSWORD": "bot-secret-value"}
     assert "bot-secret-value" not in repr(load_settings(env))  # settings get logged
+
+
+def test_facade_cors_origins_are_star_or_a_list_of_origins() -> None:
+    assert load_settings({"HOME": "/nonexistent"}).facade_cors_origins == "*"
+    listed = load_settings(
+        {
+            "HOME": "/nonexistent",
+            "FACADE_CORS_ORIGINS": "https://App.example.com/, http://localhost:3000",
+        }
+    )
+    assert listed.facade_cors_origins == "https://app.example.com,http://localhost:3000"
+    for bad in ("app.example.com", "https://app.example.com/path", "*, https://a.example"):
+        with pytest.raises(SettingsError, match="FACADE_CORS_ORIGINS"):
+            load_settings({"HOME": "/nonexistent", "FACADE_CORS_ORIGINS": bad})

@@ -1,0 +1,245 @@
+"""The facade's HTTP edges, as a browser and an OpenAI client meet them: CORS on `/v1` (and
+none on `/api/v1`), every `/v1` error in OpenAI's full shape, and `GET /v1/models/{id}`.
+The app is served on loopback and wired to the fake model (tests/fake_llm.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from api import create_app
+from api.context import runtime_of
+from shared.core import sse
+from tests.api.conftest import RecordingJobs
+from tests.api.test_facade_api import SESSION, Facade, _Quiet, user
+from tests.conftest import Backend, create_account, make_settings
+from tests.fake_llm import FakeLLM, text
+
+PAGE = "https://app.example.com"
+
+
+@pytest.fixture
+def make_facade(
+    tmp_path: Path, backend: Backend, fake_llm: FakeLLM
+) -> Iterator[Callable[..., Facade]]:
+    """Serve the app with these settings on top of the facade's usual ones."""
+    stops: list[Callable[[], None]] = []
+
+    def build(**env: str) -> Facade:
+        settings = make_settings(
+            tmp_path / f"data{len(stops)}",
+            backend,
+            EONYX_LLM_BASE_URL=fake_llm.base_url,
+            EONYX_LLM_MODEL="fake-model",
+            LLM_MAX_RETRIES="0",
+            **env,
+        )
+        app = create_app(settings, jobs_queue=RecordingJobs())
+        rt = runtime_of(app)
+        rt.db.migrate()
+        account = create_account(rt, f"integrator{len(stops)}", api=True)
+        server: BaseWSGIServer = make_server(
+            "127.0.0.1", 0, app, threaded=True, request_handler=_Quiet
+        )
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=10)
+            rt.close()
+
+        stops.append(stop)
+        return Facade(app, rt, f"http://127.0.0.1:{server.port}", account, fake_llm)
+
+    yield build
+    for stop in stops:
+        stop()
+
+
+@pytest.fixture
+def facade(make_facade: Callable[..., Facade]) -> Facade:
+    return make_facade()
+
+
+def preflight(facade: Facade, path: str, origin: str = PAGE, **headers: str) -> httpx.Response:
+    return httpx.options(
+        facade.url + path,
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, x-stainless-os",
+            **headers,
+        },
+    )
+
+
+def cors_headers(response: httpx.Response) -> dict[str, str]:
+    return {k.lower(): v for k, v in response.headers.items() if k.lower().startswith("access-")}
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    """The error of a /v1 answer, checked to have OpenAI's full shape."""
+    body = response.json()
+    assert set(body) == {"error"}
+    assert set(body["error"]) == {"message", "type", "param", "code"}, body
+    assert body["error"]["message"]
+    return body["error"]
+
+
+# -- CORS ------------------------------------------------------------------------------------
+
+
+def test_a_preflight_is_answered_without_a_key_and_spends_no_budget(
+    make_facade: Callable[..., Facade],
+) -> None:
+    facade = make_facade(RATE_LIMIT_REQUESTS_PER_MINUTE="3")
+    for _ in range(5):  # more preflights than the address may send requests
+        answer = preflight(facade, "/v1/chat/completions")
+        assert answer.status_code == 204
+    headers = cors_headers(answer)
+    assert headers["access-control-allow-origin"] == "*"
+    assert "POST" in headers["access-control-allow-methods"].split(", ")
+    allowed = {name.strip().lower() for name in headers["access-control-allow-headers"].split(",")}
+    assert {"authorization", "content-type", "x-eonyx-session", "x-eonyx-temporary"} <= allowed
+    assert "x-stainless-os" in allowed  # what the browser asked for (the openai package's)
+    assert int(headers["access-control-max-age"]) >= 600
+    assert "access-control-allow-credentials" not in headers
+
+    models = preflight(facade, "/v1/models", **{"Access-Control-Request-Method": "GET"})
+    assert models.status_code == 204
+    assert "GET" in models.headers["access-control-allow-methods"]
+
+    answer_, session_id = facade.create([user("after the preflights")])
+    assert answer_ == "after the preflights" and session_id
+
+
+def test_answers_carry_the_origin_and_expose_the_session_header(facade: Facade) -> None:
+    browser = {**facade.user.headers, "Origin": PAGE}
+    body = {"model": "default", "messages": [user("from a page")]}
+    plain = httpx.post(facade.url + "/v1/chat/completions", headers=browser, json=body)
+    assert plain.status_code == 200
+    assert plain.headers["access-control-allow-origin"] == "*"
+    assert plain.headers["access-control-expose-headers"] == SESSION
+    assert plain.headers[SESSION]
+
+    facade.llm.script(text("streamed to a page"))
+    with httpx.stream(
+        "POST",
+        facade.url + "/v1/chat/completions",
+        headers=browser,
+        json={**body, "stream": True},
+    ) as streamed:
+        assert streamed.headers["access-control-allow-origin"] == "*"
+        assert streamed.headers["access-control-expose-headers"] == SESSION
+        events = list(sse.iter_events(streamed.iter_bytes()))
+    assert events[-1].data == "[DONE]"
+
+    refused = httpx.get(facade.url + "/v1/models", headers={"Origin": PAGE})
+    assert refused.status_code == 401  # the page may read why
+    assert refused.headers["access-control-allow-origin"] == "*"
+    assert "access-control-allow-credentials" not in cors_headers(refused)
+
+
+def test_listed_origins_are_echoed_and_others_get_no_cors(
+    make_facade: Callable[..., Facade],
+) -> None:
+    facade = make_facade(FACADE_CORS_ORIGINS=f"{PAGE}, http://localhost:3000")
+    allowed = preflight(facade, "/v1/chat/completions", origin="http://localhost:3000")
+    assert allowed.status_code == 204
+    assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+    assert "Origin" in allowed.headers["vary"]
+    models = httpx.get(facade.url + "/v1/models", headers={**facade.user.headers, "Origin": PAGE})
+    assert models.headers["access-control-allow-origin"] == PAGE
+    assert models.headers["access-control-expose-headers"] == SESSION
+    assert "Origin" in models.headers["vary"]
+
+    other = "https://evil.example.net"
+    assert cors_headers(preflight(facade, "/v1/chat/completions", origin=other)) == {}
+    answer = httpx.get(facade.url + "/v1/models", headers={**facade.user.headers, "Origin": other})
+    assert answer.status_code == 200 and cors_headers(answer) == {}
+
+
+def test_the_cookie_routes_under_api_v1_stay_same_origin(facade: Facade) -> None:
+    answer = preflight(facade, "/api/v1/sessions")
+    assert cors_headers(answer) == {}
+    listed = httpx.get(
+        facade.url + "/api/v1/sessions", headers={**facade.user.headers, "Origin": PAGE}
+    )
+    assert listed.status_code == 200 and cors_headers(listed) == {}
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def test_unknown_routes_and_wrong_methods_under_v1_are_openai_errors(facade: Facade) -> None:
+    headers = facade.user.headers
+    unknown = httpx.post(facade.url + "/v1/embeddings", headers=headers, json={})
+    assert unknown.status_code == 404
+    error = error_of(unknown)
+    assert error["code"] == "unknown_url" and "/v1/embeddings" in error["message"]
+    with pytest.raises(openai.NotFoundError) as raised:
+        facade.client().embeddings.create(model="default", input="hi")
+    assert raised.value.code == "unknown_url"
+
+    wrong = httpx.get(facade.url + "/v1/chat/completions", headers=headers)
+    assert wrong.status_code == 405
+    assert error_of(wrong)["code"] == "method_not_allowed"
+    assert "POST" in wrong.headers["allow"] and "use POST" in error_of(wrong)["message"]
+
+    # /api/v1 keeps Eonyx's own shape
+    eonyx = httpx.get(facade.url + "/api/v1/nothing-here", headers=headers)
+    assert eonyx.status_code == 404
+    assert set(eonyx.json()["error"]) <= {"code", "message", "details"}
+
+
+def test_a_body_that_is_not_json_or_not_sent_as_json_is_a_clear_error(facade: Facade) -> None:
+    url = facade.url + "/v1/chat/completions"
+    json_type = {**facade.user.headers, "Content-Type": "application/json"}
+    broken = httpx.post(url, headers=json_type, content=b'{"model": "default", "messages": [')
+    assert broken.status_code == 400
+    error = error_of(broken)
+    assert error["code"] == "invalid_json" and "not valid JSON" in error["message"]
+    assert error["type"] == "invalid_request_error"
+
+    as_text = {**facade.user.headers, "Content-Type": "text/plain"}
+    body = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}]}'
+    text_body = httpx.post(url, headers=as_text, content=body)
+    assert text_body.status_code == 415
+    error = error_of(text_body)
+    assert error["code"] == "unsupported_media_type" and "application/json" in error["message"]
+    empty = httpx.post(url, headers=json_type, content=b"")
+    assert empty.status_code == 400 and "needs a JSON body" in error_of(empty)["message"]
+    assert facade.sessions() == []
+
+
+def test_schema_errors_name_the_parameter(facade: Facade) -> None:
+    with pytest.raises(openai.BadRequestError) as raised:
+        facade.client().chat.completions.create(model="default", messages="hi")  # type: ignore[arg-type]
+    assert raised.value.code == "invalid_request" and raised.value.param == "messages"
+    assert "messages: not a valid list" in raised.value.message.lower()
+    missing = httpx.post(
+        facade.url + "/v1/chat/completions", headers=facade.user.headers, json={"model": "x"}
+    )
+    assert missing.status_code == 400 and error_of(missing)["param"] == "messages"
+
+
+def test_a_model_is_retrieved_by_id(facade: Facade) -> None:
+    client = facade.client()
+    model = client.models.retrieve("default")
+    assert (model.id, model.object, model.owned_by) == ("default", "model", "eonyx")
+    assert isinstance(model.created, int)
+    assert model.model_dump() == next(m for m in client.models.list()).model_dump()
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.models.retrieve("gpt-imaginary")
+    assert raised.value.code == "model_not_found" and raised.value.param is None
+    with pytest.raises(openai.AuthenticationError):
+        facade.client(api_key="eyx_wrong").models.retrieve("default")
