@@ -39,6 +39,26 @@ class CompletionRequestSchema(ma.Schema):
     metadata = ma.fields.Dict(allow_none=True)
 
 
+class ResponsesRequestSchema(ma.Schema):
+    class Meta:
+        unknown = ma.INCLUDE
+
+    model = ma.fields.String(
+        required=True, metadata={"description": "an offering id (GET /v1/models)"}
+    )
+    input = ma.fields.Raw(required=True, metadata={"description": "a string or input items"})
+    instructions = ma.fields.String(allow_none=True)
+    previous_response_id = ma.fields.String(allow_none=True)
+    stream = ma.fields.Boolean(load_default=False)
+    store = ma.fields.Boolean(allow_none=True, metadata={"description": "false: temporary"})
+    tools = ma.fields.List(ma.fields.Dict(), allow_none=True)
+    tool_choice = Raw(allow_none=True)
+    temperature = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 2))
+    top_p = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 1))
+    max_output_tokens = ma.fields.Integer(allow_none=True, validate=ma.validate.Range(1))
+    text = ma.fields.Dict(allow_none=True)
+
+
 class OpenAIErrorBodySchema(ma.Schema):
     message = ma.fields.String(required=True)
     type = ma.fields.String(required=True)

@@ -177,6 +177,19 @@ class SessionBinding(Base):
     updated_at: Mapped[datetime] = mapped_column()
 
 
+class ApiResponse(Base):
+    """A response of the Responses API: the session it was given in, and its body as sent
+    (for `previous_response_id` and GET /v1/responses/<id>)."""
+
+    __tablename__ = "api_responses"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    session_id: Mapped[str] = mapped_column(String(40))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()
+
+
 class Folder(Base):
     """A user's folder of sessions. Sessions name their folder in their own files
     (`folder_id`); deleting a folder unfiles them first."""

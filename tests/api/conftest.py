@@ -150,25 +150,45 @@ class Facade:
 
 
 @pytest.fixture
-def facade(tmp_path: Path, backend: Backend, fake_llm: FakeLLM) -> Iterator[Facade]:
-    settings = make_settings(
-        tmp_path / "data",
-        backend,
-        EONYX_LLM_BASE_URL=fake_llm.base_url,
-        EONYX_LLM_MODEL="fake-model",
-        LLM_MAX_RETRIES="0",
-    )
-    app = create_app(settings, jobs_queue=RecordingJobs())
-    rt = runtime_of(app)
-    rt.db.migrate()
-    user = create_account(rt, "integrator", api=True)
-    server: BaseWSGIServer = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Facade(app, rt, f"http://127.0.0.1:{server.port}", user, fake_llm)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        rt.close()
+def make_facade(
+    tmp_path: Path, backend: Backend, fake_llm: FakeLLM
+) -> Iterator[Callable[..., Facade]]:
+    """Serve the app on loopback with these settings on top of the facade's usual ones."""
+    stops: list[Callable[[], None]] = []
+
+    def build(**env: str) -> Facade:
+        settings = make_settings(
+            tmp_path / f"data{len(stops) or ''}",
+            backend,
+            EONYX_LLM_BASE_URL=fake_llm.base_url,
+            EONYX_LLM_MODEL="fake-model",
+            LLM_MAX_RETRIES="0",
+            **env,
+        )
+        app = create_app(settings, jobs_queue=RecordingJobs())
+        rt = runtime_of(app)
+        rt.db.migrate()
+        account = create_account(rt, f"integrator{len(stops) or ''}", api=True)
+        server: BaseWSGIServer = make_server(
+            "127.0.0.1", 0, app, threaded=True, request_handler=_Quiet
+        )
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=10)
+            rt.close()
+
+        stops.append(stop)
+        return Facade(app, rt, f"http://127.0.0.1:{server.port}", account, fake_llm)
+
+    yield build
+    for stop in stops:
+        stop()
+
+
+@pytest.fixture
+def facade(make_facade: Callable[..., Facade]) -> Facade:
+    return make_facade()

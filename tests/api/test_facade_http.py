@@ -4,70 +4,19 @@ The app is served on loopback and wired to the fake model (tests/fake_llm.py).""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from werkzeug.serving import BaseWSGIServer, make_server
 
-from api import create_app
-from api.context import runtime_of
 from shared.core import sse
-from tests.api.conftest import RecordingJobs
-from tests.api.test_facade_api import SESSION, Facade, _Quiet, user
-from tests.conftest import Backend, create_account, make_settings
-from tests.fake_llm import FakeLLM, text
+from tests.api.conftest import SESSION, Facade
+from tests.api.test_facade_api import user
+from tests.fake_llm import text
 
 PAGE = "https://app.example.com"
-
-
-@pytest.fixture
-def make_facade(
-    tmp_path: Path, backend: Backend, fake_llm: FakeLLM
-) -> Iterator[Callable[..., Facade]]:
-    """Serve the app with these settings on top of the facade's usual ones."""
-    stops: list[Callable[[], None]] = []
-
-    def build(**env: str) -> Facade:
-        settings = make_settings(
-            tmp_path / f"data{len(stops)}",
-            backend,
-            EONYX_LLM_BASE_URL=fake_llm.base_url,
-            EONYX_LLM_MODEL="fake-model",
-            LLM_MAX_RETRIES="0",
-            **env,
-        )
-        app = create_app(settings, jobs_queue=RecordingJobs())
-        rt = runtime_of(app)
-        rt.db.migrate()
-        account = create_account(rt, f"integrator{len(stops)}", api=True)
-        server: BaseWSGIServer = make_server(
-            "127.0.0.1", 0, app, threaded=True, request_handler=_Quiet
-        )
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-
-        def stop() -> None:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
-            rt.close()
-
-        stops.append(stop)
-        return Facade(app, rt, f"http://127.0.0.1:{server.port}", account, fake_llm)
-
-    yield build
-    for stop in stops:
-        stop()
-
-
-@pytest.fixture
-def facade(make_facade: Callable[..., Facade]) -> Facade:
-    return make_facade()
 
 
 def preflight(facade: Facade, path: str, origin: str = PAGE, **headers: str) -> httpx.Response:

@@ -111,9 +111,7 @@ def test_what_cannot_be_honoured_is_refused_by_name(
     facade: Facade, options: dict[str, Any], param: str
 ) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
-        facade.client().chat.completions.create(
-            model="default", messages=[user("hi")], **options
-        )
+        facade.client().chat.completions.create(model="default", messages=[user("hi")], **options)
     error = refused.value.response.json()["error"]
     assert error["param"] == param
     assert error["type"] == "invalid_request_error"

@@ -1,0 +1,231 @@
+"""The Responses API's domain (`POST /v1/responses`): a request read into the facade's
+Chat Completions form, so that sessions, tools, formats and refusals follow the same rules
+(shared/integrations/facade.py, openai_request.py); and the responses kept for
+`previous_response_id` and `GET /v1/responses/<id>`.
+
+Input items map onto chat messages: a message item by its role (system and developer ones
+are the client's instructions, after `instructions`), `function_call` items onto the tool
+calls of the assistant message they follow, `function_call_output` onto tool results.
+`reasoning` items carry nothing a chat model reads and are passed over. Function tools,
+`tool_choice`, `text.format` and the sampling parameters become their chat forms; any other
+tool type, `background`, `conversation` and the like are refused by name.
+
+`previous_response_id` continues that response's session (the id -> session mapping is kept
+in the database, for the responses that were stored: `store: false` gives a temporary
+session whose responses are not kept, as OpenAI keeps none).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from shared.accounts import Principal
+from shared.core.clock import utcnow
+from shared.core.errors import InvalidInput, NotFound
+from shared.integrations.openai_request import ChatRequest, read_chat_request
+from shared.storage.orm import ApiResponse
+
+if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.runtime import Runtime
+
+# Responses field -> Chat Completions field, for the fields that only change their name.
+RENAMED = {"max_output_tokens": "max_tokens"}
+SAME = ("model", "temperature", "top_p", "parallel_tool_calls", "user", "metadata", "store")
+READ = ("input", "instructions", "previous_response_id", "stream", "tools", "tool_choice")
+ACCEPTED = {  # read and honoured without a chat counterpart
+    "truncation": lambda value: value in (None, "disabled", "auto"),
+    "include": lambda value: not value,
+    "reasoning": lambda value: value is None or isinstance(value, Mapping),
+    "stream_options": lambda value: value is None or isinstance(value, Mapping),
+}
+FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+PART_TEXT_TYPES = ("input_text", "output_text", "text", "refusal")
+
+
+def new_response_id() -> str:
+    return "resp_" + secrets.token_hex(16)
+
+
+def _refuse(message: str, param: str, code: str = "invalid_request") -> InvalidInput:
+    return InvalidInput(message, code=code, param=param)
+
+
+def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
+    """A message item's content in chat form: text, or text and image_url parts."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _refuse(f"{where}.content must be a string or a list of parts", where)
+    parts: list[dict[str, Any]] = []
+    for number, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in PART_TEXT_TYPES:
+            parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
+        else:
+            raise _refuse(
+                f"{where}.content[{number}]: parts of type {kind!r} are not supported "
+                "(input_text, output_text and input_image with an image_url are)",
+                where,
+            )
+    if all(part["type"] == "text" for part in parts):
+        return "\n".join(part["text"] for part in parts)
+    return parts
+
+
+def _messages(items: Any) -> list[dict[str, Any]]:
+    """The input items as chat messages (see the module docstring)."""
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    if not isinstance(items, list) or not items:
+        raise _refuse("input must be a string or a non-empty list of items", "input")
+    messages: list[dict[str, Any]] = []
+    for number, item in enumerate(items):
+        where = f"input[{number}]"
+        if not isinstance(item, Mapping):
+            raise _refuse(f"{where} must be an object", where)
+        kind = item.get("type", "message")
+        if kind == "message":
+            content = _content(item.get("content"), where)
+            messages.append({"role": item.get("role"), "content": content})
+        elif kind == "function_call":
+            call = {
+                "id": item.get("call_id"),
+                "type": "function",
+                "function": {"name": item.get("name"), "arguments": item.get("arguments") or ""},
+            }
+            last = messages[-1] if messages else None
+            if (
+                last is not None
+                and last["role"] == "assistant"
+                and isinstance(last.get("content"), str | None)
+            ):
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            content = output if isinstance(output, str) else _content(output, where)
+            messages.append(
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": content}
+            )
+        elif kind != "reasoning":
+            raise _refuse(f"{where}: items of type {kind!r} are not supported", where)
+    return messages
+
+
+def _tools(tools: Any) -> list[dict[str, Any]] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise _refuse("tools must be a list", "tools")
+    chat_tools = []
+    for number, tool in enumerate(tools):
+        if not isinstance(tool, Mapping) or tool.get("type") != "function":
+            kind = tool.get("type") if isinstance(tool, Mapping) else None
+            raise _refuse(
+                f"tools[{number}]: tools of type {kind!r} are not supported; only function",
+                f"tools[{number}]",
+            )
+        function = {
+            k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool
+        }
+        chat_tools.append({"type": "function", "function": function})
+    return chat_tools
+
+
+def _tool_choice(choice: Any) -> Any:
+    if choice is None or isinstance(choice, str):
+        return choice
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        return {"type": "function", "function": {"name": choice.get("name")}}
+    raise _refuse("tool_choice must be none, auto, required or a function", "tool_choice")
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    form = text.get("format") if isinstance(text, Mapping) else None
+    if form is None or form.get("type") == "text":
+        return None
+    if form.get("type") == "json_schema":
+        keys = ("name", "schema", "strict", "description")
+        return {"type": "json_schema", "json_schema": {k: form[k] for k in keys if k in form}}
+    return dict(form)
+
+
+def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | None]:
+    """(the request in chat form, its previous_response_id), or InvalidInput naming the
+    field at fault."""
+    chat: dict[str, Any] = {}
+    for name, value in body.items():
+        if name in RENAMED:
+            chat[RENAMED[name]] = value
+        elif name in SAME:
+            chat[name] = value
+        elif name == "text":
+            chat["response_format"] = _response_format(value)
+        elif name in ACCEPTED:
+            if not ACCEPTED[name](value):
+                raise _refuse(f"Eonyx does not support {name}={value!r}", name)
+        elif name not in READ:
+            raise _refuse(f"Eonyx does not support {name}", name, "unsupported_parameter")
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort:
+        chat["reasoning_effort"] = effort
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise _refuse("instructions must be a string", "instructions")
+    messages = _messages(body.get("input"))
+    if instructions:
+        messages.insert(0, {"role": "system", "content": instructions})
+    chat |= {
+        "messages": messages,
+        "tools": _tools(body.get("tools")),
+        "tool_choice": _tool_choice(body.get("tool_choice")),
+        "stream": bool(body.get("stream")),
+        # a stream's last event carries the usage: ask the model for it
+        "stream_options": {"include_usage": True} if body.get("stream") else None,
+    }
+    previous = body.get("previous_response_id")
+    if previous is not None and not isinstance(previous, str):
+        raise _refuse("previous_response_id must be a string", "previous_response_id")
+    return read_chat_request({k: v for k, v in chat.items() if v is not None}), previous
+
+
+def session_of(rt: Runtime, principal: Principal, response_id: str) -> str:
+    """The session a stored response of the caller's was given in; NotFound otherwise."""
+    with rt.db.session() as db:
+        row = db.get(ApiResponse, response_id)
+        if row is None or row.user_id != principal.user_id:
+            raise NotFound(
+                f"no response {response_id!r}",
+                code="previous_response_not_found",
+                param="previous_response_id",
+            )
+        return row.session_id
+
+
+def keep(rt: Runtime, principal: Principal, session_id: str, response: Mapping[str, Any]) -> None:
+    with rt.db.session() as db:
+        db.add(
+            ApiResponse(
+                id=response["id"],
+                user_id=principal.user_id,
+                session_id=session_id,
+                body=json.dumps(response, ensure_ascii=False),
+                created_at=utcnow(),
+            )
+        )
+
+
+def stored(rt: Runtime, principal: Principal, response_id: str) -> dict[str, Any]:
+    """A stored response of the caller's, as it was sent; NotFound otherwise."""
+    with rt.db.session() as db:
+        row = db.get(ApiResponse, response_id)
+        if row is None or row.user_id != principal.user_id:
+            raise NotFound(f"no response {response_id!r}", code="response_not_found")
+        data: dict[str, Any] = json.loads(row.body)
+        return data
