@@ -10,17 +10,20 @@ order, per round:
 - header: POST /v1/chat/completions naming the session in X-Eonyx-Session, with only the new
   user message (the first request of each session makes it: that request is timed too);
 - history: POST /v1/chat/completions without the header, resending the whole conversation
-  as OpenAI clients do (the session is found by the hash of the leading messages);
-- and, for the same three, the streamed form (`stream: true`; read to the end).
+  as OpenAI clients do (the session is found by the hash of its last exchange);
+- responses: POST /v1/responses with the new input and the previous_response_id of the last
+  answer (the session is found by the response's row);
+- and, for the same four, the streamed form (`stream: true`; read to the end).
 
-Every kind starts a new session every --turns-per-session turns, so all three work on
+Every kind starts a new session every --turns-per-session turns, so all of them work on
 sessions of the same sizes. Figures: client-measured latency p50/p99 per kind, and the ratio of
-each facade kind's p50 to the direct turn's p50. Target: ratio <= 1.2 for header and history,
+each facade kind's p50 to the direct turn's p50. Target: ratio <= 1.2 for every facade kind,
 plain and streamed.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -45,6 +48,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import runtime_of
+from shared.core import sse
 from shared.core.settings import load_settings
 from shared.sessions import service as session_service
 from workers.queue import celery_jobs
@@ -53,7 +57,7 @@ sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo r
 from tests.fake_llm import FakeLLM  # noqa: E402
 
 TARGET_RATIO = 1.2
-KINDS = ("direct", "header", "history")
+KINDS = ("direct", "header", "history", "responses")
 SESSION = "X-Eonyx-Session"
 
 
@@ -69,6 +73,7 @@ class Conversation:
         self.session_id: str | None = None
         self.messages: list[dict[str, str]] = []
         self.turns = 0
+        self.response_id: str | None = None
 
 
 def main() -> int:
@@ -141,6 +146,15 @@ def main() -> int:
     return verdict(checks)
 
 
+def response_id(data: bytes, stream: bool) -> str:
+    """The id of a response, from its body or from its stream's last event."""
+    if not stream:
+        return str(json.loads(data)["id"])
+    decoder = sse.Decoder()
+    events = [*decoder.feed(data), *decoder.end()]
+    return str(events[-1].json()["response"]["id"])
+
+
 def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, list[int]]:
     every = args.turns_per_session
     conversations = {(kind, mode): Conversation() for kind in KINDS for mode in ("plain", "stream")}
@@ -155,6 +169,10 @@ def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, l
         headers = {SESSION: conv.session_id} if kind == "header" and conv.session_id else {}
         if kind == "direct":
             path, body = f"/api/v1/sessions/{conv.session_id}/turns", {"content": content}
+        elif kind == "responses":
+            path, body = "/v1/responses", {"model": "default", "input": content}
+            if conv.response_id:
+                body["previous_response_id"] = conv.response_id
         else:
             conv.messages.append({"role": "user", "content": content})
             messages = conv.messages if kind == "history" else conv.messages[-1:]
@@ -165,7 +183,9 @@ def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, l
         if response.status_code != 200:
             raise SystemExit(f"{kind} {mode}: {response.status_code} {data[:300]!r}")
         conv.session_id = response.headers.get(SESSION, conv.session_id)
-        if kind != "direct":
+        if kind == "responses":
+            conv.response_id = response_id(data, stream)
+        elif kind != "direct":
             answer = content  # the fake echoes; the transcript check below makes sure
             conv.messages.append({"role": "assistant", "content": answer})
         conv.turns += 1

@@ -19,6 +19,7 @@ import click
 
 from cli import bundles
 from cli.client import Client, format_time
+from shared.core.messages import content_text
 from shared.core.text import printable
 
 SOURCES = ("web", "api", "teams", "cli")  # as the server lists them (GET /sessions?source=)
@@ -144,7 +145,7 @@ def _transcript_entry(message: dict[str, Any]) -> str:
     tool = printable(str(message.get("name") or ""))
     who = {"user": "you", "tool": f"tool {tool}".rstrip()}.get(role, role)
     lines = [click.style(f"[{when}] {who}:", bold=True)]
-    text = printable(_text(message.get("content")), multiline=True)
+    text = printable(content_text(message.get("content")), multiline=True)
     if text:
         lines.append(text)
     for call in message.get("tool_calls") or ():
@@ -152,18 +153,6 @@ def _transcript_entry(message: dict[str, Any]) -> str:
         call_text = f"{function.get('name')}({function.get('arguments', '')})"
         lines.append(f"  → {printable(call_text)}")
     return "\n".join(lines)
-
-
-def _text(content: Any) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    parts = []
-    for part in content if isinstance(content, list) else [content]:
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
-            parts.append(part["text"])
-        elif isinstance(part, dict):
-            parts.append(f"[{part.get('type', 'part')}]")
-    return "\n".join(parts)
 
 
 def _patch(session_id: str, body: dict[str, Any], done: str) -> None:

@@ -39,7 +39,7 @@ from cli.chat.widgets import (
     WorkerGroups,
 )
 from cli.stream import memory_line
-from shared.storage.session_store import content_text
+from shared.core.messages import content_text
 
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
 POLL_SECONDS = 2.0  # without the events socket: how often pending titles and likes are asked

@@ -57,11 +57,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.storage.session_state import (
+from shared.core.messages import (
     content_text,
     is_model_message,
     message_chars,
     model_message,
+    text_part,
     tool_call_parts,
 )
 
@@ -407,7 +408,7 @@ def to_model_messages(
             message["content"] = copy.deepcopy(message["content"])
         if record["role"] == "user" and record.get("images") and image_parts is not None:
             text = message["content"]
-            parts = [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+            parts = [text_part(text)] if isinstance(text, str) and text else []
             message["content"] = parts + image_parts(record)
         out.append(message)
     return out

@@ -19,7 +19,8 @@ from typing import Any
 
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput
-from shared.storage.session_state import CHAT_ROLES, SessionState
+from shared.core.messages import CHAT_ROLES
+from shared.storage.session_state import SessionState
 
 AnswerMeta = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -34,11 +34,11 @@ from shared.chat.compaction import CHARS_PER_TOKEN
 from shared.chat.turn_input import ClientTurn
 from shared.chat.turns import TurnRequest, TurnResult, message_record
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.messages import content_text, message_chars, tool_call_parts
 from shared.integrations import bindings
 from shared.integrations.openai_request import ChatRequest
 from shared.llm import catalog
 from shared.sessions import service as session_service
-from shared.storage.session_state import content_text, message_chars, tool_call_parts
 from shared.storage.session_store import SessionState, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -115,7 +115,8 @@ class Continuation:
     session_id: str
     new: tuple[Mapping[str, Any], ...]
     parent: str | None
-    regenerate: bool = False
+    regenerate: bool = False  # the last question again, its answer superseded
+    retry: bool = False  # the last question again, after its answer failed
     created: bool = False
 
 
@@ -126,10 +127,19 @@ def _follows(
     session's own latest answer (or, for a regenerate, the answer before it) is that one."""
     new = tuple(messages[position + 1 :])
     if key == state.extra.get(HEAD):
-        return Continuation(state.id, new, key)
+        return Continuation(state.id, new, key, retry=_asks_again(state, new))
     if key == state.extra.get(PARENT) and _digest(new) == state.extra.get(INPUT):
         return Continuation(state.id, new, key, regenerate=True)
     return None
+
+
+def _asks_again(state: SessionState, new: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether `new` is only the session's last message, saved and never answered (the
+    client sends a request again after the model failed)."""
+    last = state.messages[-1] if state.messages else None
+    if len(new) != 1 or last is None or last.get("role") != "user":
+        return False
+    return _canonical(new[0]) == _canonical({"role": "user", "content": last.get("content")})
 
 
 def _load(rt: Runtime, principal: Principal, session_id: str) -> SessionState | None:
@@ -154,9 +164,7 @@ def choose_session(
     candidates = _candidates(messages)
     if header:
         session_id = check_session_id(header.strip())
-        state = _load(rt, principal, session_id)
-        if state is None:
-            raise NotFound("session not found")
+        state, _ = rt.store.load(principal.user_id, session_id)  # NotFound: not the caller's
         for position, key in candidates:
             if (found := _follows(state, messages, position, key)) is not None:
                 return found
@@ -165,8 +173,8 @@ def choose_session(
         bound = bindings.lookup(rt, principal.user_id, CHANNEL, key)
         if bound is None:
             continue
-        state = _load(rt, principal, bound)
-        found = _follows(state, messages, position, key) if state else None
+        kept = _load(rt, principal, bound)
+        found = _follows(kept, messages, position, key) if kept else None
         if found is not None:
             return found
         break  # an older answer of a session: the client changed its past; start anew
@@ -219,8 +227,9 @@ def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
             "the last message must be the user's or a tool's result: it is the turn",
             param="messages",
         )
+    again = continuation.regenerate or continuation.retry
     content: Any = None
-    if new[-1]["role"] == "user" and not continuation.regenerate:
+    if new[-1]["role"] == "user" and not again:
         content = new.pop()["content"]
     asked = _trailing(continuation.new)
     meta: dict[str, Any] = {PARENT: continuation.parent, INPUT: _digest(asked)}
@@ -237,13 +246,14 @@ def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
         instructions=chat.instructions,
         tools=chat.tools,
         options=chat.options,
-        messages=() if continuation.regenerate else tuple(_record(m) for m in new),
+        messages=() if again else tuple(_record(m) for m in new),
         include_usage=chat.include_usage,
         answer_meta=answer_meta,
     )
     turn = TurnRequest(
         content=content,
         offering=chat.model,
+        retry=continuation.retry,
         regenerate=continuation.regenerate,
         client=client,
     )
@@ -259,9 +269,9 @@ def remember(rt: Runtime, principal: Principal, planned: PlannedTurn) -> None:
 
 
 def forget_unused(rt: Runtime, principal: Principal, continuation: Continuation) -> None:
-    """A session made for a request that was refused goes again if nothing was saved."""
+    """A session made for a request that failed goes again unless an answer was saved."""
     if continuation.created:
-        session_service.discard_if_empty(rt, principal.user_id, continuation.session_id)
+        session_service.discard_unanswered(rt, principal.user_id, continuation.session_id)
 
 
 def usage(result: TurnResult) -> dict[str, int]:

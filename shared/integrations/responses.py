@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from shared.accounts import Principal
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.messages import image_part, text_part
 from shared.integrations.openai_request import ChatRequest, read_chat_request
 from shared.storage.orm import ApiResponse
 
@@ -63,9 +64,9 @@ def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
     for number, part in enumerate(content):
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind in PART_TEXT_TYPES:
-            parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
+            parts.append(text_part(part.get("text") or part.get("refusal") or ""))
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            parts.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
+            parts.append(image_part(part["image_url"]))
         else:
             raise _refuse(
                 f"{where}.content[{number}]: parts of type {kind!r} are not supported "

@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from shared.core.messages import answer_text, arguments_text
+
 PROVIDER_MESSAGE_LIMIT = 500
 
 
@@ -110,27 +112,6 @@ def error_message(data: Any) -> str | None:
     return text[:PROVIDER_MESSAGE_LIMIT]
 
 
-def _text_of(content: Any) -> str | None:
-    """Message content as text: a string, or the text parts of a list of parts."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text") or ""
-            for part in content
-            if isinstance(part, dict) and part.get("type", "text") == "text"
-        )
-    return str(content)
-
-
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None:
-        return ""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)  # some servers send an object
-
-
 def parse_completion(data: Any) -> Completion:
     """A chat completion body into a Completion; ValueError when it is not one."""
     if not isinstance(data, dict):
@@ -149,12 +130,12 @@ def parse_completion(data: Any) -> Completion:
             ToolCall(
                 id=call.get("id") or f"call_{position}",
                 name=function.get("name") or "",
-                arguments=_arguments_text(function.get("arguments")),
+                arguments=arguments_text(function.get("arguments")),
             )
         )
     usage = data.get("usage")
     return Completion(
-        content=_text_of(message.get("content")),
+        content=answer_text(message.get("content")),
         tool_calls=calls,
         finish_reason=choice.get("finish_reason"),
         usage=usage if isinstance(usage, dict) else None,
@@ -186,7 +167,7 @@ class StreamAssembler:
         delta = choice.get("delta") or {}
         for call in delta.get("tool_calls") or []:
             self._tool_call(call)
-        text = _text_of(delta.get("content")) or ""
+        text = answer_text(delta.get("content")) or ""
         if text:
             self.content.append(text)
         return text
@@ -207,7 +188,7 @@ class StreamAssembler:
             call["id"] = delta["id"]
         if function.get("name") and not call["name"]:
             call["name"] = function["name"]
-        call["arguments"].append(_arguments_text(function.get("arguments")))
+        call["arguments"].append(arguments_text(function.get("arguments")))
 
     @property
     def started(self) -> bool:

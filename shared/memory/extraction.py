@@ -45,6 +45,7 @@ from sqlalchemy import false, select
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
+from shared.core.messages import content_text
 from shared.core.settings import Settings
 from shared.llm import catalog
 from shared.llm.client import LLMError
@@ -53,7 +54,7 @@ from shared.memory.safety import check_text
 from shared.sessions import service as session_service
 from shared.storage import events
 from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState, content_text
+from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -33,11 +33,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import InvalidInput, StorageError
+from shared.core.messages import content_text
 from shared.sessions import images, service
 from shared.storage import index
 from shared.storage.filestore import remove_tree
 from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState, content_text, new_message_id
+from shared.storage.session_store import SessionState, new_message_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal

@@ -31,6 +31,7 @@ import httpx
 from PIL import Image, UnidentifiedImageError
 
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.messages import image_part
 from shared.storage.filestore import atomic_write
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -245,5 +246,5 @@ def model_parts(
         except (NotFound, OSError):
             continue
         url = f"data:{media_type(name)};base64,{base64.b64encode(data).decode()}"
-        parts.append({"type": "image_url", "image_url": {"url": url}})
+        parts.append(image_part(url))
     return parts

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -24,7 +24,7 @@ from shared.sessions import titles
 from shared.storage import index, listing
 from shared.storage.listing import Filters, Found
 from shared.storage.orm import Folder, SessionRow
-from shared.storage.session_store import FileInfo, check_session_id
+from shared.storage.session_store import FileInfo, SessionState, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
@@ -270,10 +270,15 @@ def sweep_empty_sessions(rt: Runtime) -> int:
     return removed
 
 
-def discard_if_empty(rt: Runtime, user_id: str, session_id: str) -> None:
-    """Remove a session made for a request that was then refused, if nothing was saved in
-    it (a session with no message is never listed, so none is left behind)."""
-    if rt.store.delete_if_empty(user_id, session_id, datetime.max.replace(tzinfo=UTC)):
+def discard_unanswered(rt: Runtime, user_id: str, session_id: str) -> None:
+    """Remove a session made for a request that then failed or was refused, if no answer
+    was saved in it. The client still holds its messages and sends them again, which makes
+    a session anew: this one would be left behind as an unanswered duplicate."""
+
+    def unanswered(state: SessionState) -> bool:
+        return state.message_count == state.user_messages  # user messages only, if any
+
+    if rt.store.delete_if(user_id, session_id, unanswered):
         with rt.db.session() as db:
             index.forget(db, session_id)
 

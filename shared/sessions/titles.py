@@ -21,9 +21,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from shared.core.messages import content_text
 from shared.core.text import strip_forbidden
 from shared.storage.filestore import atomic_write
-from shared.storage.session_store import SessionState, content_text
+from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

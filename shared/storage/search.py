@@ -26,12 +26,12 @@ from sqlalchemy import ColumnElement, Table, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shared.core.messages import content_text
 from shared.core.text import for_index
 from shared.storage import fulltext
 from shared.storage.db import Executor, dialect_of
 from shared.storage.fulltext import Term
 from shared.storage.orm import SessionText
-from shared.storage.session_store import content_text
 
 WINDOW = 2000
 MAX_TIERS = 10

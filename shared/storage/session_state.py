@@ -15,7 +15,6 @@ encoded messages after the summary's boundary put side by side, whatever their n
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from typing import Any
 
 from shared.core.clock import parse_time
 from shared.core.encoding import encode_json
+from shared.core.messages import CHAT_ROLES, is_model_message, message_chars, model_message
 
 META_FIELDS = (
     "title",
@@ -35,99 +35,6 @@ META_FIELDS = (
 )
 # Changes that do not make a session "recently updated" (it keeps its place in the list).
 QUIET_FIELDS = ("title_locked", "deleted_at")
-CHAT_ROLES = ("user", "assistant")
-MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
-
-
-def content_text(content: Any) -> str:
-    """A message's text: the text parts of multi-part content, other parts as `[type]`."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, Mapping) and part.get("type"):
-                texts.append(f"[{part['type']}]")
-            elif isinstance(part, str):
-                texts.append(part)
-        return "\n".join(texts)
-    return str(content)
-
-
-def content_chars(content: Any) -> int:
-    """Characters of a message's content the model reads (text parts only)."""
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):  # OpenAI content parts: only text is counted
-        total = 0
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                total += len(part["text"])
-            elif isinstance(part, str):
-                total += len(part)
-        return total
-    return len(str(content))
-
-
-def tool_call_parts(call: Any) -> tuple[str, str]:
-    """(name, arguments as text) of a tool call in OpenAI or flat form."""
-    if not isinstance(call, Mapping):
-        return "", ""
-    function = call.get("function")
-    source = function if isinstance(function, Mapping) else call
-    name = source.get("name")
-    arguments = source.get("arguments")
-    if arguments is None:
-        arguments = ""
-    elif not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    return (name if isinstance(name, str) else ""), arguments
-
-
-def message_chars(message: Mapping[str, Any]) -> int:
-    """A message's size as the model sees it: content text plus tool calls' names and
-    arguments (the basis of every token estimate)."""
-    total = content_chars(message.get("content"))
-    for call in message.get("tool_calls") or ():
-        name, arguments = tool_call_parts(call)
-        total += len(name) + len(arguments)
-    return total
-
-
-def is_model_message(record: Mapping[str, Any]) -> bool:
-    """A record the model is sent: a user, assistant or tool message."""
-    return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
-
-
-def model_tool_call(call: Any) -> dict[str, Any]:
-    """A tool call as OpenAI's API takes it back: `{id, type, function: {name, arguments}}`."""
-    name, arguments = tool_call_parts(call)
-    call_id = call.get("id") if isinstance(call, Mapping) else None
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": arguments},
-    }
-
-
-def model_message(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A model message record as an OpenAI chat message: role, content, and tool calls or
-    the call it answers; ids, times and images are left out. The content is the record's."""
-    role = record["role"]
-    message: dict[str, Any] = {"role": role, "content": record.get("content")}
-    if role == "assistant" and record.get("tool_calls"):
-        message["tool_calls"] = [model_tool_call(call) for call in record["tool_calls"]]
-    elif role == "tool":
-        message["tool_call_id"] = record.get("tool_call_id")
-    if message["content"] is None and role != "assistant":
-        message["content"] = ""
-    return message
 
 
 def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:

@@ -38,7 +38,6 @@ from shared.storage.session_state import (  # re-exported: the store's vocabular
     META_FIELDS,
     QUIET_FIELDS,
     SessionState,
-    content_text,
     fold,
 )
 
@@ -51,7 +50,6 @@ __all__ = [
     "SessionState",
     "SessionStore",
     "check_session_id",
-    "content_text",
     "fold",
     "new_message_id",
     "new_session_id",

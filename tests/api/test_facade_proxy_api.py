@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.api.conftest import SESSION, Facade
-from tests.fake_llm import text, tool_call, tool_calls
+from tests.fake_llm import error, text, tool_call, tool_calls
 
 WEATHER = {
     "type": "function",
@@ -336,3 +336,21 @@ def test_the_user_field_is_kept_with_the_session(facade: Facade) -> None:
     state, _ = facade.rt.store.load(facade.user.user_id, session_id)
     assert state.extra["api_user"] == "client-user-7"
     assert facade.llm.completions[-1].body["user"] == "client-user-7"
+
+
+def test_a_request_sent_again_after_a_model_failure_is_answered_once(facade: Facade) -> None:
+    facade.llm.script(error(500, "down"), "First.", error(503, "down again"), "Second.")
+    with pytest.raises(openai.APIStatusError):
+        facade.create([user("One")])
+    assert facade.sessions() == []  # nothing of a failed first request is left behind
+    _, session_id = facade.create([user("One")])
+    history = [user("One"), assistant("First."), user("Two")]
+    with pytest.raises(openai.APIStatusError):
+        facade.create(history)
+    assert facade.create(history) == ("Second.", session_id)
+    assert facade.transcript(session_id) == [
+        ("user", "One"),
+        ("assistant", "First."),
+        ("user", "Two"),
+        ("assistant", "Second."),
+    ]

@@ -17,12 +17,12 @@ from shared.accounts import Principal
 from shared.chat import turns
 from shared.core.errors import EonyxError, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import TEAMS_TURN
+from shared.core.messages import content_text
 from shared.integrations import bindings
 from shared.integrations.teams import activities, auth, links
 from shared.integrations.teams.activities import Inbound
 from shared.integrations.teams.channel import TeamsChannel
 from shared.sessions import service as session_service
-from shared.storage.session_store import content_text
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

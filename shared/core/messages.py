@@ -1,0 +1,129 @@
+"""The OpenAI chat message format, read and written in this one place.
+
+Eonyx keeps its messages as records in OpenAI's shape (role, content as text or content
+parts, tool calls with `function.name` and `function.arguments`, tool results with
+`tool_call_id`), and meets the same shape from models (wire.py), from clients (the facade,
+images, bundles) and in its own clients. What a message's text is, how big it is to a model,
+which records a model is sent and in what form: all of it is decided here, so that no two
+places disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+CHAT_ROLES = ("user", "assistant")
+MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def image_part(url: str) -> dict[str, Any]:
+    """An image as a content part: `url` is a data: URL or, from a client, an http(s) one."""
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def answer_text(content: Any) -> str | None:
+    """A model's answer as text (None when it wrote none): a string, or its text parts."""
+    return None if content is None else content_text(content, placeholders=False)
+
+
+def content_text(content: Any, *, placeholders: bool = True) -> str:
+    """A message's text: the text parts of multi-part content joined by line breaks, other
+    parts as `[type]` (or left out, without `placeholders`)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, Mapping) and part.get("type") and placeholders:
+                texts.append(f"[{part['type']}]")
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return str(content)
+
+
+def content_chars(content: Any) -> int:
+    """Characters of a message's content the model reads (text parts only)."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):  # OpenAI content parts: only text is counted
+        total = 0
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                total += len(part["text"])
+            elif isinstance(part, str):
+                total += len(part)
+        return total
+    return len(str(content))
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as JSON text: as the model wrote them (possibly malformed), or
+    encoded when a server sent them as an object."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_call_parts(call: Any) -> tuple[str, str]:
+    """(name, arguments as text) of a tool call in OpenAI or flat form."""
+    if not isinstance(call, Mapping):
+        return "", ""
+    function = call.get("function")
+    source = function if isinstance(function, Mapping) else call
+    name = source.get("name")
+    return (name if isinstance(name, str) else ""), arguments_text(source.get("arguments"))
+
+
+def message_chars(message: Mapping[str, Any]) -> int:
+    """A message's size as the model sees it: content text plus tool calls' names and
+    arguments (the basis of every token estimate)."""
+    total = content_chars(message.get("content"))
+    for call in message.get("tool_calls") or ():
+        name, arguments = tool_call_parts(call)
+        total += len(name) + len(arguments)
+    return total
+
+
+def is_model_message(record: Mapping[str, Any]) -> bool:
+    """A record the model is sent: a user, assistant or tool message."""
+    return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
+
+
+def model_tool_call(call: Any) -> dict[str, Any]:
+    """A tool call as OpenAI's API takes it back: `{id, type, function: {name, arguments}}`."""
+    name, arguments = tool_call_parts(call)
+    call_id = call.get("id") if isinstance(call, Mapping) else None
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def model_message(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A model message record as an OpenAI chat message: role, content, and tool calls or
+    the call it answers; ids, times and images are left out. The content is the record's."""
+    role = record["role"]
+    message: dict[str, Any] = {"role": role, "content": record.get("content")}
+    if role == "assistant" and record.get("tool_calls"):
+        message["tool_calls"] = [model_tool_call(call) for call in record["tool_calls"]]
+    elif role == "tool":
+        message["tool_call_id"] = record.get("tool_call_id")
+    if message["content"] is None and role != "assistant":
+        message["content"] = ""
+    return message
