@@ -14,6 +14,7 @@ from flask_smorest import Api
 from werkzeug.routing import BaseConverter
 
 from shared.accounts import TOKEN_ID_RE
+from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.catalog import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
 from shared.sessions.images import NAME_RE as IMAGE_NAME_RE
@@ -48,6 +49,10 @@ class ModelId(BaseConverter):
     regex = r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,255}"
 
 
+class ResponseId(BaseConverter):
+    regex = _bare(RESPONSE_ID_RE.pattern)
+
+
 class BackupName(BaseConverter):
     regex = r"(?:IDENTITY|USER|MEMORY)\.md\.[0-9A-Za-z_.-]{1,64}"
 
@@ -74,6 +79,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "token_id": TokenId,
     "offering_id": OfferingId,
     "model_id": ModelId,
+    "response_id": ResponseId,
     "backup_name": BackupName,
     "job_id": JobId,
     "folder_id": FolderId,

@@ -137,7 +137,7 @@ class Responses(MethodView):
         return _stream(events, session_id)
 
 
-@blp.route("/responses/<string:response_id>")
+@blp.route("/responses/<response_id:response_id>")
 class StoredResponse(MethodView):
     @login_required
     @blp.doc(responses=OPENAI_ERRORS)

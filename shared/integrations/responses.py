@@ -18,6 +18,7 @@ session whose responses are not kept, as OpenAI keeps none).
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,9 @@ PART_TEXT_TYPES = ("input_text", "output_text", "text", "refusal")
 
 def new_response_id() -> str:
     return "resp_" + secrets.token_hex(16)
+
+
+RESPONSE_ID_RE = re.compile(r"^resp_[0-9a-f]{32}$")
 
 
 def _refuse(message: str, param: str, code: str = "invalid_request") -> InvalidInput:
