@@ -8,14 +8,17 @@
 
 Scripted replies are served in order to `POST .../chat/completions`, each once. Text and
 tool-call replies come as one JSON body, or as server-sent `chat.completion.chunk` events when
-the request asked for `"stream": true`. With the script empty, the answer echoes the last user
-message (or what `set_default` returns), so tests that do not care about the model need no
-script. Every request is logged (`requests`), scripted or not, before any scripted delay.
+the request asked for `"stream": true`. With the script empty, the answer is `model_answer`'s
+(or what `set_default` returns): it echoes the last user message, so tests that do not care
+about the model need no script, but like a real model it calls the tool that `tool_choice` or
+the message names and answers in the `response_format` it is given. Every request is logged
+(`requests`), scripted or not, before any scripted delay.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -31,6 +34,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from shared.llm.client import Offering
+from tests.fake_schema import hints_in, instance
 
 FAKE_MODEL = "fake-model"
 
@@ -125,8 +129,130 @@ def last_user_text(body: Any) -> str:
 
 
 def echo(request: RecordedRequest) -> Reply:
-    """The default answer: the last user message, word for word."""
+    """The last user message, word for word (the default answer without tools or formats)."""
     return text(last_user_text(request.body))
+
+
+# Eonyx offers these on every turn: naming one ("memory") in a message does not call it.
+EONYX_TOOLS = frozenset({"memory", "manage_memory"})
+
+
+def model_answer(request: RecordedRequest) -> Reply:
+    """The default answer: what a real model would do with the request's tools and format.
+
+    - `tool_choice` a named function: call it (a 400 if it is not offered); `"required"`: call
+      the offered tool that the last user message names, else the first offered one (a
+      client's before Eonyx's); `"auto"` or absent: call a tool only when the last user
+      message names an offered one by its exact name (Eonyx's own tools excepted); `"none"`:
+      never. One call; its arguments are an instance of the tool's `parameters` with the
+      message's `name=value` / `name: value` hints (`tests/fake_schema.py`).
+    - After `role: "tool"` results (the last messages), answer "The tool said: <content>"
+      unless the choice forces another call (named, or required with a tool not yet called).
+    - `response_format` `json_schema`: the content is an instance of its schema (same hints);
+      `json_object`: `{"answer": <the echo>}`.
+    - Otherwise the echo.
+    """
+    body = request.body or {}
+    said = last_user_text(body)
+    hints = hints_in(said)
+    tools = _offered(body)
+    choice = body.get("tool_choice")
+    results = _trailing_tool_results(body)
+    named = _named_choice(choice)
+    if named is not None:
+        tool = next((t for t in tools if t.get("name") == named), None)
+        if tool is None:
+            return error(400, f"tool_choice names {named!r}, which is not in tools")
+        return _call(tool, hints)
+    if tools and choice == "required":
+        called = _called_since_user(body)
+        pool = [t for t in tools if t.get("name") not in called] if results else tools
+        if pool:
+            return _call(_mentioned(pool, said, EONYX_TOOLS) or _preferred(pool), hints)
+    elif tools and choice in (None, "auto") and not results:
+        tool = _mentioned([t for t in tools if t.get("name") not in EONYX_TOOLS], said)
+        if tool is not None:
+            return _call(tool, hints)
+    return _text_answer(body, said, hints, results)
+
+
+def _offered(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        tool["function"]
+        for tool in body.get("tools") or []
+        if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+    ]
+
+
+def _named_choice(choice: Any) -> str | None:
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        if isinstance(function, dict) and function.get("name"):
+            return str(function["name"])
+        if choice.get("name"):  # the Responses API's flat shape
+            return str(choice["name"])
+    return None
+
+
+def _mentioned(
+    tools: list[dict[str, Any]], said: str, skip: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
+    """The offered tool whose exact name comes first in the message, if any."""
+    found: list[tuple[int, dict[str, Any]]] = []
+    for tool in tools:
+        name = str(tool.get("name") or "")
+        match = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", said) if name else None
+        if match and name not in skip:
+            found.append((match.start(), tool))
+    return min(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def _preferred(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    return next((t for t in tools if t.get("name") not in EONYX_TOOLS), tools[0])
+
+
+def _call(tool: dict[str, Any], hints: dict[str, str]) -> Reply:
+    arguments = instance(tool.get("parameters") or {"type": "object"}, hints)
+    return tool_calls(tool_call(str(tool["name"]), arguments))
+
+
+def _trailing_tool_results(body: dict[str, Any]) -> list[str]:
+    results: list[str] = []
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, _content_text(message.get("content")))
+    return results
+
+
+def _called_since_user(body: dict[str, Any]) -> set[str]:
+    called: set[str] = set()
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            break
+        for call in message.get("tool_calls") or []:
+            called.add(str((call.get("function") or {}).get("name")))
+    return called
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _text_answer(
+    body: dict[str, Any], said: str, hints: dict[str, str], results: list[str]
+) -> Reply:
+    answer = "The tool said: " + "\n".join(results) if results else said
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict):
+        if response_format.get("type") == "json_schema":
+            schema = (response_format.get("json_schema") or {}).get("schema") or {}
+            return text(json.dumps(instance(schema, hints)))
+        if response_format.get("type") == "json_object":
+            return text(json.dumps({"answer": answer}))
+    return text(answer)
 
 
 class _Handler(WSGIRequestHandler):
@@ -143,7 +269,7 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._script: deque[Reply] = deque()
         self._log: list[RecordedRequest] = []
-        self._default: Callable[[RecordedRequest], Reply] = echo
+        self._default: Callable[[RecordedRequest], Reply] = model_answer
         self._stopping = threading.Event()
         self.errors: list[str] = []  # tracebacks of the fake's own failures
         self._server: BaseWSGIServer = make_server(
@@ -195,9 +321,9 @@ class FakeLLM:
             self._script.extend(text(r) if isinstance(r, str) else r for r in replies)
 
     def set_default(self, answer: Callable[[RecordedRequest], Reply] | None) -> None:
-        """What to answer once the script is used up (None: the echo)."""
+        """What to answer once the script is used up (None: `model_answer`)."""
         with self._lock:
-            self._default = answer or echo
+            self._default = answer or model_answer
 
     @property
     def pending(self) -> int:
