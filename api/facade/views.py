@@ -55,14 +55,14 @@ class _Started:
 
 def _start(rt: Runtime, who: Principal, chat: ChatRequest, session: str | None) -> _Started:
     """Choose the session, plan the turn and run it (a streamed one up to its first event);
-    a session made for a request that is then refused goes again."""
+    a session made for a request that is then refused goes again. The caller binds the
+    session's new head once the answer is saved."""
     temporary = chat.temporary or _flag(request.headers.get(TEMPORARY_HEADER))
     where = facade.choose_session(rt, who, chat, session, temporary=temporary)
     try:
         planned = facade.plan_turn(chat, where)
         if not chat.stream:
             result = turns.run_turn(rt, who, where.session_id, planned.request)
-            facade.remember(rt, who, planned)
             return _Started(where, planned, result)
         events = turns.iter_turn(rt, who, where.session_id, planned.request, stream=True)
         return _Started(where, planned, first=next(events), rest=events)
@@ -89,6 +89,7 @@ class ChatCompletions(MethodView):
         started = _start(rt, who, chat, request.headers.get(SESSION_HEADER))
         session_id = started.where.session_id
         if started.result is not None:
+            facade.remember(rt, who, started.planned)
             return completion_body(chat.model, started.result), 200, {SESSION_HEADER: session_id}
         chunks = completion_chunks(
             chat.model,
@@ -122,18 +123,13 @@ class Responses(MethodView):
 
         def done(result: turns.TurnResult, message_id: str | None = None) -> dict[str, Any]:
             answer = finished(response, result, message_id)
-            if not chat.temporary:
-                responses.keep(rt, who, session_id, answer)
+            responses.keep(rt, who, started.planned, answer)  # and binds the new head
             return answer
 
         if started.result is not None:
             return done(started.result), 200, {SESSION_HEADER: session_id}
 
-        def done_streaming(result: turns.TurnResult, message_id: str) -> dict[str, Any]:
-            facade.remember(rt, who, started.planned)
-            return done(result, message_id)
-
-        events = response_events(response, started.first, started.rest, done=done_streaming)
+        events = response_events(response, started.first, started.rest, done=done)
         return _stream(events, session_id)
 
 

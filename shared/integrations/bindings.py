@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete
+from sqlalchemy.orm import Session
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
@@ -39,15 +40,16 @@ def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
 
 def bind(rt: Runtime, user_id: str, channel: str, key: str, session_id: str) -> None:
     with rt.db.session() as db:
-        db.merge(
-            SessionBinding(
-                user_id=user_id,
-                channel=channel,
-                key=key,
-                session_id=session_id,
-                updated_at=utcnow(),
-            )
+        bind_in(db, user_id, channel, key, session_id)
+
+
+def bind_in(db: Session, user_id: str, channel: str, key: str, session_id: str) -> None:
+    """`bind` within the caller's transaction (one commit for it and the caller's rows)."""
+    db.merge(
+        SessionBinding(
+            user_id=user_id, channel=channel, key=key, session_id=session_id, updated_at=utcnow()
         )
+    )
 
 
 def unbind(rt: Runtime, user_id: str, channel: str, key: str) -> None:

@@ -27,6 +27,8 @@ from shared.accounts import Principal
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part, text_part
+from shared.integrations import bindings, facade
+from shared.integrations.facade import PlannedTurn
 from shared.integrations.openai_request import ChatRequest, read_chat_request
 from shared.storage.orm import ApiResponse
 
@@ -213,8 +215,17 @@ def session_of(rt: Runtime, principal: Principal, response_id: str) -> str:
         return row.session_id
 
 
-def keep(rt: Runtime, principal: Principal, session_id: str, response: Mapping[str, Any]) -> None:
+def keep(
+    rt: Runtime, principal: Principal, planned: PlannedTurn, response: Mapping[str, Any]
+) -> None:
+    """Bind the session's new head (as `facade.remember` does) and keep the response unless
+    it was asked not to be stored, in one transaction."""
+    session_id = planned.session_id
     with rt.db.session() as db:
+        if planned.head:
+            bindings.bind_in(db, principal.user_id, facade.CHANNEL, planned.head, session_id)
+        if response.get("store") is False:
+            return
         db.add(
             ApiResponse(
                 id=response["id"],
