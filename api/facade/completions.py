@@ -81,14 +81,17 @@ def completion_chunks(
                 yield chunk({"content": item.text})
             item = next(rest)
         done(item)
+        closing = []  # written together, as one piece
         if item.client_tool_calls:
             calls = [{"index": i, **call} for i, call in enumerate(item.client_tool_calls)]
-            yield chunk({"tool_calls": calls})
-        yield chunk({}, item.finish_reason)
+            closing.append(chunk({"tool_calls": calls}))
+        closing.append(chunk({}, item.finish_reason))
         if include_usage:
             usage = facade.usage(item)
-            yield sse.encode({**base, "created": int(time.time()), "choices": [], "usage": usage})
-        yield sse.frame("[DONE]")
+            closing.append(
+                sse.encode({**base, "created": int(time.time()), "choices": [], "usage": usage})
+            )
+        yield "".join([*closing, sse.frame("[DONE]")])
     except EonyxError as exc:
         body, status = render_error(exc)
         yield sse.encode(error_body(status, body["error"]["code"], body["error"]["message"]))

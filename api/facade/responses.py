@@ -110,6 +110,32 @@ def finished(
     }
 
 
+def _closing(
+    final: dict[str, Any],
+    streamed: bool,
+    where: dict[str, Any],
+    event: Callable[..., str],
+) -> Iterator[str]:
+    """The events that end a stream: the message's text done, the client's calls, and the
+    finished response."""
+    message = next((o for o in final["output"] if o["type"] == "message"), None)
+    if streamed and message is not None:
+        text = message["content"][0]["text"]
+        yield event("response.output_text.done", **where, text=text, logprobs=[])
+        yield event("response.content_part.done", **where, part=message["content"][0])
+        yield event("response.output_item.done", output_index=0, item=message)
+    calls = [o for o in final["output"] if o["type"] == "function_call"]
+    for index, call in enumerate(calls, start=len(final["output"]) - len(calls)):
+        at = {"output_index": index}
+        yield event("response.output_item.added", **at, item={**call, "arguments": ""})
+        text = call["arguments"]
+        on = {"item_id": call["id"], **at}
+        yield event("response.function_call_arguments.delta", **on, delta=text)
+        yield event("response.function_call_arguments.done", **on, arguments=text)
+        yield event("response.output_item.done", **at, item=call)
+    yield event(f"response.{final['status']}", response=final)
+
+
 def response_events(
     response: dict[str, Any],
     first: Any,
@@ -126,37 +152,25 @@ def response_events(
 
     message_id = _item_id("msg")
     where = {"item_id": message_id, "output_index": 0, "content_index": 0}
-    yield event("response.created", response=response)
-    yield event("response.in_progress", response=response)
+    # Events that come together are written together: one write each, not one per event.
+    yield event("response.created", response=response) + event(
+        "response.in_progress", response=response
+    )
     streamed: list[str] = []
     item = first
     try:
         while not isinstance(item, turns.TurnResult):
             if isinstance(item, turns.TextDelta) and item.text:
+                opening = ""
                 if not streamed:
                     added = _message_item(message_id, "", "in_progress")
-                    yield event("response.output_item.added", output_index=0, item=added)
-                    yield event("response.content_part.added", **where, part=_text_part(""))
+                    opening = event("response.output_item.added", output_index=0, item=added)
+                    opening += event("response.content_part.added", **where, part=_text_part(""))
                 streamed.append(item.text)
-                yield event("response.output_text.delta", **where, delta=item.text, logprobs=[])
+                delta = event("response.output_text.delta", **where, delta=item.text, logprobs=[])
+                yield opening + delta
             item = next(rest)
-        final = done(item, message_id)
-        message = next((o for o in final["output"] if o["type"] == "message"), None)
-        if streamed and message is not None:
-            text = message["content"][0]["text"]
-            yield event("response.output_text.done", **where, text=text, logprobs=[])
-            yield event("response.content_part.done", **where, part=message["content"][0])
-            yield event("response.output_item.done", output_index=0, item=message)
-        calls = [o for o in final["output"] if o["type"] == "function_call"]
-        for index, call in enumerate(calls, start=len(final["output"]) - len(calls)):
-            at = {"output_index": index}
-            yield event("response.output_item.added", **at, item={**call, "arguments": ""})
-            text = call["arguments"]
-            on = {"item_id": call["id"], **at}
-            yield event("response.function_call_arguments.delta", **on, delta=text)
-            yield event("response.function_call_arguments.done", **on, arguments=text)
-            yield event("response.output_item.done", **at, item=call)
-        yield event(f"response.{final['status']}", response=final)
+        yield "".join(_closing(done(item, message_id), bool(streamed), where, event))
     except EonyxError as exc:
         body, status = render_error(exc)
         error = body["error"]

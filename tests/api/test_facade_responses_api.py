@@ -10,19 +10,11 @@ import openai
 import pytest
 
 from tests.api.conftest import SESSION, Facade
+from tests.api.test_facade_proxy_api import WEATHER as CHAT_WEATHER
 from tests.conftest import create_account
 from tests.fake_llm import text, tool_call, tool_calls
 
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
+WEATHER = {"type": "function", **CHAT_WEATHER["function"]}  # the Responses API's flat form
 
 
 def test_a_response_and_its_continuation_share_a_session(facade: Facade) -> None:
