@@ -71,9 +71,19 @@ def _start(rt: Runtime, who: Principal, chat: ChatRequest, session: str | None) 
         raise
 
 
-def _stream(events: Iterator[str], session_id: str) -> Response:
+def _stream(rt: Runtime, who: Principal, started: _Started, events: Iterator[str]) -> Response:
+    """The answer as a stream. When it ends, failed or left by the client, a session made for
+    it goes again unless the answer was saved, as a refused request's does (`_start`)."""
+
+    def guarded() -> Iterator[str]:
+        try:
+            yield from events
+        finally:
+            facade.forget_unused(rt, who, started.where)
+
+    session_id = started.where.session_id
     headers = {SESSION_HEADER: session_id, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream_with_context(events), mimetype="text/event-stream", headers=headers)
+    return Response(stream_with_context(guarded()), mimetype="text/event-stream", headers=headers)
 
 
 @blp.route("/chat/completions")
@@ -99,7 +109,7 @@ class ChatCompletions(MethodView):
             done=lambda _result: facade.remember(rt, who, started.planned),
             error_body=openai_error,
         )
-        return _stream(chunks, session_id)
+        return _stream(rt, who, started, chunks)
 
 
 @blp.route("/responses")
@@ -130,7 +140,7 @@ class Responses(MethodView):
             return done(started.result), 200, {SESSION_HEADER: session_id}
 
         events = response_events(response, started.first, started.rest, done=done)
-        return _stream(events, session_id)
+        return _stream(rt, who, started, events)
 
 
 @blp.route("/responses/<response_id:response_id>")

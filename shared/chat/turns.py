@@ -358,6 +358,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     ]
     steps: list[dict[str, Any]] = []
     usage = UsageSum()
+    client_names = client.tool_names
     for round_number in range(rt.settings.max_tool_rounds + 1):
         last_round = round_number == rt.settings.max_tool_rounds
         tools = None if last_round else [*rt.tools.specs(tool_context), *client.tools]
@@ -379,7 +380,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
                 )
             ]
             for call in completion.tool_calls:
-                if call.name in client.tool_names:
+                if call.name in client_names:
                     continue  # the client runs it and sends the result with its next request
                 yield StepEvent("tool_call", {"message_id": calls[0]["id"], **call.as_openai()})
                 written = len(tool_context.events)
@@ -388,12 +389,12 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
                 yield StepEvent("tool_result", calls[-1])
                 for event in tool_context.events[written:]:
                     yield StepEvent("memory_write", event)
-            client_calls = [
-                c.as_openai() for c in completion.tool_calls if c.name in client.tool_names
-            ]
-            if client_calls:
-                turn.save(calls + _answer_meta(client, calls[0], client_calls))
-                steps.extend(calls)
+            client_calls = [c.as_openai() for c in completion.tool_calls if c.name in client_names]
+            turn.save(
+                calls + _answer_meta(client, calls[0], client_calls) if client_calls else calls
+            )
+            steps.extend(calls)
+            if client_calls:  # the answer, for now: the client runs them
                 return TurnResult(
                     user_message,
                     calls[0],
@@ -404,8 +405,6 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
                     client_tool_calls=client_calls,
                     model_usage=usage.total,
                 )
-            turn.save(calls)
-            steps.extend(calls)
             messages.extend(to_model_messages(calls))
             continue
         answer = message_record("assistant", completion.content or "", offering=offering.id)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -93,15 +93,14 @@ def _trailing(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return list(messages)
 
 
-def _candidates(messages: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
-    """(position, key) of each assistant message, newest first."""
-    found: list[tuple[int, str]] = []
-    previous = -1
-    for position, message in enumerate(messages):
-        if message.get("role") == "assistant":
-            found.append((position, head_key(messages[previous + 1 : position], message)))
-            previous = position
-    return found[::-1][:MAX_CANDIDATES]
+def _candidates(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, str]]:
+    """(position, key) of the last MAX_CANDIDATES assistant messages, newest first, each key
+    computed only when asked for (the first one usually matches)."""
+    positions = [i for i, message in enumerate(messages) if message.get("role") == "assistant"]
+    for n in range(len(positions) - 1, max(-1, len(positions) - 1 - MAX_CANDIDATES), -1):
+        start = positions[n - 1] + 1 if n else 0
+        position = positions[n]
+        yield position, head_key(messages[start:position], messages[position])
 
 
 # -- which session ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.api.conftest import SESSION, Facade
-from tests.fake_llm import error, text, tool_call, tool_calls
+from tests.fake_llm import broken_stream, error, text, tool_call, tool_calls
 
 WEATHER = {
     "type": "function",
@@ -354,3 +354,19 @@ def test_a_request_sent_again_after_a_model_failure_is_answered_once(facade: Fac
         ("user", "Two"),
         ("assistant", "Second."),
     ]
+
+
+def test_a_first_stream_that_breaks_leaves_no_session(facade: Facade) -> None:
+    facade.llm.script(broken_stream("Hello there, this breaks", after=3))
+    response = httpx.post(
+        facade.url + "/v1/chat/completions",
+        headers=facade.user.headers,
+        json={"model": "default", "messages": [user("hi")], "stream": True},
+    )
+    assert response.status_code == 200
+    last = [line for line in response.text.splitlines() if line.startswith("data: ")][-1]
+    assert json.loads(last.removeprefix("data: "))["error"]["code"] == "llm_unavailable"
+    assert facade.sessions() == []  # the client sends it again: no unanswered duplicate
+    facade.llm.script("Hello.")
+    assert facade.create([user("hi")])[0] == "Hello."
+    assert len(facade.sessions()) == 1
