@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import delete
-from sqlalchemy.orm import Session
+from sqlalchemy import Table, delete, select
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
+from shared.storage.db import Executor, upsert
 from shared.storage.orm import SessionBinding
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
 
 BIND_LOCK_WAIT = 30.0
+_TABLE = cast(Table, SessionBinding.__table__)
+_KEY = ["user_id", "channel", "key"]
 
 
 def digest(text: str) -> str:
@@ -30,35 +32,38 @@ def digest(text: str) -> str:
 
 def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
     """The bound session, if it still exists (a deleted session unbinds itself)."""
-    with rt.db.session() as db:
-        row = db.get(SessionBinding, (user_id, channel, key))
-        session_id = row.session_id if row else None
+    query = select(_TABLE.c.session_id).where(
+        _TABLE.c.user_id == user_id, _TABLE.c.channel == channel, _TABLE.c.key == key
+    )
+    with rt.db.transaction() as db:  # Core: a facade request looks up on every turn
+        session_id = db.execute(query).scalar()
     if session_id and rt.store.path(user_id, session_id).is_file():
         return session_id
     return None
 
 
 def bind(rt: Runtime, user_id: str, channel: str, key: str, session_id: str) -> None:
-    with rt.db.session() as db:
+    with rt.db.transaction() as db:
         bind_in(db, user_id, channel, key, session_id)
 
 
-def bind_in(db: Session, user_id: str, channel: str, key: str, session_id: str) -> None:
+def bind_in(db: Executor, user_id: str, channel: str, key: str, session_id: str) -> None:
     """`bind` within the caller's transaction (one commit for it and the caller's rows)."""
-    db.merge(
-        SessionBinding(
-            user_id=user_id, channel=channel, key=key, session_id=session_id, updated_at=utcnow()
-        )
-    )
+    row = {
+        "user_id": user_id,
+        "channel": channel,
+        "key": key,
+        "session_id": session_id,
+        "updated_at": utcnow(),
+    }
+    upsert(db, _TABLE, [row], _KEY)
 
 
 def unbind(rt: Runtime, user_id: str, channel: str, key: str) -> None:
-    with rt.db.session() as db:
+    with rt.db.transaction() as db:
         db.execute(
-            delete(SessionBinding).where(
-                SessionBinding.user_id == user_id,
-                SessionBinding.channel == channel,
-                SessionBinding.key == key,
+            delete(_TABLE).where(
+                _TABLE.c.user_id == user_id, _TABLE.c.channel == channel, _TABLE.c.key == key
             )
         )
 

@@ -21,7 +21,9 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Table, insert, select
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
@@ -47,6 +49,7 @@ ACCEPTED = {  # read and honoured without a chat counterpart
 }
 FUNCTION_KEYS = ("name", "description", "parameters", "strict")
 PART_TEXT_TYPES = ("input_text", "output_text", "text", "refusal")
+_TABLE = cast(Table, ApiResponse.__table__)
 
 
 def new_response_id() -> str:
@@ -202,17 +205,27 @@ def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | 
     return read_chat_request({k: v for k, v in chat.items() if v is not None}), previous
 
 
+def _kept(rt: Runtime, principal: Principal, response_id: str, column: str) -> str | None:
+    """A column of a stored response of the caller's (Core: one read on every request
+    that continues a response)."""
+    query = select(_TABLE.c[column]).where(
+        _TABLE.c.id == response_id, _TABLE.c.user_id == principal.user_id
+    )
+    with rt.db.transaction() as db:
+        value: str | None = db.execute(query).scalar()
+        return value
+
+
 def session_of(rt: Runtime, principal: Principal, response_id: str) -> str:
     """The session a stored response of the caller's was given in; NotFound otherwise."""
-    with rt.db.session() as db:
-        row = db.get(ApiResponse, response_id)
-        if row is None or row.user_id != principal.user_id:
-            raise NotFound(
-                f"no response {response_id!r}",
-                code="previous_response_not_found",
-                param="previous_response_id",
-            )
-        return row.session_id
+    session_id = _kept(rt, principal, response_id, "session_id")
+    if session_id is None:
+        raise NotFound(
+            f"no response {response_id!r}",
+            code="previous_response_not_found",
+            param="previous_response_id",
+        )
+    return session_id
 
 
 def keep(
@@ -221,27 +234,25 @@ def keep(
     """Bind the session's new head (as `facade.remember` does) and keep the response unless
     it was asked not to be stored, in one transaction."""
     session_id = planned.session_id
-    with rt.db.session() as db:
+    with rt.db.transaction() as db:
         if planned.head:
             bindings.bind_in(db, principal.user_id, facade.CHANNEL, planned.head, session_id)
         if response.get("store") is False:
             return
-        db.add(
-            ApiResponse(
-                id=response["id"],
-                user_id=principal.user_id,
-                session_id=session_id,
-                body=json.dumps(response, ensure_ascii=False),
-                created_at=utcnow(),
-            )
-        )
+        row = {
+            "id": response["id"],
+            "user_id": principal.user_id,
+            "session_id": session_id,
+            "body": json.dumps(response, ensure_ascii=False),
+            "created_at": utcnow(),
+        }
+        db.execute(insert(_TABLE), [row])
 
 
 def stored(rt: Runtime, principal: Principal, response_id: str) -> dict[str, Any]:
     """A stored response of the caller's, as it was sent; NotFound otherwise."""
-    with rt.db.session() as db:
-        row = db.get(ApiResponse, response_id)
-        if row is None or row.user_id != principal.user_id:
-            raise NotFound(f"no response {response_id!r}", code="response_not_found")
-        data: dict[str, Any] = json.loads(row.body)
-        return data
+    body = _kept(rt, principal, response_id, "body")
+    if body is None:
+        raise NotFound(f"no response {response_id!r}", code="response_not_found")
+    data: dict[str, Any] = json.loads(body)
+    return data

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -20,11 +21,13 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     Engine,
+    Table,
     TypeDecorator,
     create_engine,
     event,
     text,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -44,6 +47,22 @@ def connection_of(db: Executor) -> Connection:
 
 def dialect_of(db: Executor) -> str:
     return connection_of(db).dialect.name
+
+
+def insert_for(dialect: str) -> Callable[[Table], Any]:
+    """The dialect's INSERT, which has `on_conflict_do_update` / `on_conflict_do_nothing`
+    (PostgreSQL's and SQLite's spell them alike)."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+def upsert(db: Executor, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    """INSERT ... ON CONFLICT (keys) DO UPDATE, in Core: no ORM bookkeeping or SELECT first,
+    and concurrent writers of one row never collide."""
+    if not rows:
+        return
+    statement = insert_for(dialect_of(db))(table)
+    columns = {name: statement.excluded[name] for name in rows[0] if name not in keys}
+    db.execute(statement.on_conflict_do_update(index_elements=keys, set_=columns), rows)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, Table, bindparam, delete, func, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -28,7 +27,7 @@ from shared.core.clock import parse_time, utcnow
 from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
 from shared.storage import search
-from shared.storage.db import Executor, UTCDateTime, connection_of, dialect_of
+from shared.storage.db import Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
 from shared.storage.orm import IndexState, SessionMove, SessionRow
 from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 
@@ -65,16 +64,6 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
         "file_size": info.size,
         "file_mtime_ns": info.mtime_ns,
     }
-
-
-def _upsert(db: Executor, model: type[Any], rows: list[dict[str, Any]], key: str) -> None:
-    """INSERT ... ON CONFLICT DO UPDATE, so concurrent writers of one row never collide."""
-    if not rows:
-        return
-    make_insert = postgresql.insert if dialect_of(db) == "postgresql" else sqlite.insert
-    statement = make_insert(model.__table__)  # Core: no ORM bookkeeping per row
-    columns = {name: statement.excluded[name] for name in rows[0] if name != key}
-    db.execute(statement.on_conflict_do_update(index_elements=[key], set_=columns), rows)
 
 
 _TABLE = cast(Table, SessionRow.__table__)
@@ -212,7 +201,7 @@ def record(db: Executor, state: SessionState, info: FileInfo, *, text: bool = Fa
         ).first()
         key = {"pinned": old[0], "updated_at": old[1]} if old else _NO_KEY
         _log_moves(db, [{"user_id": state.user_id, "session_id": state.id, "seq": seq} | key])
-    _upsert(db, SessionRow, [row_values(state, info) | {"seq": seq or 0}], "id")
+    upsert(db, _TABLE, [row_values(state, info) | {"seq": seq or 0}], ["id"])
     if text:
         search.replace_session(db, state.user_id, state.id, state.title, state.messages)
     else:
@@ -284,14 +273,14 @@ def _write_rows(db: Session, rows: list[dict[str, Any]], report: ReconcileReport
         batch = rows[start : start + 1000]
         try:
             with db.begin_nested():
-                _upsert(db, SessionRow, batch, "id")
+                upsert(db, _TABLE, batch, ["id"])
             continue
         except (SQLAlchemyError, ValueError):
             pass
         for row in batch:
             try:
                 with db.begin_nested():
-                    _upsert(db, SessionRow, [row], "id")
+                    upsert(db, _TABLE, [row], ["id"])
             except (SQLAlchemyError, ValueError) as exc:
                 log.warning("not indexing session %s/%s: %s", row["user_id"], row["id"], exc)
                 report.failed.append(f"{row['user_id']}/{row['id']}: {_short(exc)}")
@@ -299,10 +288,9 @@ def _write_rows(db: Session, rows: list[dict[str, Any]], report: ReconcileReport
 
 def _ensure_state(db: Session, user_id: str) -> None:
     """An index_state row for the user (a new generation when there was none)."""
-    dialect = db.get_bind().dialect.name
-    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     row = {"user_id": user_id, "built_at": utcnow(), "seq": 0, "generation": secrets.token_hex(8)}
-    db.execute(make_insert(IndexState).values(**row).on_conflict_do_nothing())
+    insert = insert_for(dialect_of(db))(cast(Table, IndexState.__table__))
+    db.execute(insert.values(**row).on_conflict_do_nothing())
 
 
 def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:

@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Table, delete
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shared.core.messages import content_text
 from shared.core.text import for_index
 from shared.storage import fulltext
-from shared.storage.db import Executor, dialect_of
+from shared.storage.db import Executor, dialect_of, insert_for
 from shared.storage.fulltext import Term
 from shared.storage.orm import SessionText
 
@@ -218,8 +217,7 @@ def docs_of(user_id: str, session_id: str, records: Iterable[dict[str, Any]]) ->
 
 
 def _insert_text(dialect: str, returning: bool) -> Any:
-    make_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = make_insert(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
+    statement = insert_for(dialect)(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
         index_elements=["session_id", "message_id"]
     )
     return statement.returning(SessionText.id) if returning else statement
