@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Table, bindparam, delete, select
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
@@ -24,6 +24,14 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 BIND_LOCK_WAIT = 30.0
 _TABLE = cast(Table, SessionBinding.__table__)
 _KEY = ["user_id", "channel", "key"]
+# Built once: building a statement costs as much as running it on SQLite.
+_OF_KEY = (
+    (_TABLE.c.user_id == bindparam("user_id"))
+    & (_TABLE.c.channel == bindparam("channel"))
+    & (_TABLE.c.key == bindparam("key"))
+)
+_LOOKUP = select(_TABLE.c.session_id).where(_OF_KEY)
+_UNBIND = delete(_TABLE).where(_OF_KEY)
 
 
 def digest(text: str) -> str:
@@ -32,11 +40,9 @@ def digest(text: str) -> str:
 
 def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
     """The bound session, if it still exists (a deleted session unbinds itself)."""
-    query = select(_TABLE.c.session_id).where(
-        _TABLE.c.user_id == user_id, _TABLE.c.channel == channel, _TABLE.c.key == key
-    )
+    where = {"user_id": user_id, "channel": channel, "key": key}
     with rt.db.transaction() as db:  # Core: a facade request looks up on every turn
-        session_id = db.execute(query).scalar()
+        session_id = db.execute(_LOOKUP, where).scalar()
     if session_id and rt.store.path(user_id, session_id).is_file():
         return session_id
     return None
@@ -61,11 +67,7 @@ def bind_in(db: Executor, user_id: str, channel: str, key: str, session_id: str)
 
 def unbind(rt: Runtime, user_id: str, channel: str, key: str) -> None:
     with rt.db.transaction() as db:
-        db.execute(
-            delete(_TABLE).where(
-                _TABLE.c.user_id == user_id, _TABLE.c.channel == channel, _TABLE.c.key == key
-            )
-        )
+        db.execute(_UNBIND, {"user_id": user_id, "channel": channel, "key": key})
 
 
 def bound_session(

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, bindparam, insert, select
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
@@ -50,6 +50,14 @@ ACCEPTED = {  # read and honoured without a chat counterpart
 FUNCTION_KEYS = ("name", "description", "parameters", "strict")
 PART_TEXT_TYPES = ("input_text", "output_text", "text", "refusal")
 _TABLE = cast(Table, ApiResponse.__table__)
+# Built once: building a statement costs as much as running it on SQLite.
+_KEPT = {
+    column: select(_TABLE.c[column]).where(
+        _TABLE.c.id == bindparam("id"), _TABLE.c.user_id == bindparam("user_id")
+    )
+    for column in ("session_id", "body")
+}
+_KEEP = insert(_TABLE)
 
 
 def new_response_id() -> str:
@@ -208,11 +216,9 @@ def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | 
 def _kept(rt: Runtime, principal: Principal, response_id: str, column: str) -> str | None:
     """A column of a stored response of the caller's (Core: one read on every request
     that continues a response)."""
-    query = select(_TABLE.c[column]).where(
-        _TABLE.c.id == response_id, _TABLE.c.user_id == principal.user_id
-    )
+    where = {"id": response_id, "user_id": principal.user_id}
     with rt.db.transaction() as db:
-        value: str | None = db.execute(query).scalar()
+        value: str | None = db.execute(_KEPT[column], where).scalar()
         return value
 
 
@@ -246,7 +252,7 @@ def keep(
             "body": json.dumps(response, ensure_ascii=False),
             "created_at": utcnow(),
         }
-        db.execute(insert(_TABLE), [row])
+        db.execute(_KEEP, [row])
 
 
 def stored(rt: Runtime, principal: Principal, response_id: str) -> dict[str, Any]:

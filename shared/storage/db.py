@@ -6,6 +6,7 @@ Alembic migrations in shared/storage/migrations; `migrate()` brings a database t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -58,11 +59,19 @@ def insert_for(dialect: str) -> Callable[[Table], Any]:
 def upsert(db: Executor, table: Table, rows: list[dict[str, Any]], keys: list[str]) -> None:
     """INSERT ... ON CONFLICT (keys) DO UPDATE, in Core: no ORM bookkeeping or SELECT first,
     and concurrent writers of one row never collide."""
-    if not rows:
-        return
-    statement = insert_for(dialect_of(db))(table)
-    columns = {name: statement.excluded[name] for name in rows[0] if name not in keys}
-    db.execute(statement.on_conflict_do_update(index_elements=keys, set_=columns), rows)
+    if rows:
+        statement = _upsert_statement(dialect_of(db), table, tuple(rows[0]), tuple(keys))
+        db.execute(statement, rows)
+
+
+@functools.cache
+def _upsert_statement(
+    dialect: str, table: Table, columns: tuple[str, ...], keys: tuple[str, ...]
+) -> Any:
+    """Built once per shape: building it costs as much as running it on SQLite."""
+    statement = insert_for(dialect)(table)
+    updated = {name: statement.excluded[name] for name in columns if name not in keys}
+    return statement.on_conflict_do_update(index_elements=list(keys), set_=updated)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
