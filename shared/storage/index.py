@@ -289,8 +289,8 @@ def _write_rows(db: Session, rows: list[dict[str, Any]], report: ReconcileReport
 def _ensure_state(db: Session, user_id: str) -> None:
     """An index_state row for the user (a new generation when there was none)."""
     row = {"user_id": user_id, "built_at": utcnow(), "seq": 0, "generation": secrets.token_hex(8)}
-    insert = insert_for(dialect_of(db))(cast(Table, IndexState.__table__))
-    db.execute(insert.values(**row).on_conflict_do_nothing())
+    statement = insert_for(dialect_of(db))(cast(Table, IndexState.__table__))
+    db.execute(statement.values(**row).on_conflict_do_nothing())
 
 
 def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileReport:

@@ -230,6 +230,31 @@ def test_new_starts_another_session_for_the_conversation(teams: Teams) -> None:
     assert sorted(s["message_count"] for s in sessions) == [2, 2]
 
 
+def test_a_conversation_whose_session_was_purged_goes_on_in_one_new_session(
+    teams: Teams,
+) -> None:
+    teams.say("First topic.")
+    teams.bf.wait_for_replies(1)
+    teams.jobs.join()
+    (gone,) = teams.sessions()
+    response = teams.client.delete(
+        f"/api/v1/sessions/{gone['id']}?purge=true", headers=teams.user.headers
+    )
+    assert response.status_code == 204
+    teams.say("Starting over.")
+    teams.bf.wait_for_replies(2)
+    teams.jobs.join()
+    teams.say("And going on.")  # the binding now names the new session, not the purged one
+    teams.bf.wait_for_replies(3)
+    teams.jobs.join()
+    (session,) = teams.sessions()
+    assert session["id"] != gone["id"]
+    assert [text for role, text in teams.messages(session["id"]) if role == "user"] == [
+        "Starting over.",
+        "And going on.",
+    ]
+
+
 def test_a_mention_of_the_bot_is_not_part_of_the_message(teams: Teams) -> None:
     mention = {
         "type": "mention",
