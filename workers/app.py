@@ -2,12 +2,18 @@
 
 Redis delivers at least once and forgets queued jobs when it restarts without persistence.
 So: a job is acknowledged only after it ran (acks_late), a worker that dies returns its job
-to the queue (reject_on_worker_lost), each worker takes one job at a time (prefetch 1), the
-visibility timeout is longer than the longest job, every task is idempotent, and periodic
-sweeps redo whatever a lost job left undone. A job in the hands of a worker that was killed
-comes back only after the visibility timeout (30 minutes); the memory sweep, every
-SWEEP_SECONDS, redoes such a job about a minute after a worker is back (timings in
-shared/memory/extraction.py).
+to the queue (reject_on_worker_lost), each worker takes one job at a time (prefetch 1), every
+task is idempotent, and periodic sweeps redo whatever a lost job left undone.
+
+A job in the hands of a worker that was SIGKILLed (or lost with its host) is handed to
+another worker once the broker's visibility timeout has passed since it was delivered
+(JOB_VISIBILITY_TIMEOUT_SECONDS, 120 s by default; a live worker checks every 10 s). The
+sweeps, every SWEEP_SECONDS, redo lost memory and title jobs sooner: within about 50 s of
+the worker's death (shared/storage/lost_jobs.py). The trade-off of a short timeout: a job
+still running when it passes is delivered a second time, to another worker. That is safe,
+because each job is idempotent under its lock or version check (a duplicate waits for the
+running job's lock, then finds the work done), but it costs a worker thread while it waits;
+raise the timeout if your jobs often run longer (a slow model, a large index rebuild).
 
 Each worker process and each beat keeps a heartbeat in Redis (shared/storage/heartbeats.py)
 while it runs; /readyz reports a missing one.
@@ -47,9 +53,9 @@ from shared.core.settings import Settings
 from shared.runtime import Runtime
 from shared.storage import heartbeats
 from shared.storage.embedded_redis import resolve_redis_url
+from shared.storage.lost_jobs import SWEEP_SECONDS
 
 LONGEST_JOB_SECONDS = 15 * 60
-SWEEP_SECONDS = 30  # the memory sweep: lost extraction and curation jobs are sent again
 SOFT_SHUTDOWN_SECONDS = 10  # a cold shutdown's grace for running jobs before requeueing them
 QUEUE = "eonyx"
 
@@ -185,7 +191,10 @@ def create_celery(settings: Settings) -> EonyxCelery:
             "no Redis: set REDIS_URL, or start `eonyx serve`, which runs an embedded one"
         )
     app = EonyxCelery(settings, redis_url)
-    transport = {"visibility_timeout": LONGEST_JOB_SECONDS * 2}
+    # Redelivery of a dead worker's job; also kombu's lock on restoring them, so a worker
+    # killed while restoring does not hold that up for the 5-minute default either.
+    timeout = settings.job_visibility_timeout
+    transport = {"visibility_timeout": timeout, "unacked_mutex_expire": min(timeout, 300)}
     app.conf.update(
         task_default_queue=QUEUE,
         task_acks_late=True,
@@ -206,7 +215,7 @@ def create_celery(settings: Settings) -> EonyxCelery:
             "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
             "purge-trash": {"task": jobs.PURGE_TRASH, "schedule": 60 * 60},
             "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
-            "sweep-pending-titles": {"task": jobs.SWEEP_TITLES, "schedule": 2 * 60},
+            "sweep-pending-titles": {"task": jobs.SWEEP_TITLES, "schedule": SWEEP_SECONDS},
         },
         timezone="UTC",
     )

@@ -11,7 +11,8 @@ from shared.core import jobs
 from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
 from shared.storage import index
-from workers.app import EonyxCelery
+from shared.storage.lost_jobs import JOB_LOCK_TTL
+from workers.app import LONGEST_JOB_SECONDS, EonyxCelery
 
 
 def _runtime(task: Task) -> Runtime:
@@ -28,7 +29,9 @@ def _where() -> dict[str, object]:
 def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Bring the index in line with the session files (re-reads only changed files)."""
     rt = _runtime(self)
-    report = index.rebuild(rt.db.session, rt.store)
+    # One at a time: a copy redelivered while the first runs waits, then finds little to do.
+    with rt.locks.hold("index:rebuild", wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True):
+        report = index.rebuild(rt.db.session, rt.store)
     return {**vars(report), **_where()}
 
 

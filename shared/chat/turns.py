@@ -6,7 +6,8 @@ nears the window), and the model is called with the registered tools, round afte
 until it answers; every tool call, tool result and the final answer is appended as it
 happens. A failure of the model leaves the session consistent: what was saved stays saved
 and the turn can be retried (`retry=True`). Turns on one session are serialised by a lock;
-turns on different sessions run side by side.
+turns on different sessions run side by side. A process that dies mid-turn frees its session
+within the lock's 30 s (shared/sessions/turn_lock.py).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from shared.llm.wire import Completion, UsageSum
 from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
+from shared.sessions.turn_lock import hold_turn_lock
 from shared.storage import events
 from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
@@ -58,7 +60,6 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
     from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
-TURN_LOCK_WAIT = 5 * 60
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,6 @@ def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
     return record | {k: v for k, v in extra.items() if v is not None}
 
 
-def turn_lock_ttl(rt: Runtime) -> float:
-    """Longer than the longest turn the settings allow (every round's model call timing out
-    on every attempt, plus a summary), so the lock never expires mid-turn."""
-    settings = rt.settings
-    attempt = settings.llm_connect_timeout + settings.llm_read_timeout + rt.llm.max_wait
-    return (settings.max_tool_rounds + 2) * (settings.llm_max_retries + 1) * attempt + 60
-
-
 def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
     """Request `system_prompt` beats eonyx.json's, which beats generation; an override
     attaches no AGENTS.md. `cwd` is walked on the server, `project_context` comes walked."""
@@ -140,7 +133,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
     try:
         offering = catalog.offering_for(rt, "chat")
         # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
-        with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+        with hold_turn_lock(rt, session_id):
             state, _ = rt.store.load(user_id, session_id)
             project = ProjectInput.from_record(state.extra.get("project_context"))
             before = rt.store.read_summary(user_id, session_id)
@@ -264,7 +257,7 @@ def _turn_steps(
         if request.offering
         else catalog.offering_for(rt, "chat")
     )
-    with rt.locks.hold(f"turn:{session_id}", wait=TURN_LOCK_WAIT, ttl=turn_lock_ttl(rt)):
+    with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)
         if state.deleted_at is not None:
             raise Conflict("the session is in the trash; restore it first", code="session_in_trash")

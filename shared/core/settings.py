@@ -79,6 +79,7 @@ class Settings:
     rate_limit_requests_per_minute: int = 1200
     rate_limit_turns_per_minute: int = 120
     facade_cors_origins: str = "*"  # "*" or origins joined by commas (see _origins)
+    job_visibility_timeout: int = 120  # seconds before a dead worker's job goes to another
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -269,6 +270,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "RATE_LIMIT_REQUESTS_PER_MINUTE": ("rate_limit_requests_per_minute", _int),
     "RATE_LIMIT_TURNS_PER_MINUTE": ("rate_limit_turns_per_minute", _int),
     "FACADE_CORS_ORIGINS": ("facade_cors_origins", _origins),
+    "JOB_VISIBILITY_TIMEOUT_SECONDS": ("job_visibility_timeout", _int),
 }
 
 

@@ -235,7 +235,7 @@ class ModelClient(Protocol):
     """What the domain asks of a model client. `LLMClient` is the one every deployment uses;
     a test of the turn loop may pass an in-process fake instead of a server on loopback."""
 
-    max_wait: float  # the longest single wait between attempts (bounds a turn's lock)
+    max_wait: float  # the longest single wait between attempts
 
     def complete(
         self,

@@ -32,23 +32,20 @@ from shared.core.jobs import CURATE_MEMORY, JobQueue
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.extraction import (
-    JOB_LOCK_TTL,
-    LOST_AFTER,
     MESSAGE_CHARS,
     TOTAL_CHARS,
     Outcome,
     Turn,
     chat_turns,
-    job_running,
     parse_json_answer,
     recent_sessions,
-    resend,
     transcript,
 )
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
 from shared.storage import events
+from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -59,7 +56,6 @@ LIKES = "likes"
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
 LIKE_LOCK_WAIT = 30
 LIKE_LOCK_TTL = 15  # seconds a dead holder blocks the session's likes (kept alive while held)
-JOB_LOCK_WAIT = 5 * 60
 
 INSTRUCTIONS = """\
 You curate an assistant's notes about the user's work (MEMORY.md): durable, reusable facts \
@@ -363,9 +359,9 @@ def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
                 stale = parse_time(like.get("updated_at") or "") < cutoff
             except ValueError:
                 stale = True
-            if not stale or job_running(rt, _curate_lock(session_id, pair_id)):
+            if not stale or job_running(rt.locks, _curate_lock(session_id, pair_id)):
                 continue
             key = f"{CURATE_MEMORY}:{session_id}:{pair_id}"
-            if resend(rt, jobs, key, CURATE_MEMORY, user_id, session_id, pair_id):
+            if resend(rt.redis, jobs, key, CURATE_MEMORY, user_id, session_id, pair_id):
                 sent += 1
     return sent

@@ -26,10 +26,8 @@ old and no job holds the session's extraction lock: a lost job costs a delay, ne
 extraction. Running sessions keep their frozen snapshot; what is learned applies from the
 next session.
 
-How soon a job lost with its worker is redone: the job lock is kept alive while its holder
-lives and lapses JOB_LOCK_TTL after a worker dies, the sweep runs every 30 s and resends
-what is LOST_AFTER old and not locked, at most once per RESEND_EVERY. So a job lost with a
-worker runs again about a minute after a worker is back (well within two).
+How soon a job lost with its worker is redone: see shared/storage/lost_jobs.py (within about
+50 s of the worker's death, while another worker lives).
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import false, select
 
 from shared.core.clock import utcnow
-from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import content_text
 from shared.core.settings import Settings
@@ -53,6 +51,7 @@ from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.safety import check_text
 from shared.sessions import service as session_service
 from shared.storage import events
+from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.storage.orm import SessionRow
 from shared.storage.session_store import SessionState
 
@@ -67,10 +66,6 @@ SWEEP_WINDOW = timedelta(days=1)
 # A session quiet this long has its last turns (fewer than N) extracted too, so the end of a
 # conversation is never left out.
 IDLE_AFTER = timedelta(minutes=30)
-JOB_LOCK_WAIT = 5 * 60  # a duplicate waits for the running job, then finds the work done
-JOB_LOCK_TTL = 20  # seconds a dead worker's job lock outlives it (kept alive while it runs)
-LOST_AFTER = timedelta(seconds=30)  # a job neither done nor running this long after: lost
-RESEND_EVERY = 60  # seconds between two re-sends of the same lost job
 
 INSTRUCTIONS = """\
 You maintain a user's preference profile: a short list of how this user likes to be helped \
@@ -325,26 +320,6 @@ def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, st
         return [(user_id, session_id) for user_id, session_id in db.execute(query)]
 
 
-def job_running(rt: Runtime, lock: str) -> bool:
-    """Whether a job holds `lock` now: a live one keeps it, a dead worker's lapses soon."""
-    try:
-        with rt.locks.hold(lock, wait=0, ttl=5):
-            return False
-    except Conflict:
-        return True
-
-
-def resend(rt: Runtime, jobs: JobQueue, key: str, job: str, *args: object) -> bool:
-    """Send a lost job again, at most once per RESEND_EVERY for the same `key`: a job that is
-    only queued behind others is not lost, and need not be sent again every sweep."""
-    if rt.redis is not None and not rt.redis.set(
-        f"eonyx:resent:{key}", 1, nx=True, ex=RESEND_EVERY
-    ):
-        return False
-    jobs.enqueue(job, *args)
-    return True
-
-
 def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
     """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
     quiet before reaching the next multiple of N; returns how many jobs were sent."""
@@ -364,8 +339,8 @@ def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
         done = extracted_upto(state)
         lost = answered >= done + every and state.updated_at <= lost_since
         due = lost or (answered > done and state.updated_at <= quiet_since)
-        if state.temporary or not due or job_running(rt, extract_lock(session_id)):
+        if state.temporary or not due or job_running(rt.locks, extract_lock(session_id)):
             continue
-        if resend(rt, jobs, f"{EXTRACT_MEMORY}:{session_id}", EXTRACT_MEMORY, *ids, answered):
+        if resend(rt.redis, jobs, f"{EXTRACT_MEMORY}:{session_id}", EXTRACT_MEMORY, *ids, answered):
             sent += 1
     return sent

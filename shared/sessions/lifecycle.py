@@ -22,6 +22,7 @@ from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound, StorageError
 from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
+from shared.sessions.turn_lock import hold_turn_lock
 from shared.storage import index, listing
 from shared.storage.filestore import copy_tree, remove_tree
 from shared.storage.orm import SessionRow
@@ -128,7 +129,7 @@ def clear_session(rt: Runtime, principal: Principal, session_id: str) -> Session
     refuse_in_trash(get_session(rt, principal, session_id))
     user_id = principal.user_id
     try:
-        with rt.locks.hold(f"turn:{session_id}", wait=CLEAR_WAIT, ttl=60):
+        with hold_turn_lock(rt, session_id, wait=CLEAR_WAIT):
             state, info = rt.store.rewrite(user_id, session_id, _cleared)
             remove_tree(rt.store.sidecar_dir(user_id, session_id))
     except Conflict as exc:

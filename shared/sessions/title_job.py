@@ -4,6 +4,12 @@ The job writes only if the title is still pending and not locked by a rename, ch
 the session file's lock in the same step as the write (`SessionStore.append_if`), so a rename
 made while the model is answering wins. Whatever happens, the job ends the pending state and
 pushes `session.title` with the title the session keeps.
+
+While it waits on the model the job holds the session's title lock, kept alive while its
+worker lives. The sweep (every SWEEP_SECONDS) sends the job again for a title pending
+LOST_AFTER whose lock nobody holds (a job lost with its worker, or never sent): such a
+title is named within about a minute of the worker's death (shared/storage/lost_jobs.py).
+A title still pending GIVE_UP_AFTER keeps its truncated title.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from shared.llm.client import LLMError
 from shared.sessions import service
 from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
 from shared.storage import events
+from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.storage.orm import SessionRow
 from shared.storage.session_store import SessionState
 
@@ -30,34 +37,40 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 
 log = logging.getLogger(__name__)
 EVENT = "session.title"
-STUCK_AFTER = timedelta(minutes=2)  # a title pending this long has its job sent again
-GIVE_UP_AFTER = timedelta(minutes=6)  # and this long keeps the truncated title
+GIVE_UP_AFTER = timedelta(minutes=6)  # a title pending this long keeps the truncated title
 SWEEP_BATCH = 100
 
 
 def generate_title(rt: Runtime, user_id: str, session_id: str) -> dict[str, Any]:
     """The worker's job: name a pending session from its opening exchange, or end the
     pending state with the truncated title. Idempotent: a session no longer pending (named,
-    renamed, given up on) is left alone."""
-    state, _ = rt.store.load(user_id, session_id)
-    if not state.title_pending or is_locked(state):
-        return {"written": False, "reason": "not pending"}
-    exchange = opening_exchange(state)
-    title, reason = None, None
-    if exchange is None:
-        reason = "the first reply has no text"
-    else:
-        try:
-            offering = catalog.offering_for(rt, "session_title")
-            completion = rt.llm.complete(offering, title_request(*exchange))
-            title = clean_reply(completion.content or "")
-            reason = None if title else "the model's reply held no title"
-        except (LLMError, catalog.NoModel) as exc:
-            reason = f"the model failed: {exc}"
-    if reason:
-        log.info("session %s keeps its truncated title: %s", session_id, reason)
-    written = finish(rt, user_id, session_id, title)
+    renamed, given up on) is left alone; a duplicate waits for the job that runs."""
+    with rt.locks.hold(
+        title_lock(session_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
+    ):
+        state, _ = rt.store.load(user_id, session_id)
+        if not state.title_pending or is_locked(state):
+            return {"written": False, "reason": "not pending"}
+        exchange = opening_exchange(state)
+        title, reason = None, None
+        if exchange is None:
+            reason = "the first reply has no text"
+        else:
+            try:
+                offering = catalog.offering_for(rt, "session_title")
+                completion = rt.llm.complete(offering, title_request(*exchange))
+                title = clean_reply(completion.content or "")
+                reason = None if title else "the model's reply held no title"
+            except (LLMError, catalog.NoModel) as exc:
+                reason = f"the model failed: {exc}"
+        if reason:
+            log.info("session %s keeps its truncated title: %s", session_id, reason)
+        written = finish(rt, user_id, session_id, title)
     return {"written": written, "title": title, "reason": reason}
+
+
+def title_lock(session_id: str) -> str:
+    return f"title:{session_id}"
 
 
 def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> bool:
@@ -98,8 +111,8 @@ def pending_since(state: SessionState) -> datetime:
 
 def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
     """Titles left pending by a lost job or a worker that died mid-call: the job is sent
-    again once the title has waited STUCK_AFTER, and the truncated title is kept (pending
-    ended without the model) once it has waited GIVE_UP_AFTER."""
+    again once the title has waited LOST_AFTER and no job holds its lock, and the truncated
+    title is kept (pending ended without the model) once it has waited GIVE_UP_AFTER."""
     now = utcnow()
     with rt.db.session() as db:
         candidates = db.execute(
@@ -107,7 +120,7 @@ def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
             .where(
                 SessionRow.title_pending == true(),
                 SessionRow.message_count > 0,
-                SessionRow.created_at < now - STUCK_AFTER,
+                SessionRow.created_at < now - LOST_AFTER,
             )
             .limit(SWEEP_BATCH)
         ).all()
@@ -120,9 +133,9 @@ def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
             waited = now - pending_since(state)
             if waited >= GIVE_UP_AFTER:
                 report["ended"] += finish(rt, user_id, session_id, None)
-            elif waited >= STUCK_AFTER:
-                jobs.enqueue(SESSION_TITLE, user_id, session_id)
-                report["resent"] += 1
+            elif waited >= LOST_AFTER and not job_running(rt.locks, title_lock(session_id)):
+                key = f"{SESSION_TITLE}:{session_id}"
+                report["resent"] += resend(rt.redis, jobs, key, SESSION_TITLE, user_id, session_id)
         except (NotFound, StorageError) as exc:
             log.warning("cannot sweep the pending title of %s: %s", session_id, exc)
     return report

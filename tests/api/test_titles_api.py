@@ -221,8 +221,14 @@ def test_the_sweep_resends_a_lost_job_then_gives_up_on_it(
     assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}  # too soon
 
     now = title_job.utcnow()
-    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(minutes=3))
+    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(seconds=45))
+    # A job that runs (its worker alive, renewing the title's lock) is not sent again.
+    lock = title_job.title_lock(session_id)
+    with chat.rt.locks.hold(lock, ttl=title_job.JOB_LOCK_TTL, keepalive=True):
+        assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}
+    # Its worker gone, the job is sent again within the minute, once per sweep window.
     assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 1, "ended": 0}
+    assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}
     assert sweeper.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]
     assert session(chat, session_id)["title_pending"] is True
 
