@@ -160,10 +160,10 @@ def stack(postgres_schema: str, tmp_path: Path) -> Iterator[Stack]:
             running.stop_all()
 
 
-def start_api(stack: Stack) -> tuple[Proc, str]:
+def start_api(stack: Stack, name: str = "gunicorn") -> tuple[Proc, str]:
     port = free_port()
     api = stack.start(
-        "gunicorn",
+        name,
         ["gunicorn", "-c", str(ROOT / "deploy" / "gunicorn.conf.py")],
         EONYX_BIND=f"127.0.0.1:{port}",
         WEB_CONCURRENCY="2",
