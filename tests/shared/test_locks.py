@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,19 @@ def test_a_holder_that_dies_lets_go_within_the_ttl(
         child.join(10)
     with locks.hold("job", wait=3):  # the Redis lock expires one ttl after the last renewal
         pass
+
+
+def test_a_released_lock_stops_its_renewal(backend: Backend) -> None:
+    """Every turn keeps its lock alive with a thread: the thread ends with the lock (else a
+    replica would gather one per turn), and the lock is free at once, not one TTL later."""
+    client = redis.Redis.from_url(backend.redis_url)
+    locks = RedisLocks(client)
+    with locks.hold("job", ttl=0.3, keepalive=True):
+        time.sleep(0.5)  # renewed every 0.1 s: alive past its TTL
+        assert client.pttl("eonyx:lock:job") > 0
+        assert [t for t in threading.enumerate() if t.name == "lock job"]
+    assert not [t for t in threading.enumerate() if t.name == "lock job"]
+    assert client.exists("eonyx:lock:job") == 0
+    with RedisLocks(client).hold("job", wait=0):
+        pass
+    client.close()
