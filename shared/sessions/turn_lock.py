@@ -9,8 +9,8 @@ unanswered, and a retry answers it. With file locks (no Redis) the kernel releas
 as soon as the holder dies.
 
 A holder stalled for longer than TTL (a stopped process, Redis unreachable for that long)
-loses the lock; a turn that then runs beside it appends its own records after the other's,
-each turn's messages whole (appends are atomic lines under the session file's lock).
+loses the lock: a turn that then runs beside it may interleave its records with the other's,
+each record whole (appends are atomic lines under the session file's own lock).
 """
 
 from __future__ import annotations
