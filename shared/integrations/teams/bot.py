@@ -45,9 +45,15 @@ def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
     """Check an incoming activity and queue its turn: the job id, or None when the activity
     needs no answer. Unauthorized (401) or InvalidInput (400) leave no trace."""
     channel = channel_of(rt)
-    claims = channel.verifier.claims(authorization)
+    token = channel.verifier.verify(authorization)
     activity = activities.parse(body)
-    auth.check_activity(claims, activity.service_url, activities.tenant_of(activity), rt.settings)
+    auth.check_activity(
+        token,
+        activity.service_url,
+        activities.channel_of(activity),
+        activities.tenant_of(activity),
+        rt.settings,
+    )
     inbound = activities.inbound_message(activity)
     if inbound is None:
         return None
