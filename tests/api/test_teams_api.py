@@ -38,7 +38,7 @@ from tests.fake_botframework import (
     fake_botframework,
     new_key,
 )
-from tests.fake_llm import FakeLLM, text
+from tests.fake_llm import FakeLLM, error, text
 
 __all__ = ["fake_botframework"]
 ENDPOINT = "/integrations/teams/messages"
@@ -278,6 +278,17 @@ def test_long_answers_are_split_to_fit_teams(teams: Teams) -> None:
 
 
 # --- users -----------------------------------------------------------------------------------
+
+
+def test_a_model_failure_is_told_without_the_providers_words(teams: Teams) -> None:
+    teams.llm.script(error(401, "Incorrect API key provided: sk-live-****7f3a"))
+    teams.say("hello?")
+    [reply] = teams.bf.wait_for_replies(1)
+    assert reply.text.startswith(
+        "Sorry, I could not answer that: model offering 'default' refused the request (HTTP 401)"
+    )
+    assert "sk-live" not in reply.text and "Incorrect API key" not in reply.text
+    assert teams.jobs.join()[0]["outcome"] == "failed"
 
 
 def test_an_unknown_teams_user_is_told_how_to_link(teams: Teams) -> None:
