@@ -111,11 +111,11 @@ def test_the_store_is_private_and_an_older_one_is_put_right_at_start(
     for path in [data, *data.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)
-    again = start_serve(*(), **served.env)
+    again = start_serve(**served.env)
     again.wait_url()
     lines = [line for line in again.output.splitlines() if FIXED_LINE in line]
-    assert len(lines) == 1, again.output
-    assert f"{FIXED_LINE} " in lines[0] and f"paths under {data}" in lines[0]
+    assert len(lines) == 1, again.output  # one line, from serve; its children found nothing
+    assert f"paths under {data}" in lines[0]
     assert open_paths(data) == []
     again.stop_with_ctrl_c()
 
