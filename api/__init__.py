@@ -14,7 +14,7 @@ from api import docs, health, jobs, teams
 from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.catalog import views as catalog_views
-from api.context import CSRF_HEADER, EXTENSION, SESSION_COOKIE
+from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi
@@ -44,7 +44,8 @@ SECURITY_SCHEMES = {
         "in": "cookie",
         "name": SESSION_COOKIE,
         "description": (
-            "A browser sign-in (POST /api/v1/auth/session). POST, PUT, PATCH and DELETE "
+            "A browser sign-in (POST /api/v1/auth/session); over https the cookie is named "
+            f"{SECURE_SESSION_COOKIE}. POST, PUT, PATCH and DELETE "
             f"requests authenticated by it must also send {CSRF_HEADER}: the csrf_token "
             "of the sign-in, or they are refused with 403 csrf_failed."
         ),

@@ -1,10 +1,10 @@
 """Request context: the runtime, the authenticated principal, and the auth decorators.
 
 A caller authenticates with `Authorization: Bearer <token>` or, from a browser, with the
-`eonyx_session` cookie set by `POST /auth/session`. A cookie rides along on requests other
-sites trigger, so a state-changing request authenticated by it must also carry the sign-in's
-CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer requests need
-nothing more, since no browser adds that header on its own.
+session cookie set by `POST /auth/session` (`session_cookie_name`). A cookie rides along on
+requests other sites trigger, so a state-changing request authenticated by it must also carry
+the sign-in's CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer
+requests need nothing more, since no browser adds that header on its own.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from shared.runtime import Runtime
 F = TypeVar("F", bound=Callable[..., Any])
 EXTENSION = "eonyx"  # the key of the app's Runtime in `app.extensions`
 SESSION_COOKIE = "eonyx_session"
+SECURE_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -42,6 +43,20 @@ def principal() -> Principal:
     return g.principal
 
 
+def session_cookie_name() -> str:
+    """`__Host-eonyx_session` over https: a browser keeps a `__Host-` cookie only when it is
+    Secure, has `Path=/` and no Domain, so a page on another port or subdomain of the host
+    cannot plant one (with `path=/api/v1`, say) to sign the victim in to the attacker's
+    account. Plain http (a server on localhost) keeps `eonyx_session`: browsers refuse
+    `__Host-` without Secure. Over https the plain name is ignored."""
+    return SECURE_SESSION_COOKIE if request.is_secure else SESSION_COOKIE
+
+
+def session_cookie() -> str:
+    """The session cookie's value on this request ("" without one)."""
+    return request.cookies.get(session_cookie_name(), "").strip()
+
+
 def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
     """The token the request authenticates with, and whether it is the session cookie's:
     `Authorization: Bearer <token>`, else `fallback_token` (for clients such as browsers'
@@ -51,7 +66,7 @@ def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
         return token.strip(), False
     if fallback_token and fallback_token.strip():
         return fallback_token.strip(), False
-    cookie = request.cookies.get(SESSION_COOKIE, "").strip()
+    cookie = session_cookie()
     return cookie, bool(cookie)
 
 

@@ -3,6 +3,10 @@
 A failure of something outside Eonyx (the model, Redis, the job queue) is logged as one line
 with its reason: the operator needs the reason, not a traceback of Eonyx's own code. Any other
 5xx is logged with its traceback.
+
+A model's failure is told in full to administrators only; anyone else gets its kind, status
+and the request id (`LLMError.public_message`), since the provider's error text may quote a
+key or describe an internal service an offering points at. The full text is in the log line.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask
+from flask import Flask, g, has_request_context
 from flask_limiter import RateLimitExceeded
 
 from api.extensions import error_payload
 from api.ratelimit import limit_message, retry_after_seconds
-from shared.core import errors
+from shared.accounts import Principal
+from shared.core import errors, observability
 from shared.core.settings import SettingsError
 from shared.llm.catalog import NoModel
 from shared.llm.client import LLMError
@@ -40,11 +45,32 @@ OUTAGES = (LLMError, NoModel, errors.Unavailable)  # one line each, no traceback
 
 def render_error(exc: errors.EonyxError) -> tuple[dict[str, Any], int]:
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
+    rid = _request_id()
+    extra = {"request_id": rid} if rid else None  # a streamed answer's error is logged late
     if isinstance(exc, OUTAGES):
-        log.warning("request failed (%s %s): %s", status, exc.code, exc.message)
+        log.warning("request failed (%s %s): %s", status, exc.code, exc.message, extra=extra)
     elif status >= 500:
-        log.error("request failed: %s", exc.message, exc_info=exc)
-    return error_payload(exc.code, exc.message), status
+        log.error("request failed: %s", exc.message, exc_info=exc, extra=extra)
+    return error_payload(exc.code, shown_message(exc, rid)), status
+
+
+def shown_message(exc: errors.EonyxError, request_id: str | None) -> str:
+    """The error's message as the caller may see it (a model's failure in full for admins)."""
+    if not isinstance(exc, LLMError):
+        return exc.message
+    caller: Principal | None = g.get("principal") if has_request_context() else None
+    if caller is not None and caller.is_admin:
+        return exc.message
+    return exc.public_message(request_id)
+
+
+def _request_id() -> str | None:
+    """This request's id. While a streamed answer is sent the view has returned, and only
+    `g` (kept by `stream_with_context`) still holds it."""
+    found = observability.current_request_id()
+    if found is None and has_request_context():
+        found = g.get("request_id")
+    return found
 
 
 def error_headers(exc: errors.EonyxError, status: int) -> dict[str, str]:

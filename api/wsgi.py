@@ -7,8 +7,10 @@ queue the API sends jobs to and hands it to the app factory.
 from api import create_app
 from shared.core import logs
 from shared.core.settings import load_settings
+from shared.storage import permissions
 from workers.queue import celery_jobs
 
 settings = load_settings()
+permissions.private_umask()  # what this process creates in the store is its owner's only
 logs.configure(settings)
 app = create_app(settings, jobs_queue=celery_jobs(settings))

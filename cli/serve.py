@@ -37,6 +37,7 @@ from cli.processes import Child, Supervised, describe_exit
 from shared import accounts
 from shared.core.settings import Settings, load_settings
 from shared.runtime import Runtime
+from shared.storage import permissions
 from shared.storage.embedded_redis import EmbeddedRedis
 
 GRACEFUL_SECONDS = 10  # running requests at Ctrl+C (the compose stack gives them 120 s)
@@ -73,7 +74,7 @@ class Stopped(Exception):
 def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
     """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
     settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    permissions.secure_store(settings)  # before anything is written; the children inherit it
     stop, force = threading.Event(), threading.Event()
     with _signals(stop, force), _listening(host, port) as listener:
         port = listener.getsockname()[1]

@@ -22,7 +22,7 @@ from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
 from shared.runtime import Runtime
-from shared.storage import index
+from shared.storage import index, permissions
 from shared.storage.db import Database
 
 SCHEMA_POLL_SECONDS = 2.0
@@ -47,7 +47,7 @@ def server_runtime() -> Iterator[Runtime]:
         f"data directory {settings.data_dir}, database {_redact(settings.database_url)}{source}",
         err=True,
     )
-    with Runtime.build(settings) as rt:
+    with permissions.private_files(), Runtime.build(settings) as rt:
         rt.db.migrate()
         try:
             yield rt
@@ -63,6 +63,7 @@ def worker(beat: bool, concurrency: int | None) -> None:
     from workers.app import create_celery
 
     settings = load_settings()
+    permissions.secure_store(settings)  # the worker's pool and its beat inherit the umask
     try:
         app = create_celery(settings)
     except RuntimeError as exc:
@@ -178,7 +179,10 @@ def db() -> None:
 
 @db.command("upgrade")
 def db_upgrade() -> None:
-    """Apply the migrations (safe to run on every start)."""
+    """Apply the migrations (safe to run on every start). The store's modes are put right
+    too: the compose stack's API runs this before gunicorn."""
+    with permissions.private_files():
+        permissions.secure_store(server_settings()[0])
     with server_runtime() as rt:
         click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
 

@@ -23,6 +23,7 @@ from shared.memory.tools import register_memory_tools
 from shared.storage.db import Database
 from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.locks import FileLocks, Locks, RedisLocks
+from shared.storage.permissions import make_private_dirs
 from shared.storage.session_store import SessionStore
 from shared.storage.throttle import Throttle
 
@@ -55,7 +56,7 @@ class Runtime:
     ) -> Runtime:
         """`redis_url`: pass it when the caller resolved it already (the worker did, for its
         broker); otherwise it is resolved here."""
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(settings.data_dir)
         redis_url = redis_url or resolve_redis_url(settings)
         client = redis.Redis.from_url(redis_url) if redis_url else None
         locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")

@@ -7,7 +7,8 @@
         replies = fake_botframework.wait_for_posts(1)
 
 It serves what a bot talks to: the OpenID metadata document (`/openid`), its JWKS (`/keys`,
-with RSA keys the tests generate; `publish()` adds one, as a key rotation would), the
+with RSA keys the tests generate, each endorsing the channel `msteams` unless `publish()` was
+told otherwise; `publish()` adds one, as a key rotation would), the
 client-credentials token endpoint (`/token`), and the connector
 (`/v3/conversations/<id>/activities[/<activity id>]`), which records every post. Connector
 failures are scripted with `fail_next(status, headers)`, served in order, once each, to the
@@ -40,6 +41,7 @@ ISSUER = "https://api.botframework.com"
 APP_ID = "6a1c3f0e-5b7d-4c2a-9e8f-0123456789ab"
 APP_PASSWORD = "bot-secret"
 USER_AAD_ID = "9f3b2c1d-0000-4a5b-8c7d-112233445566"
+ENDORSED = ("msteams",)  # the channels a published key endorses by default
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class FakeBotFramework:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.keys: dict[str, rsa.RSAPrivateKey] = {}  # published: kid -> private key
+        # kid -> the channels it endorses (None: a key without the field)
+        self.endorsements: dict[str, tuple[str, ...] | None] = {}
         self.kid = self.publish(first_key())
         self.posts: list[Post] = []
         self.connector_attempts: list[tuple[str, float]] = []  # (path, time) of every post
@@ -124,11 +128,15 @@ class FakeBotFramework:
 
     # --- keys and tokens -----------------------------------------------------------------
 
-    def publish(self, key: rsa.RSAPrivateKey | None = None) -> str:
-        """Add a signing key to the JWKS; returns its kid."""
+    def publish(
+        self, key: rsa.RSAPrivateKey | None = None, endorsements: tuple[str, ...] | None = ENDORSED
+    ) -> str:
+        """Add a signing key to the JWKS, endorsing `endorsements` (None: a key without the
+        field); returns its kid."""
         kid = secrets.token_hex(8)
         with self._lock:
             self.keys[kid] = key or new_key()
+            self.endorsements[kid] = endorsements
         return kid
 
     def sign(
@@ -233,7 +241,8 @@ class FakeBotFramework:
                 self.jwks_fetches += 1
                 keys = [
                     RSAAlgorithm.to_jwk(k.public_key(), as_dict=True)
-                    | {"kid": kid, "use": "sig", "endorsements": ["msteams"]}
+                    | {"kid": kid, "use": "sig"}
+                    | _endorsing(self.endorsements[kid])
                     for kid, k in self.keys.items()
                 ]
             return _json({"keys": keys})
@@ -266,6 +275,10 @@ class FakeBotFramework:
         with self._lock:
             self.posts.append(post)
         return _json({"id": uuid.uuid4().hex})
+
+
+def _endorsing(endorsements: tuple[str, ...] | None) -> dict[str, Any]:
+    return {} if endorsements is None else {"endorsements": list(endorsements)}
 
 
 def _json(data: Any, status: int = 200) -> Response:

@@ -51,7 +51,7 @@ from celery.signals import (
 from shared.core import jobs, logs, tracing
 from shared.core.settings import Settings
 from shared.runtime import Runtime
-from shared.storage import heartbeats
+from shared.storage import heartbeats, permissions
 from shared.storage.embedded_redis import resolve_redis_url
 from shared.storage.lost_jobs import SWEEP_SECONDS
 
@@ -165,6 +165,7 @@ def _start_beat_heartbeat(sender: object = None, **_: object) -> None:
     standalone beat removes its heartbeat at exit; an embedded one lets it expire."""
     app = getattr(sender, "app", None)  # the sender is the beat Service
     if isinstance(app, EonyxCelery):
+        permissions.secure_store(app.settings)  # a standalone beat writes its schedule file
         app.start_heartbeat(heartbeats.BEAT, f"{socket.gethostname()}:{os.getpid()}")
         atexit.register(app.stop_heartbeat)
 

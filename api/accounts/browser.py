@@ -1,10 +1,12 @@
 """Browser sign-in: a session cookie instead of a bearer token.
 
-`POST /auth/session` checks the password (throttled like `POST /auth/login`) and sets
-`eonyx_session`: HttpOnly (page scripts never see it), SameSite=Strict (other sites' requests
-do not carry it), Secure when the request came over https. The body carries the CSRF token
-that state-changing requests send back in `X-CSRF-Token`; a reloaded page gets it again from
-`GET /auth/session`. Behind the cookie is a revocable `browser` token (see shared/accounts).
+`POST /auth/session` checks the password (throttled like `POST /auth/login`) and sets the
+session cookie: HttpOnly (page scripts never see it), SameSite=Strict (other sites' requests
+do not carry it), Path=/ and no Domain; over https it is Secure and named
+`__Host-eonyx_session`, which no other origin of the host can set (api/context.py). The body
+carries the CSRF token that state-changing requests send back in `X-CSRF-Token`; a reloaded
+page gets it again from `GET /auth/session`. Behind the cookie is a revocable `browser` token
+(see shared/accounts).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from flask import Response, after_this_request, request
 from flask.views import MethodView
 
 from api.accounts.schemas import LoginSchema
-from api.context import SESSION_COOKIE, check_csrf, runtime
+from api.context import check_csrf, runtime, session_cookie, session_cookie_name
 from api.extensions import Blueprint
 from shared import accounts
 from shared.accounts import Principal
@@ -55,7 +57,7 @@ class BrowserSession(MethodView):
         rt = runtime()
         ttl = timedelta(hours=rt.settings.web_session_ttl_hours)
         address = request.remote_addr or "unknown"
-        previous = _signed_in(request.cookies.get(SESSION_COOKIE, ""))
+        previous = _signed_in(session_cookie())
         with rt.db.session() as db:
             row, token = accounts.attempt_login(
                 db, rt.throttle, address, body["username"], body["password"], ttl, accounts.BROWSER
@@ -71,7 +73,7 @@ class BrowserSession(MethodView):
     @blp.doc(security=[{"cookieAuth": []}])
     def get(self) -> dict[str, Any]:
         """The signed-in user and the CSRF token, while the cookie is valid (401 otherwise)."""
-        token = request.cookies.get(SESSION_COOKIE, "")
+        token = session_cookie()
         found = _signed_in(token)
         if found is None:
             raise Unauthorized("not signed in, or the sign-in has ended", code="not_signed_in")
@@ -83,7 +85,7 @@ class BrowserSession(MethodView):
     def delete(self) -> None:
         """Sign out: the sign-in is revoked on the server and the cookie cleared. Needs the
         X-CSRF-Token of a valid sign-in; without a valid one there is only a cookie to clear."""
-        token = request.cookies.get(SESSION_COOKIE, "")
+        token = session_cookie()
         found = _signed_in(token)
         if found is not None:
             check_csrf(token)
@@ -105,17 +107,15 @@ def _signed_in(token: str) -> Principal | None:
 
 def _set_cookie(token: str, ttl: timedelta | None) -> None:
     """Set the cookie on this request's response (`ttl` None: clear it)."""
-    secure = request.is_secure
+    secure, name = request.is_secure, session_cookie_name()
 
     @after_this_request
     def cookie(response: Response) -> Response:
         if ttl is None:
-            response.delete_cookie(
-                SESSION_COOKIE, path="/", secure=secure, httponly=True, samesite="Strict"
-            )
+            response.delete_cookie(name, path="/", secure=secure, httponly=True, samesite="Strict")
         else:
             response.set_cookie(
-                SESSION_COOKIE,
+                name,
                 token,
                 max_age=int(ttl.total_seconds()),
                 path="/",

@@ -8,6 +8,7 @@ from shared.llm.catalog import (
     API_KEY_ENV_PATTERN,
     API_KEY_ENV_RULE,
     BASE_URL_PATTERN,
+    BASE_URL_RULE,
     OFFERING_ID_RE,
     OFFERING_ID_RULE,
     ROLES,
@@ -47,7 +48,7 @@ class NewOfferingSchema(StrictSchema):
         required=True,
         validate=Length(min=1, max=500),
         pattern=BASE_URL_PATTERN,
-        pattern_error="base_url must be an http(s) URL with a host",
+        pattern_error=BASE_URL_RULE,
     )
     model = Line(required=True, validate=Length(min=1, max=200), pattern=NON_BLANK_LINE_PATTERN)
     api_key_env = Line(

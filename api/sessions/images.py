@@ -10,6 +10,9 @@ from api.context import login_required, principal, runtime
 from shared.sessions import images
 
 blp = Blueprint("images", __name__, description="Images in messages")
+# An image opened on its own (an SVG, say) may run nothing, load nothing and not be framed:
+# stricter than the app-wide policy (api/security.py), which leaves this one in place.
+IMAGE_POLICY = "default-src 'none'; frame-ancestors 'none'; sandbox"
 
 
 @blp.route("/sessions/<session_id:session_id>/images/<image_name:name>")
@@ -26,5 +29,5 @@ class SessionImage(MethodView):
         response.make_conditional(request)
         response.headers["Cache-Control"] = "private, max-age=31536000, immutable"
         response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response.headers["Content-Security-Policy"] = IMAGE_POLICY
         return response

@@ -147,6 +147,17 @@ def _url(env: Mapping[str, str], name: str) -> str | None:
     return raw.rstrip("/") or None
 
 
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
+    """A model's base URL: the client appends /chat/completions, so a query string or a
+    fragment would end up before it."""
+    url = _url(env, name)
+    if url and ("?" in url or "#" in url):
+        raise SettingsError(
+            f"{name} must be an http(s) URL without a query string or fragment, got {url!r}"
+        )
+    return url
+
+
 def _url_or_default(env: Mapping[str, str], name: str, default: str) -> str:
     return _url(env, name) or default
 
@@ -239,7 +250,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
         "empty_session_grace_seconds",
         lambda env, name, default: _int(env, name, default, minimum=0),
     ),
-    "EONYX_LLM_BASE_URL": ("llm_base_url", lambda env, name, _default: _url(env, name)),
+    "EONYX_LLM_BASE_URL": ("llm_base_url", lambda env, name, _default: _base_url(env, name)),
     "EONYX_LLM_MODEL": ("llm_model", _text),
     "EONYX_LLM_CONTEXT_WINDOW": ("llm_context_window", _optional_int),
     "EONYX_LLM_API_KEY": ("llm_api_key", _text),

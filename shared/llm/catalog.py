@@ -55,12 +55,17 @@ API_KEY_ENV_RULE = (
     f"digits and '_'), or {DEFAULT_KEY_ENV}"
 )
 _URL_TEXT = text.SINGLE_LINE_CLASS
-# scheme://[userinfo@]host[:port][/path?query#fragment]: a host name or IPv4 address
+# scheme://[userinfo@]host[:port][/path]: a host name or IPv4 address. No query string or
+# fragment: the client appends /chat/completions to the URL, which would put them before it.
 BASE_URL_PATTERN = (
     rf"^https?://(?:[^\s/?#@\[\]{_URL_TEXT}]*@)?[^\s/?#@:\[\]{_URL_TEXT}]+(?::[0-9]{{1,5}})?"
-    rf"(?:[/?#][^\s{_URL_TEXT}]*)?$"
+    rf"(?:/[^\s?#{_URL_TEXT}]*)?$"
 )
 BASE_URL_RE = re.compile(BASE_URL_PATTERN)
+BASE_URL_RULE = (
+    "base_url must be an http(s) URL with a host and at most a path, such as https://host/v1 "
+    "(no query string or fragment: /chat/completions is appended to it)"
+)
 
 
 class NoModel(EonyxError):
@@ -110,7 +115,7 @@ def redact_url(url: str) -> str:
 
 
 def check_base_url(base_url: str) -> str:
-    """An http(s) URL with a host, or InvalidInput."""
+    """An http(s) URL with a host and at most a path, or InvalidInput."""
     text.check(base_url, "base_url", single_line=True)
     try:
         parts = urlsplit(base_url)
@@ -118,7 +123,7 @@ def check_base_url(base_url: str) -> str:
     except ValueError as exc:
         raise InvalidInput(f"base_url is not a URL: {exc}") from None
     if not BASE_URL_RE.fullmatch(base_url) or not parts.hostname:
-        raise InvalidInput("base_url must be an http(s) URL with a host, such as https://host/v1")
+        raise InvalidInput(BASE_URL_RULE, code="invalid_base_url")
     return base_url
 
 

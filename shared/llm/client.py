@@ -26,6 +26,8 @@ LLMError                  a model call failed; `.offering_id` says which offerin
 
 Each carries `.status` (the last HTTP status, if any), `.provider_message` (the provider's own
 error text, if any), `.attempts`, and for a stream that broke, `.partial` (what had arrived).
+The message holds all of that, for the log and for administrators; `public_message()` is what
+anyone else may see (see there).
 """
 
 from __future__ import annotations
@@ -103,6 +105,18 @@ class LLMError(EonyxError):
         self.retry_after = retry_after
         self.partial = partial
 
+    def public_message(self, request_id: str | None = None) -> str:
+        """The failure as a user who is not an administrator may see it: its kind and HTTP
+        status, never the provider's error text (it may quote part of a key, or come from an
+        internal service an offering points at), the offering's address or the exception's
+        detail. Those are in `message`, which goes to the log under `request_id`."""
+        said = f"model offering {self.offering_id!r} {PUBLIC_REASONS.get(self.code, 'failed')}"
+        if self.status:
+            said += f" (HTTP {self.status})"
+        if request_id:
+            said += f"; an administrator finds the details in the log (request id {request_id})"
+        return said
+
 
 class LLMTimeout(LLMError):
     code = "llm_timeout"
@@ -122,6 +136,16 @@ class LLMRejected(LLMError):
 
 class LLMInvalidResponse(LLMError):
     code = "llm_invalid_response"
+
+
+PUBLIC_REASONS = {
+    LLMError.code: "could not be used",
+    LLMTimeout.code: "did not answer in time",
+    LLMUnavailable.code: "is unavailable",
+    LLMRateLimited.code: "is busy (rate limited); try again later",
+    LLMRejected.code: "refused the request",
+    LLMInvalidResponse.code: "sent an answer that could not be read",
+}
 
 
 # -- where a model lives ------------------------------------------------------------------

@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
+from shared.core import observability
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import CURATE_MEMORY, JobQueue
@@ -289,7 +290,11 @@ def _curate(rt: Runtime, user_id: str, turn: Turn) -> Outcome:
         completion = rt.llm.complete(offering, curation_request(before.entries, turn, before.limit))
     except (LLMError, catalog.NoModel) as exc:
         log.warning("curation failed for user %s: %s", user_id, exc.message)
-        return Outcome("failed", f"the model failed: {exc.message}")
+        # The like's detail is shown to its user: never the provider's text (api/errors.py).
+        said = exc.message
+        if isinstance(exc, LLMError):
+            said = exc.public_message(observability.current_request_id())
+        return Outcome("failed", f"the model failed: {said}")
     operations = parse_operations(completion.content)
     if operations is None:
         return Outcome("failed", "the model's answer was not a JSON list of operations")

@@ -7,6 +7,7 @@ Alembic migrations in shared/storage/migrations; `migrate()` brings a database t
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -104,6 +105,7 @@ def make_engine(url: str) -> Engine:
         path = make_url(url).database
         gate = None
         if path and path != ":memory:" and not path.startswith("file:"):
+            _create_private(path)
             gate = WriterGate(path)  # writers queue instead of polling (sqlite_writers.py)
             connect_args["factory"] = gated_connection(gate)
         engine = create_engine(url, connect_args=connect_args)
@@ -120,6 +122,16 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def _create_private(path: str) -> None:
+    """Create the database file 0600 before SQLite does (it would make it 0644 less the
+    umask): it holds password hashes and every message's text. SQLite gives the WAL and SHM
+    files the database file's mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    except OSError:
+        pass  # SQLite says what is wrong when it opens the file
 
 
 class Database:

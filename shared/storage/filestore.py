@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.core.errors import InvalidInput, StorageError
+from shared.storage.permissions import make_private_dirs
 
 log = logging.getLogger(__name__)
 _TAIL_CHUNK = 64 * 1024
@@ -219,7 +220,7 @@ def backup_file(path: Path, backups_dir: Path) -> Path | None:
     """Copy `path` to `backups_dir/<name>.<timestamp>` (durably); None when there is no file."""
     if not path.exists():
         return None
-    backups_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(backups_dir)
     target = backups_dir / f"{path.name}.{timestamp()}"
     try:
         atomic_write(target, path.read_bytes())

@@ -1,5 +1,6 @@
-"""Browser sign-in: the eonyx_session cookie (HttpOnly, SameSite=Strict, Secure over https),
-its CSRF token, revocation on sign-out, and bearer tokens left as they were."""
+"""Browser sign-in: the eonyx_session cookie (HttpOnly, SameSite=Strict, Path=/; over https
+Secure and named __Host-eonyx_session), its CSRF token, revocation on sign-out, and bearer
+tokens left as they were."""
 
 from __future__ import annotations
 
@@ -59,9 +60,51 @@ def test_sign_in_sets_an_httponly_strict_cookie_and_returns_the_user_and_csrf_to
     assert me.status_code == 200 and me.get_json()["username"] == "alice"
 
 
-def test_sign_in_over_https_marks_the_cookie_secure(client: FlaskClient, alice: Account) -> None:
-    response = sign_in(client, base_url="https://eonyx.example")
-    assert "Secure" in [part.strip() for part in cookie_header(response).split(";")]
+HTTPS = "https://eonyx.example"
+HOST_COOKIE = "__Host-eonyx_session"
+
+
+def test_over_https_the_cookie_is_a_host_cookie(client: FlaskClient, alice: Account) -> None:
+    """`__Host-`: Secure, Path=/ and no Domain, which browsers require of that prefix, so no
+    other origin of the host can set one. Over plain http (above) the name stays plain."""
+    response = sign_in(client, base_url=HTTPS)
+    assert response.status_code == 200
+    [header] = response.headers.getlist("Set-Cookie")
+    attributes = [part.strip() for part in header.split(";")]
+    assert attributes[0].startswith(HOST_COOKIE + "=")
+    assert {"Secure", "HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
+    assert not [a for a in attributes if a.lower().startswith("domain")]
+    csrf = response.get_json()["csrf_token"]
+    assert client.get(f"{API}/users/me", base_url=HTTPS).get_json()["username"] == "alice"
+    made = client.post(f"{API}/sessions", json={}, headers={"X-CSRF-Token": csrf}, base_url=HTTPS)
+    assert made.status_code == 201 and made.get_json()["source"] == "web"
+
+    signed_out = client.delete(
+        f"{API}/auth/session", headers={"X-CSRF-Token": csrf}, base_url=HTTPS
+    )
+    assert signed_out.status_code == 204
+    [cleared] = signed_out.headers.getlist("Set-Cookie")
+    assert cleared.startswith(HOST_COOKIE + "=;") and "Max-Age=0" in cleared
+    assert client.get(f"{API}/users/me", base_url=HTTPS).status_code == 401
+
+
+def test_over_https_a_cookie_tossed_without_the_prefix_signs_nobody_in(
+    client: FlaskClient, alice: Account, rt: Runtime
+) -> None:
+    """A page on another port of the host can set `eonyx_session` (cookies ignore ports),
+    even with `path=/api/v1` so it goes first: over https it is not the session cookie, so
+    the victim is not signed in to the attacker's account, and their own sign-in wins."""
+    create_account(rt, "mallory")
+    attacker = client.application.test_client()
+    sign_in(attacker, username="mallory", password="correct horse", base_url=HTTPS)
+    planted = attacker.get_cookie(HOST_COOKIE, domain="eonyx.example")
+    assert planted is not None
+    victim = client.application.test_client()
+    victim.set_cookie(COOKIE, planted.value, domain="eonyx.example", path="/api/v1")
+    assert victim.get(f"{API}/users/me", base_url=HTTPS).status_code == 401
+    assert victim.get(f"{API}/auth/session", base_url=HTTPS).status_code == 401
+    sign_in(victim, base_url=HTTPS)
+    assert victim.get(f"{API}/users/me", base_url=HTTPS).get_json()["username"] == "alice"
 
 
 def test_a_wrong_password_is_a_401_a_page_can_show_and_sets_no_cookie(

@@ -155,8 +155,16 @@ def test_another_users_session_is_not_found(facade: Facade) -> None:
 
 
 def test_a_model_failure_is_an_openai_error(facade: Facade) -> None:
-    facade.llm.script(error(500, "the model fell over"))
+    facade.llm.script(error(500, "the model fell over at 10.0.3.7"))
     with pytest.raises(openai.APIStatusError) as exc:
-        facade.client().chat.completions.create(model="default", messages=[user("hi")])
+        facade.client().chat.completions.create(
+            model="default", messages=[user("hi")], extra_headers={"X-Request-Id": "req-1"}
+        )
     assert exc.value.status_code == 502
-    assert _error_of(exc.value)["type"] == "server_error"
+    found = _error_of(exc.value)
+    assert found["type"] == "server_error" and found["code"] == "llm_unavailable"
+    # not an admin: the kind of failure and the request id, never the provider's own words
+    assert found["message"] == (
+        "model offering 'default' is unavailable (HTTP 500); an administrator finds the "
+        "details in the log (request id req-1)"
+    )

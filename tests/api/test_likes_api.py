@@ -175,7 +175,8 @@ def test_the_like_status_is_listed_with_the_messages_after_a_reload(chat: Chat) 
 @pytest.mark.parametrize(
     "answer, why",
     [
-        (error(500, "down"), "model failed"),
+        # what the like shows its user: the kind of failure, not the provider's words
+        (error(500, "down at 10.0.3.7"), "model failed: model offering 'default' is unavailable"),
         (text("Sure, I will remember pnpm."), "not a JSON list"),
         (operations({"action": "remove", "old_text": "yarn"}), "no entry contains"),
         (operations({"action": "add", "content": f"Deploys to {SECRET}"}), "safety filter"),
@@ -200,6 +201,7 @@ def test_a_failing_curation_shows_failed_and_changes_nothing(
     assert memory_bytes(chat, "agent") == before
     listed = {m["id"]: m.get("like") for m in messages(chat, session_id)}
     assert listed[answer_id]["status"] == "failed" and why in listed[answer_id]["detail"]
+    assert "10.0.3.7" not in listed[answer_id]["detail"]
     assert [e["status"] for e in seen if e["type"] == "like.updated"] == ["failed"]
     assert not [e for e in seen if e["type"] == "memory.updated"]
     assert run_job(chat, session_id, user_id).status == "skipped"  # retried job: nothing

@@ -38,7 +38,7 @@ from tests.fake_botframework import (
     fake_botframework,
     new_key,
 )
-from tests.fake_llm import FakeLLM, text
+from tests.fake_llm import FakeLLM, error, text
 
 __all__ = ["fake_botframework"]
 ENDPOINT = "/integrations/teams/messages"
@@ -280,6 +280,17 @@ def test_long_answers_are_split_to_fit_teams(teams: Teams) -> None:
 # --- users -----------------------------------------------------------------------------------
 
 
+def test_a_model_failure_is_told_without_the_providers_words(teams: Teams) -> None:
+    teams.llm.script(error(401, "Incorrect API key provided: sk-live-****7f3a"))
+    teams.say("hello?")
+    [reply] = teams.bf.wait_for_replies(1)
+    assert reply.text.startswith(
+        "Sorry, I could not answer that: model offering 'default' refused the request (HTTP 401)"
+    )
+    assert "sk-live" not in reply.text and "Incorrect API key" not in reply.text
+    assert teams.jobs.join()[0]["outcome"] == "failed"
+
+
 def test_an_unknown_teams_user_is_told_how_to_link(teams: Teams) -> None:
     stranger = "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"
     teams.say("hello", aad_object_id=stranger)
@@ -401,6 +412,36 @@ def test_a_rotated_signing_key_is_fetched_when_first_seen(teams: Teams) -> None:
     assert teams.bf.jwks_fetches == 2
     teams.say("cached again")
     assert teams.bf.jwks_fetches == 2
+
+
+@pytest.mark.parametrize(
+    ("endorsements", "channel", "status"),
+    [
+        (("msteams",), "msteams", 202),
+        (("msteams", "webchat"), "msteams:COPILOT", 202),  # a sub-channel of Teams
+        (None, "msteams", 202),  # a key listing no endorsements: not checked (as the SDKs)
+        (("webchat",), "msteams", 401),  # a key issued for another channel
+        (("msteams",), "webchat", 401),  # an activity claiming another channel
+        (("msteams",), None, 401),  # one claiming none
+    ],
+    ids=["endorsed", "sub-channel", "no endorsements", "other key", "other channel", "none"],
+)
+def test_the_signing_key_must_endorse_the_activitys_channel(
+    teams: Teams, endorsements: tuple[str, ...] | None, channel: str | None, status: int
+) -> None:
+    """As the Bot Framework's own authentication: a key's JWKS entry lists the channels it
+    signs for, and the activity's channelId must be one of them."""
+    kid = teams.bf.publish(endorsements=endorsements)  # before the first fetch of the keys
+    activity = teams.bf.activity("hello", channelId=channel)
+    response = teams.post(activity, token=teams.bf.sign(kid=kid))
+    assert response.status_code == status, response.get_data(as_text=True)
+    if status == 202:
+        assert teams.jobs.join()[0]["outcome"] == "answered"
+        assert [p.text for p in teams.bf.wait_for_replies(1)] == ["hello"]  # the model echoes
+    else:
+        error = response.get_json()["error"]
+        assert error["code"] == "invalid_token" and "endorse" in error["message"]
+        teams.nothing_saved()
 
 
 def test_activities_without_a_message_are_acknowledged_without_a_turn(teams: Teams) -> None:

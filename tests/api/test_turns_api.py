@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from shared.core import sse
+from shared.core import logs, sse
 from shared.llm.tools import Tool
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
@@ -133,7 +133,8 @@ def test_a_model_error_is_502_the_user_message_stays_and_a_retry_answers(chat: C
     response = chat.turn(session_id, content="a question")
     assert response.status_code == 502
     error_body = response.get_json()["error"]
-    assert "default" in error_body["message"] and "maximum context length" in error_body["message"]
+    assert error_body["code"] == "llm_rejected"
+    assert "'default' refused the request (HTTP 400)" in error_body["message"]
     assert len(chat.llm.requests) == 1  # a 400 is not retried
     assert chat.transcript(session_id) == [("user", "a question")]
 
@@ -142,6 +143,46 @@ def test_a_model_error_is_502_the_user_message_stays_and_a_retry_answers(chat: C
     assert retried.status_code == 200
     assert chat.transcript(session_id) == [("user", "a question"), ("assistant", "an answer")]
     assert chat.turn(session_id, retry=True).status_code == 409
+
+
+# What a provider may put in an error body: part of a key, an internal address.
+PROVIDER_TEXT = "Incorrect API key provided: sk-live-****7f3a (gateway 10.0.3.7:8443)"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_model_error_body_is_shown_to_admins_only(
+    make_chat: Callable[..., Chat], caplog: pytest.LogCaptureFixture, stream: bool
+) -> None:
+    """A user gets the kind of failure and the request id to quote; an admin gets the
+    provider's own words; the log has them at warning level under that request id."""
+    chat = make_chat(LLM_MAX_RETRIES="0")
+    admin = create_account(chat.rt, "root", admin=True)
+    caplog.handler.addFilter(logs.ContextFilter())  # the request id, as every log handler has
+    shown = {}
+    for who in (chat.user, admin):
+        session_id = chat.client.post(f"{API}/sessions", json={}, headers=who.headers).get_json()
+        chat.llm.script(error(401, PROVIDER_TEXT))
+        with caplog.at_level(logging.WARNING):
+            response = chat.client.post(
+                f"{API}/sessions/{session_id['id']}/turns",
+                json={"content": "hello", "stream": stream},
+                headers={**who.headers, "X-Request-Id": f"req-{who.username}"},
+            )
+        assert response.status_code == 502 and response.mimetype == "application/json"
+        assert response.headers["X-Request-Id"] == f"req-{who.username}"
+        assert response.get_json()["error"]["code"] == "llm_rejected"
+        shown[who.username] = response.get_json()["error"]["message"]
+    user_sees = shown[chat.user.username]
+    assert PROVIDER_TEXT not in user_sees and "10.0.3.7" not in user_sees
+    assert user_sees == (
+        "model offering 'default' refused the request (HTTP 401); an administrator finds the "
+        f"details in the log (request id req-{chat.user.username})"
+    )
+    assert PROVIDER_TEXT in shown["root"]
+    failed = [r for r in caplog.records if "request failed" in r.getMessage()]
+    logged = {getattr(r, "request_id", None): r for r in failed}
+    user_line = logged[f"req-{chat.user.username}"]
+    assert user_line.levelno == logging.WARNING and PROVIDER_TEXT in user_line.getMessage()
 
 
 def test_a_500_then_success_is_retried(chat: Chat) -> None:
@@ -167,7 +208,7 @@ def test_a_timeout_is_502_naming_the_offering(make_chat: Callable[..., Chat]) ->
     response = chat.turn(session_id, content="hello")
     assert response.status_code == 502
     message = response.get_json()["error"]["message"]
-    assert "default" in message and "timed out" in message
+    assert "'default' did not answer in time" in message
     assert chat.transcript(session_id) == [("user", "hello")]
 
 
@@ -230,7 +271,10 @@ def test_a_model_dying_mid_stream_leaves_a_consistent_session(chat: Chat) -> Non
     chat.llm.script(broken_stream("This answer will never finish", after=2))
     events = sse_events(chat.turn(session_id, content="go", stream=True))
     name, data = events[-1]
-    assert name == "error" and data["status"] == 502 and "ended early" in data["error"]["message"]
+    assert name == "error" and data["status"] == 502
+    assert data["error"]["code"] == "llm_unavailable"  # the detail (ended early) is in the log
+    assert "'default' is unavailable" in data["error"]["message"]
+    assert "request id" in data["error"]["message"]
     assert chat.transcript(session_id) == [("user", "go")]
 
     chat.llm.script(text("Complete answer."))

@@ -10,7 +10,10 @@ import pytest
 from flask.testing import FlaskClient
 
 from api.security import CONTENT_SECURITY_POLICY
+from tests.api.conftest import Chat
+from tests.api.test_images_api import data_url, image
 from tests.conftest import Account
+from tests.fake_llm import text
 
 API = "/api/v1"
 EXPECTED_CSP = (
@@ -49,12 +52,35 @@ def test_every_response_carries_the_security_headers(
     assert response.headers["Content-Security-Policy"] == EXPECTED_CSP
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert response.headers["Referrer-Policy"] == "same-origin"
+    assert response.headers["X-Frame-Options"] == "DENY"  # for browsers without CSP 3
 
 
 def test_an_authenticated_answer_carries_them_too(client: FlaskClient, alice: Account) -> None:
     response = client.post(f"{API}/sessions", json={}, headers=alice.headers)
     assert response.status_code == 201
     assert response.headers["Content-Security-Policy"] == EXPECTED_CSP
+
+
+def test_an_image_keeps_its_own_stricter_policy(chat: Chat) -> None:
+    """An image opened on its own (an SVG could hold script) may run and load nothing: the
+    app-wide policy, which allows scripts from this origin, must not replace its own."""
+    session_id = chat.new_session()
+    chat.llm.script(text("A blue square."))
+    response = chat.turn(session_id, content=[{"type": "text", "text": "?"}, data_url(image())])
+    assert response.status_code == 200, response.get_json()
+    [name] = response.get_json()["user_message"]["images"]
+    served = chat.client.get(
+        f"{API}/sessions/{session_id}/images/{name}", headers=chat.user.headers
+    )
+    assert served.status_code == 200
+    assert served.headers.getlist("Content-Security-Policy") == [
+        "default-src 'none'; frame-ancestors 'none'; sandbox"
+    ]
+    assert served.headers["X-Frame-Options"] == "DENY"
+    assert served.headers["X-Content-Type-Options"] == "nosniff"
+    # every other answer of the same session still carries the app-wide policy
+    listing = chat.client.get(f"{API}/sessions/{session_id}/messages", headers=chat.user.headers)
+    assert listing.headers.getlist("Content-Security-Policy") == [EXPECTED_CSP]
 
 
 class _Refs(HTMLParser):

@@ -58,6 +58,8 @@ def test_values_are_read() -> None:
         ("REDIS_URL", "localhost:6379"),
         ("DATABASE_URL", "eonyx.db"),
         ("USER_MEMORY_EXTRACTION_EVERY_N_TURNS", "-1"),
+        ("EONYX_LLM_BASE_URL", "https://llm.example/v1?api-version=2"),  # before the path
+        ("EONYX_LLM_BASE_URL", "https://llm.example/v1#x"),
     ],
 )
 def test_an_invalid_value_names_the_variable(name: str, value: str) -> None:

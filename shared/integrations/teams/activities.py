@@ -44,6 +44,13 @@ def parse(body: bytes) -> Activity:
         raise InvalidInput(f"invalid activity: {exc}", code="invalid_activity") from None
 
 
+def channel_of(activity: Activity) -> str | None:
+    """The channel the activity names (`msteams`), without a sub-channel (`msteams:COPILOT`
+    is Teams too): what a signing key's endorsements list."""
+    channel = activity.channel_id
+    return channel.channel if channel else None
+
+
 def tenant_of(activity: Activity) -> str | None:
     """The Azure AD tenant the activity comes from (Teams puts it in two places)."""
     if activity.conversation is not None and activity.conversation.tenant_id:

@@ -5,7 +5,10 @@ verifies it (no JWT is parsed by hand here): RS256, signed by a key of the JWKS 
 OpenID metadata document names (cached; refetched when a token names an unknown key id),
 issued by that document's issuer, for this bot's app id, and not expired (with the clock skew
 Microsoft allows). The activity's serviceUrl must equal the token's `serviceurl` claim, so a
-reply only ever goes where the Bot Framework said it may.
+reply only ever goes where the Bot Framework said it may. And, as the Bot Framework's own
+authentication does, the activity's channelId must be one the signing key endorses: each key
+of its JWKS lists the channels it may sign for (`"endorsements": ["msteams", ...]`), so a key
+issued for another channel cannot vouch for a Teams message.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import jwt
@@ -35,6 +38,36 @@ def _invalid(message: str) -> Unauthorized:
     return Unauthorized(message, code="invalid_token")
 
 
+class VerifiedToken(NamedTuple):
+    """A token's verified claims, and the channels its signing key endorses (None when the
+    key lists none, as in the Bot Framework's SDKs, which then skip that check)."""
+
+    claims: dict[str, Any]
+    endorsements: frozenset[str] | None
+
+
+class EndorsedJWKClient(PyJWKClient):
+    """pyjwt's JWKS client, also keeping each key's `endorsements` (a Bot Framework field of
+    the JWK that pyjwt does not read) from every key set it fetches."""
+
+    def __init__(self, uri: str, **options: Any) -> None:
+        super().__init__(uri, **options)
+        self.endorsements: dict[str, frozenset[str]] = {}
+
+    def fetch_data(self) -> Any:
+        data = super().fetch_data()
+        found: dict[str, frozenset[str]] = {}
+        keys = data.get("keys") if isinstance(data, dict) else None
+        for key in keys if isinstance(keys, list) else ():
+            if not isinstance(key, dict) or not isinstance(key.get("kid"), str):
+                continue
+            listed = key.get("endorsements")
+            if isinstance(listed, list):
+                found[key["kid"]] = frozenset(e for e in listed if isinstance(e, str))
+        self.endorsements = found  # replaced whole: a reader sees one fetch's or the next's
+        return data
+
+
 class TokenVerifier:
     """Verifies Bot Framework tokens against the configured OpenID metadata. One per process:
     the metadata and the keys are cached across requests (thread-safe)."""
@@ -48,10 +81,10 @@ class TokenVerifier:
         self._lock = threading.Lock()
         self._metadata: dict[str, Any] | None = None
         self._metadata_at = 0.0
-        self._jwks: PyJWKClient | None = None
-        self._verified: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._jwks: EndorsedJWKClient | None = None
+        self._verified: OrderedDict[str, VerifiedToken] = OrderedDict()
 
-    def _load_metadata(self) -> tuple[str, PyJWKClient]:
+    def _load_metadata(self) -> tuple[str, EndorsedJWKClient]:
         """(issuer, JWKS client), from the metadata document fetched at most once a day."""
         with self._lock:
             stale = time.monotonic() - self._metadata_at > METADATA_TTL
@@ -68,7 +101,7 @@ class TokenVerifier:
                         f"the Bot Framework's OpenID metadata cannot be read ({exc})"
                     ) from exc
                 if self._jwks is None or self._jwks.uri != jwks_uri:
-                    self._jwks = PyJWKClient(
+                    self._jwks = EndorsedJWKClient(
                         jwks_uri,
                         lifespan=JWKS_TTL,
                         timeout=10,
@@ -79,8 +112,9 @@ class TokenVerifier:
             self._jwks.cooldown_duration = self.jwks_cooldown
             return self._metadata["issuer"], self._jwks
 
-    def claims(self, authorization: str | None) -> dict[str, Any]:
-        """The verified claims of `Authorization: Bearer <jwt>`, or Unauthorized.
+    def verify(self, authorization: str | None) -> VerifiedToken:
+        """The verified claims of `Authorization: Bearer <jwt>` and its key's endorsements,
+        or Unauthorized.
 
         The channel sends many activities with one token: a token verified before is taken
         from a small cache (the very same bytes, so the same signature) while it is unexpired.
@@ -93,16 +127,16 @@ class TokenVerifier:
             )
         with self._lock:
             cached = self._verified.get(token)
-        if cached is not None and cached["exp"] + CLOCK_SKEW > time.time():
+        if cached is not None and cached.claims["exp"] + CLOCK_SKEW > time.time():
             return cached
-        claims = self._verify(token)
+        verified = self._verify(token)
         with self._lock:
-            self._verified[token] = claims
+            self._verified[token] = verified
             while len(self._verified) > VERIFIED_CACHE:
                 self._verified.popitem(last=False)
-        return claims
+        return verified
 
-    def _verify(self, token: str) -> dict[str, Any]:
+    def _verify(self, token: str) -> VerifiedToken:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.DecodeError:
@@ -117,7 +151,7 @@ class TokenVerifier:
         except jwt.PyJWKClientError:
             raise _invalid("the token is signed with an unknown key") from None
         try:
-            return jwt.decode(
+            claims = jwt.decode(
                 token,
                 key.key,
                 algorithms=ALGORITHMS,
@@ -136,18 +170,28 @@ class TokenVerifier:
             raise _invalid("the token's signature does not verify") from None
         except jwt.InvalidTokenError as exc:
             raise _invalid(f"the token is invalid ({exc})") from None
+        return VerifiedToken(claims, jwks.endorsements.get(header["kid"]))
 
 
 def check_activity(
-    claims: dict[str, Any], service_url: str | None, tenant_id: str | None, settings: Settings
+    token: VerifiedToken,
+    service_url: str | None,
+    channel_id: str | None,
+    tenant_id: str | None,
+    settings: Settings,
 ) -> None:
     """The activity may be trusted as far as the token vouches for it: the same serviceUrl,
-    and (for a single-tenant bot) the configured tenant."""
+    a channel its signing key endorses, and (for a single-tenant bot) the configured tenant.
+    An activity naming no channel passes the SDKs' check; here it does not, when the key
+    endorses channels: a Teams activity always names `msteams`."""
+    claims = token.claims
     claimed = next((claims[name] for name in SERVICE_URL_CLAIMS if name in claims), None)
     if not isinstance(claimed, str) or not service_url:
         raise _invalid("the token or the activity names no serviceUrl")
     if claimed.rstrip("/") != service_url.rstrip("/"):
         raise _invalid("the activity's serviceUrl is not the one its token was issued for")
+    if token.endorsements is not None and channel_id not in token.endorsements:
+        raise _invalid(f"the token's signing key does not endorse the channel {channel_id!r}")
     wanted = settings.teams_tenant_id
     if wanted and (tenant_id or "").lower() != wanted.lower():
         raise Forbidden("this bot serves one tenant; the activity comes from another")

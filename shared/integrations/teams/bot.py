@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from shared.accounts import Principal
 from shared.chat import turns
+from shared.core import observability
 from shared.core.errors import EonyxError, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import TEAMS_TURN
 from shared.core.messages import content_text
@@ -22,6 +23,7 @@ from shared.integrations import bindings
 from shared.integrations.teams import activities, auth, links
 from shared.integrations.teams.activities import Inbound
 from shared.integrations.teams.channel import TeamsChannel
+from shared.llm.client import LLMError
 from shared.sessions import service as session_service
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -45,9 +47,15 @@ def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
     """Check an incoming activity and queue its turn: the job id, or None when the activity
     needs no answer. Unauthorized (401) or InvalidInput (400) leave no trace."""
     channel = channel_of(rt)
-    claims = channel.verifier.claims(authorization)
+    token = channel.verifier.verify(authorization)
     activity = activities.parse(body)
-    auth.check_activity(claims, activity.service_url, activities.tenant_of(activity), rt.settings)
+    auth.check_activity(
+        token,
+        activity.service_url,
+        activities.channel_of(activity),
+        activities.tenant_of(activity),
+        rt.settings,
+    )
     inbound = activities.inbound_message(activity)
     if inbound is None:
         return None
@@ -130,7 +138,10 @@ def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
             text, outcome = content_text(result.assistant_message.get("content")), "answered"
         except EonyxError as exc:  # the user's message is saved; say what went wrong
             log.warning("Teams turn in %s failed: %s", session_id, exc.message)
-            text, outcome = f"Sorry, I could not answer that: {exc.message}", "failed"
+            said = exc.message
+            if isinstance(exc, LLMError) and not principal.is_admin:  # see api/errors.py
+                said = exc.public_message(observability.current_request_id())
+            text, outcome = f"Sorry, I could not answer that: {said}", "failed"
     parts = activities.split_text(text or "(no answer)")
     for part in parts:
         connector.reply(inbound, part)
