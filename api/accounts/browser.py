@@ -22,6 +22,7 @@ from api.extensions import Blueprint
 from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Unauthorized
+from shared.storage import events
 from shared.storage.orm import User
 
 blp = Blueprint(
@@ -87,8 +88,10 @@ class BrowserSession(MethodView):
         found = _signed_in(token)
         if found is not None:
             check_csrf(token)
-            with runtime().db.session() as db:
+            rt = runtime()
+            with rt.db.session() as db:
                 accounts.revoke_token(db, found, found.token_id)
+            events.publish_auth_change(rt.redis, found.user_id)
         _set_cookie("", None)
 
 
