@@ -65,6 +65,8 @@ class BrowserSession(MethodView):
                 accounts.revoke_token(db, previous, previous.token_id)
             user = db.get_one(User, row.user_id)
             me = {"id": row.user_id, "username": user.username, "is_admin": user.is_admin}
+        if previous is not None:
+            events.publish_auth_change(rt.redis, previous.user_id)
         _set_cookie(token, ttl)
         return {"user": me, "csrf_token": accounts.csrf_token(token)}
 
