@@ -70,14 +70,31 @@ def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
     return cookie, bool(cookie)
 
 
-def authenticate(fallback_token: str | None = None) -> Principal:
-    """The caller behind the request's token (see `presented_token`). A state-changing
-    request authenticated by the cookie must also pass `check_csrf`."""
+def check_presented(fallback_token: str | None = None) -> Principal:
+    """The principal behind the request's token, checked once per request: the rate
+    limiter asks first (a valid token has its own budget), and the view's `authenticate`
+    then takes the answer instead of asking the database again."""
     token, by_cookie = presented_token(fallback_token)
     if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     with runtime().db.transaction() as db:
         found = accounts.authenticate(db, token, from_cookie=by_cookie)
+    g.checked_principal = (token, by_cookie, found)
+    return found
+
+
+def authenticate(fallback_token: str | None = None) -> Principal:
+    """The caller behind the request's token (see `presented_token`). A state-changing
+    request authenticated by the cookie must also pass `check_csrf`. An answer the rate
+    limiter got for this request is used once; any later call (an open socket's recheck)
+    asks the database again."""
+    token, by_cookie = presented_token(fallback_token)
+    checked = g.pop("checked_principal", None)
+    if checked is not None and checked[:2] == (token, by_cookie):
+        found = checked[2]
+    else:
+        found = check_presented(fallback_token)
+        g.pop("checked_principal", None)
     if by_cookie and request.method not in SAFE_METHODS:
         check_csrf(token)
     return found

@@ -7,8 +7,12 @@ is refused (403, before the handshake) unless its Origin is this server's own. W
 Redis there is nothing to push and the socket closes with a message saying so; clients then
 fall back to polling the API.
 
-An open socket checks its token again every RECHECK_SECONDS: once the token is revoked or
-expired, the socket sends an `invalid_token` error and closes with 1008 (policy violation).
+An open socket checks its token again as soon as the user's sign-ins change (a token
+revoked, a password changed, the account disabled or deleted: announced over Redis by
+whichever process made the change, see shared/storage/events.py), and every RECHECK_SECONDS
+in any case (a token that merely expired): once the token is no longer valid, the socket
+sends the reason (`invalid_token`, `account_disabled`) and closes with 1008 (policy
+violation).
 When the server loses its Redis the event stream ends, and the socket sends
 `events_unavailable` and closes with 1011; the client reconnects or polls.
 """
@@ -34,7 +38,7 @@ from shared.storage import events
 
 log = logging.getLogger(__name__)
 
-RECHECK_SECONDS = 45.0  # how long an open socket trusts its token before checking it again
+RECHECK_SECONDS = 45.0  # how long an open socket trusts its token unannounced (expiry)
 POLL_SECONDS = 1.0  # how often the listen loop wakes up in silence (client gone? recheck due?)
 
 NORMAL = 1000
@@ -124,7 +128,8 @@ def _relay(ws, stream: events.Subscription, token: str | None) -> None:  # type:
             ws.send(data)
         elif not ws.connected:
             return
-        if time.monotonic() - checked >= RECHECK_SECONDS:
+        if stream.auth_changed or time.monotonic() - checked >= RECHECK_SECONDS:
+            stream.auth_changed = False
             try:
                 authenticate(token)
             except Unauthorized as exc:

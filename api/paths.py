@@ -13,7 +13,7 @@ from flask import Flask
 from flask_smorest import Api
 from werkzeug.routing import BaseConverter
 
-from shared.accounts import TOKEN_ID_RE
+from shared.accounts import TOKEN_ID_RE, USER_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.catalog import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
@@ -36,6 +36,10 @@ class MessageId(BaseConverter):
 
 class TokenId(BaseConverter):
     regex = _bare(TOKEN_ID_RE.pattern)
+
+
+class UserId(BaseConverter):
+    regex = _bare(USER_ID_RE.pattern)
 
 
 class OfferingId(BaseConverter):
@@ -77,6 +81,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "session_id": SessionId,
     "message_id": MessageId,
     "token_id": TokenId,
+    "user_id": UserId,
     "offering_id": OfferingId,
     "model_id": ModelId,
     "response_id": ResponseId,

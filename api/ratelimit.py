@@ -1,7 +1,8 @@
 """Per-token rate limits (Flask-Limiter), counted in the runtime's Redis.
 
-Two limits, each per bearer token (per client address for a request without one), in a
-moving window of one minute:
+Two limits, each per valid token (per client address for a request without one, or with
+one that is not valid: a random token per request must not buy a fresh budget each time),
+in a moving window of one minute:
 
 - RATE_LIMIT_REQUESTS_PER_MINUTE over every API request of that token together;
 - RATE_LIMIT_TURNS_PER_MINUTE over its chat turns (`POST .../turns` and
@@ -22,10 +23,12 @@ import math
 import time
 from typing import cast
 
-from flask import Blueprint, Flask, current_app, request
+from flask import Blueprint, Flask, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
+from sqlalchemy.exc import SQLAlchemyError
 
-from api.context import presented_token
+from api.context import check_presented, presented_token
+from shared.core.errors import Unauthorized
 from shared.runtime import Runtime
 
 # The views whose requests are turns (their endpoints, as Flask names them).
@@ -34,16 +37,31 @@ TURN_ENDPOINTS = ("turns.Turns", "openai.ChatCompletions")
 # token for every Teams user (each activity is checked, acknowledged and queued at once).
 UNLIMITED_BLUEPRINTS = ("health", "metrics", "teams")
 KEY_PREFIX = "eonyx:ratelimit"
+KEY_ATTRIBUTE = "eonyx_rate_key"  # the request's key, on flask.g (asked once per limit)
 
 
 def client_key() -> str:
     """Whose budget a request spends: the token it presents (a bearer token, the events
-    socket's `?token=`, or the browser's session cookie; api/context.py), hashed so that no
-    token reaches Redis in clear; or its address when it has none (a sign-in, a probe)."""
+    socket's `?token=`, or the browser's session cookie; api/context.py) when it is valid,
+    hashed so that no token reaches Redis in clear; otherwise its address, as for a request
+    without one (a sign-in, a probe). The check is the one the view would make, and the view
+    reuses its answer (`api.context.checked_principal`): one query per request either way."""
+    cached = g.get(KEY_ATTRIBUTE)
+    if cached is not None:
+        return cached
     token, _ = presented_token(request.args.get("token"))
+    key = "addr:" + (request.remote_addr or "unknown")
     if token:
-        return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-    return "addr:" + (request.remote_addr or "unknown")
+        try:
+            check_presented(request.args.get("token"))
+            key = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+        except Unauthorized:
+            pass  # counted with the address's anonymous requests
+        except SQLAlchemyError:
+            # The database cannot say: count it under its token, and let the view answer.
+            key = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    setattr(g, KEY_ATTRIBUTE, key)
+    return key
 
 
 def register_rate_limits(app: Flask, rt: Runtime) -> Limiter | None:
@@ -92,4 +110,5 @@ def retry_after_seconds() -> int:
 
 
 def limit_message(exc: RateLimitExceeded) -> str:
-    return f"too many requests for this token ({exc.description}); retry later"
+    whose = "this token" if str(g.get(KEY_ATTRIBUTE, "")).startswith("token:") else "this address"
+    return f"too many requests for {whose} ({exc.description}); retry later"

@@ -7,6 +7,7 @@ acts on (on stderr, so that what it prints on stdout stays the same).
 
 from __future__ import annotations
 
+import getpass
 import os
 import time
 from collections.abc import Iterator
@@ -22,7 +23,11 @@ from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
 from shared.runtime import Runtime
+<<<<<<< HEAD
 from shared.storage import index, permissions
+=======
+from shared.storage import events, index
+>>>>>>> i20-accounts
 from shared.storage.db import Database
 
 SCHEMA_POLL_SECONDS = 2.0
@@ -131,7 +136,80 @@ def users_list() -> None:
         with rt.db.session() as db:
             for user in accounts.list_users(db):
                 name = printable(user.username)
-                click.echo(f"{user.id}  {name}{'  (admin)' if user.is_admin else ''}")
+                notes = ("  (admin)" if user.is_admin else "") + (
+                    "  (disabled)" if user.disabled else ""
+                )
+                click.echo(f"{user.id}  {name}{notes}")
+
+
+@users.command(
+    "passwd",
+    help=(
+        "Set USER's password (a username or an id). Ends all of the user's sign-ins and API "
+        f"keys.\n\nPassword: {accounts.PASSWORD_RULE}."
+    ),
+)
+@click.argument("user")
+@click.option("--password", help="Asked for when not given (see the rule above).")
+def users_passwd(user: str, password: str | None) -> None:
+    if password is None:
+        password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            found = accounts.find_user(db, user)
+            ended = accounts.set_password(db, found, password)
+            name = printable(found.username)
+        events.publish_auth_change(rt.redis, found.id)
+        click.echo(f"password of {name} changed; {_count(ended, 'sign-in or key')} ended")
+
+
+@users.command("disable")
+@click.argument("user")
+def users_disable(user: str) -> None:
+    """Disable USER (a username or an id): their tokens, sign-ins and open event sockets stop
+    working at once; their data stays. `eonyx users enable` undoes it."""
+    _set_disabled(user, True)
+
+
+@users.command("enable")
+@click.argument("user")
+def users_enable(user: str) -> None:
+    """Enable a disabled USER again: their API keys and unexpired sign-ins work again."""
+    _set_disabled(user, False)
+
+
+def _set_disabled(user: str, disabled: bool) -> None:
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            found = accounts.find_user(db, user)
+            accounts.update_user(db, found.id, disabled=disabled)
+            name = printable(found.username)
+        events.publish_auth_change(rt.redis, found.id)
+        click.echo(f"{'disabled' if disabled else 'enabled'} {name} ({found.id})")
+
+
+@users.command("delete")
+@click.argument("user")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def users_delete(user: str, yes: bool) -> None:
+    """Delete USER (a username or an id) with all their sessions, images, memory, folders
+    and tokens. This cannot be undone; the log keeps a line saying so."""
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            found = accounts.find_user(db, user)
+            name, user_id = printable(found.username), found.id
+        if not yes:
+            click.confirm(
+                f"Delete {name} ({user_id}) and all their sessions and memory?", abort=True
+            )
+        actor = f"the command line ({getpass.getuser()})"
+        accounts.delete_user(rt.db, rt.store, user_id, actor=actor)
+        events.publish_auth_change(rt.redis, user_id)
+        click.echo(f"deleted {name} ({user_id}) and their data")
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}" if number == 1 else f"{number} {what.replace(' or ', 's or ')}s"
 
 
 @users.command("link")

@@ -12,6 +12,14 @@ Logins are throttled (`attempt_login`): per account and per client address, fail
 few free ones block further attempts with a doubling backoff, answered 429 with the wait and
 without hashing anything. An unknown username costs the same hash as a known one, so the
 answer's timing does not tell whether an account exists.
+
+Accounts have a lifecycle an administrator runs (`update_user`, `delete_user`): a password
+set by an administrator or changed by its owner (`change_own_password`) ends the account's
+other sign-ins and tokens; a disabled account keeps its data and its tokens, but none is
+accepted (`authenticate`) until it is enabled again; a deleted one leaves nothing behind.
+The deployment always keeps one enabled administrator: a change that would leave none is
+refused (`last_admin`). Whoever changes who may sign in must then call
+`shared.storage.events.publish_auth_change`, so that open event sockets check again at once.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import logging
 import math
 import re
 import secrets
@@ -26,15 +35,27 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from shared.core import text
-from shared.core.errors import Conflict, InvalidInput, NotFound, TooManyRequests, Unauthorized
-from shared.storage.db import Executor, UTCDateTime, connection_of
+from shared.core import text as text_rule
+from shared.core.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    TooManyRequests,
+    Unauthorized,
+)
+from shared.storage import index
+from shared.storage.db import Database, Executor, UTCDateTime, connection_of, dialect_of
+from shared.storage.filestore import remove_tree
 from shared.storage.orm import ApiToken, User
+from shared.storage.session_store import SessionStore
 from shared.storage.throttle import Policy, Throttle
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "eyx_"
 USERNAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -48,11 +69,14 @@ PASSWORD_RULE = (
 )
 TOKEN_NAME_MAX = 100
 TOKEN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+USER_ID_RE = TOKEN_ID_RE  # both are uuid4().hex
 SOURCES = ("web", "api", "browser")
 BROWSER = "browser"  # the source of a browser sign-in
 # Failures before a block, how long they are remembered, first and longest block (seconds).
 ACCOUNT_POLICY = Policy(free=5, window=15 * 60, base=2, ceiling=15 * 60)
 ADDRESS_POLICY = Policy(free=30, window=15 * 60, base=2, ceiling=15 * 60)
+ADMIN_LOCK = 0x656F6E7975  # PostgreSQL advisory lock: changes to who administers take turns
+DISABLED_MESSAGE = "this account is disabled; ask an administrator"
 
 
 @dataclass(frozen=True)
@@ -75,7 +99,7 @@ def _hash_token(token: str) -> str:
 
 
 def check_password_rule(password: str) -> None:
-    found = text.problem(password, single_line=True)
+    found = text_rule.problem(password, single_line=True)
     if found is not None or not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         reason = f" (it {found})" if found else ""
         raise InvalidInput(f"a password must be {PASSWORD_RULE}{reason}", code="bad_password")
@@ -140,6 +164,8 @@ def login(
     ok = check_password_hash(user.password_hash if user else _dummy_hash(), password)
     if user is None or not ok:
         raise Unauthorized("wrong username or password", code="bad_credentials")
+    if user.disabled:  # said only to who knows the password
+        raise Forbidden(DISABLED_MESSAGE, code="account_disabled")
     return _issue(db, user, "login" if source == "web" else "browser sign-in", source, ttl)
 
 
@@ -153,16 +179,9 @@ def attempt_login(
     source: str = "web",
 ) -> tuple[ApiToken, str]:
     """`login`, throttled per account and per client `address` (see the module doc)."""
-    account_key = "login:user:" + hashlib.sha256(username.lower().encode()).hexdigest()
+    account_key = _account_key(username)
     address_key = "login:addr:" + address
-    for key, whose in ((account_key, "for this account"), (address_key, "from this address")):
-        wait = throttle.blocked_for(key)
-        if wait:
-            raise TooManyRequests(
-                f"too many failed logins {whose}: try again in {wait_text(wait)}",
-                retry_after=wait,
-                code="too_many_logins",
-            )
+    _check_blocks(throttle, ((account_key, "for this account"), (address_key, "from this address")))
     try:
         issued = login(db, username, password, ttl, source)
     except Unauthorized:
@@ -180,6 +199,22 @@ def attempt_login(
     return issued
 
 
+def _account_key(username: str) -> str:
+    return "login:user:" + hashlib.sha256(username.lower().encode()).hexdigest()
+
+
+def _check_blocks(throttle: Throttle, keys: tuple[tuple[str, str], ...]) -> None:
+    """`TooManyRequests` while any of `keys` ((key, whose it is)) is blocked."""
+    for key, whose in keys:
+        wait = throttle.blocked_for(key)
+        if wait:
+            raise TooManyRequests(
+                f"too many failed logins {whose}: try again in {wait_text(wait)}",
+                retry_after=wait,
+                code="too_many_logins",
+            )
+
+
 def wait_text(seconds: int) -> str:
     """`1 second`, `40 seconds`, `3 minutes`: a wait as a person reads it (rounded up)."""
     if seconds < 120:
@@ -188,7 +223,7 @@ def wait_text(seconds: int) -> str:
 
 
 def create_api_key(db: Session, principal: Principal, name: str) -> tuple[ApiToken, str]:
-    text.check(name, "name", single_line=True)
+    text_rule.check(name, "name", single_line=True)
     name = name.strip()
     if not name:
         raise InvalidInput("an API key needs a name")
@@ -216,6 +251,135 @@ def revoke_token(db: Session, principal: Principal, token_id: str) -> None:
     row.revoked_at = now()
 
 
+def revoke_all(db: Session, user_id: str, *, keep: str | None = None) -> int:
+    """Revoke every live token of a user (sign-ins, login tokens, API keys) but `keep`;
+    how many were revoked."""
+    query = update(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
+    if keep:
+        query = query.where(ApiToken.id != keep)
+    return int(db.execute(query.values(revoked_at=now())).rowcount or 0)  # type: ignore[attr-defined]
+
+
+def get_user(db: Session, user_id: str) -> User:
+    user = db.get(User, user_id) if USER_ID_RE.fullmatch(user_id) else None
+    if user is None:
+        raise NotFound("user not found", code="user_not_found")
+    return user
+
+
+def find_user(db: Session, name: str) -> User:
+    """A user by username (not case-sensitive) or by id: how a person names one."""
+    user = None
+    if USERNAME_RE.fullmatch(name):
+        user = db.scalar(select(User).where(func.lower(User.username) == name.lower()))
+    if user is None and USER_ID_RE.fullmatch(name):
+        user = db.get(User, name)
+    if user is None:
+        raise NotFound(f"no user {name!r}", code="user_not_found")
+    return user
+
+
+def _lock_admins(db: Session, user: User) -> int:
+    """Take the turn of changes to who administers, then count the enabled administrators.
+    Two administrators demoting each other at once must not leave none: on PostgreSQL an
+    advisory transaction lock serialises them; on SQLite a write to the user's row takes the
+    database's one write lock (reads alone would not)."""
+    if dialect_of(db) == "postgresql":
+        db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADMIN_LOCK})
+    else:
+        db.execute(update(User).where(User.id == user.id).values(is_admin=User.is_admin))
+    db.refresh(user)
+    enabled_admins = select(func.count()).where(User.is_admin.is_(True), User.disabled.is_(False))
+    return int(db.scalar(enabled_admins.select_from(User)) or 0)
+
+
+def _keep_an_admin(db: Session, user: User, what: str) -> None:
+    """Refuse (409 `last_admin`) to `what` the last enabled administrator."""
+    if user.is_admin and not user.disabled and _lock_admins(db, user) <= 1:
+        raise Conflict(
+            f"cannot {what} {user.username}: it is the last enabled administrator (make "
+            "another user an administrator first)",
+            code="last_admin",
+        )
+
+
+def set_password(db: Session, user: User, password: str, *, keep: str | None = None) -> int:
+    """Give `user` a new password and end their sign-ins and tokens (but `keep`, the one
+    the request came with when it is theirs): who knew the old one is out. How many ended."""
+    check_password_rule(password)
+    user.password_hash = generate_password_hash(password)
+    return revoke_all(db, user.id, keep=keep)
+
+
+def update_user(
+    db: Session,
+    user_id: str,
+    *,
+    is_admin: bool | None = None,
+    disabled: bool | None = None,
+    password: str | None = None,
+    keep_token: str | None = None,
+) -> User:
+    """An administrator's change to an account (None: leave as it is). A password ends
+    the account's sign-ins and tokens, except `keep_token`; disabling leaves them, refused
+    while the account is disabled and valid again once it is enabled."""
+    user = get_user(db, user_id)
+    if is_admin is False and user.is_admin:
+        _keep_an_admin(db, user, "demote")
+    if disabled and not user.disabled:
+        _keep_an_admin(db, user, "disable")
+    if password is not None:
+        set_password(db, user, password, keep=keep_token)
+    if is_admin is not None:
+        user.is_admin = is_admin
+    if disabled is not None:
+        user.disabled = disabled
+    db.flush()
+    return user
+
+
+def change_own_password(
+    db: Session, throttle: Throttle, principal: Principal, current: str, new: str
+) -> int:
+    """A user's change of their own password: the current one must be right (wrong ones
+    count as failed logins of the account, so a stolen token cannot guess it faster); ends
+    every other sign-in and token of theirs, not the one of this request. How many ended."""
+    user = get_user(db, principal.user_id)
+    key = _account_key(user.username)
+    _check_blocks(throttle, ((key, "for this account"),))
+    if not check_password_hash(user.password_hash, current):
+        block = throttle.fail(key, ACCOUNT_POLICY)
+        later = f"; after too many failures the next try must wait {wait_text(block)}"
+        raise Forbidden(
+            "the current password is wrong" + (later if block else ""), code="wrong_password"
+        )
+    throttle.reset(key)
+    return set_password(db, user, new, keep=principal.token_id or None)
+
+
+def delete_user(database: Database, store: SessionStore, user_id: str, *, actor: str) -> User:
+    """Delete an account and everything of it: its rows (tokens, folders, bindings, Teams
+    links, responses: by the foreign keys; the session index and its text), then its files
+    (sessions, images, memory, exports). One audit line says who deleted whom. The rows go
+    first, in one transaction: from then on no request authenticates as the user, and an
+    index rebuild skips nothing, since the files go right after. A turn that was already
+    running for the user may still fail on its missing session; nothing of it is kept."""
+    with database.session() as db:
+        user = get_user(db, user_id)
+        _keep_an_admin(db, user, "delete")
+        index.forget_user(db, user.id)
+        db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
+        db.delete(user)
+    remove_tree(store.users_dir / user.id)
+    log.warning(
+        "audit: user %s (%s) deleted by %s, with their sessions, memory and files",
+        user.username,
+        user.id,
+        actor,
+    )
+    return user
+
+
 def _expired(row: ApiToken) -> bool:
     return row.expires_at is not None and row.expires_at <= now()
 
@@ -233,6 +397,7 @@ _BY_TOKEN = (
         User.id,
         User.username,
         User.is_admin,
+        User.disabled,
     )
     .join(User, User.id == ApiToken.user_id)
     .where(ApiToken.token_hash == bindparam("token_hash"))
@@ -253,7 +418,8 @@ def authenticate(db: Executor, token: str, *, from_cookie: bool = False) -> Prin
     found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
     if found is None:
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
-    token_id, source, expires_at, revoked_at, last_used_at, user_id, username, is_admin = found
+    token_id, source, expires_at, revoked_at, last_used_at = found[:5]
+    user_id, username, is_admin, disabled = found[5:]
     stamp = now()
     if (
         revoked_at is not None
@@ -261,6 +427,8 @@ def authenticate(db: Executor, token: str, *, from_cookie: bool = False) -> Prin
         or (source == BROWSER) != from_cookie
     ):
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
+    if disabled:
+        raise Unauthorized(DISABLED_MESSAGE, code="account_disabled")
     if last_used_at is None or stamp - last_used_at > TOUCH_EVERY:
         connection.execute(_TOUCH, {"token_id": token_id, "stamp": stamp})
     # A browser sign-in is the web client: what it starts is from "web", as the listing says.

@@ -24,6 +24,7 @@ from api.extensions import Blueprint
 from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Unauthorized
+from shared.storage import events
 from shared.storage.orm import User
 
 blp = Blueprint(
@@ -66,6 +67,8 @@ class BrowserSession(MethodView):
                 accounts.revoke_token(db, previous, previous.token_id)
             user = db.get_one(User, row.user_id)
             me = {"id": row.user_id, "username": user.username, "is_admin": user.is_admin}
+        if previous is not None:
+            events.publish_auth_change(rt.redis, previous.user_id)
         _set_cookie(token, ttl)
         return {"user": me, "csrf_token": accounts.csrf_token(token)}
 
@@ -89,8 +92,10 @@ class BrowserSession(MethodView):
         found = _signed_in(token)
         if found is not None:
             check_csrf(token)
-            with runtime().db.session() as db:
+            rt = runtime()
+            with rt.db.session() as db:
                 accounts.revoke_token(db, found, found.token_id)
+            events.publish_auth_change(rt.redis, found.user_id)
         _set_cookie("", None)
 
 

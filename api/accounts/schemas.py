@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import marshmallow as ma
 
 from api.schemas import Flag, Line, StrictSchema
@@ -32,11 +34,48 @@ class LoginSchema(StrictSchema):
     password = Line(required=True, validate=Length(min=1, max=MAX_PASSWORD))
 
 
+def password_field(description: str = PASSWORD_RULE, **kwargs: Any) -> Line:
+    return Line(
+        validate=Length(min=MIN_PASSWORD, max=MAX_PASSWORD),
+        metadata={"description": description},
+        **kwargs,
+    )
+
+
 class UserSchema(ma.Schema):
     id = ma.fields.String()
     username = ma.fields.String()
     is_admin = ma.fields.Boolean()
+    disabled = ma.fields.Boolean(
+        metadata={"description": "a disabled user's tokens and sign-ins are refused"}
+    )
     created_at = ma.fields.AwareDateTime()
+
+
+class UserChangeSchema(StrictSchema):
+    """What an administrator may change of an account; absent fields stay as they are."""
+
+    is_admin = Flag()
+    disabled = Flag(
+        metadata={
+            "description": "true: the user's tokens, sign-ins and open event sockets stop "
+            "working at once (kept, and valid again once enabled)"
+        }
+    )
+    password = password_field(
+        f"a new password ({PASSWORD_RULE}); ends the user's sign-ins and API keys"
+    )
+
+
+class PasswordChangeSchema(StrictSchema):
+    current_password = Line(required=True, validate=Length(min=1, max=MAX_PASSWORD))
+    new_password = password_field(required=True)
+
+
+class PasswordChangedSchema(ma.Schema):
+    revoked_tokens = ma.fields.Integer(
+        metadata={"description": "how many other sign-ins and API keys were ended"}
+    )
 
 
 class LoginResultSchema(ma.Schema):
@@ -47,11 +86,7 @@ class LoginResultSchema(ma.Schema):
 
 class NewUserSchema(StrictSchema):
     username = username()
-    password = Line(
-        required=True,
-        validate=Length(min=MIN_PASSWORD, max=MAX_PASSWORD),
-        metadata={"description": PASSWORD_RULE},
-    )
+    password = password_field(required=True)
     is_admin = Flag(load_default=False)
 
 

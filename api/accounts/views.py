@@ -1,4 +1,9 @@
-"""Login, API keys and users."""
+"""Login, API keys and users.
+
+Every change to who may act as a user (a token revoked, a password changed, an account
+disabled or deleted) is announced after its commit (`events.publish_auth_change`), so that
+the user's open event sockets check their tokens again at once.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +19,16 @@ from api.accounts.schemas import (
     LoginSchema,
     NewTokenSchema,
     NewUserSchema,
+    PasswordChangedSchema,
+    PasswordChangeSchema,
     TokenSchema,
+    UserChangeSchema,
     UserSchema,
 )
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from shared import accounts
+from shared.storage import events
 from shared.storage.orm import User
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
@@ -48,8 +57,10 @@ class Logout(MethodView):
     @login_required
     @blp.response(204)
     def post(self) -> None:
-        with runtime().db.session() as db:
+        rt = runtime()
+        with rt.db.session() as db:
             accounts.revoke_token(db, principal(), principal().token_id)
+        events.publish_auth_change(rt.redis, principal().user_id)
 
 
 @blp.route("/tokens")
@@ -74,8 +85,10 @@ class TokenById(MethodView):
     @login_required
     @blp.response(204)
     def delete(self, token_id: str) -> None:
-        with runtime().db.session() as db:
+        rt = runtime()
+        with rt.db.session() as db:
             accounts.revoke_token(db, principal(), token_id)
+        events.publish_auth_change(rt.redis, principal().user_id)
 
 
 @blp.route("/users")
@@ -94,6 +107,58 @@ class Users(MethodView):
             return accounts.create_user(
                 db, body["username"], body["password"], is_admin=body["is_admin"]
             )
+
+
+@blp.route("/users/<user_id:user_id>")
+class UserById(MethodView):
+    @admin_required
+    @blp.arguments(UserChangeSchema)
+    @blp.response(200, UserSchema)
+    def patch(self, body: dict[str, Any], user_id: str) -> User:
+        """Change an account: make it an administrator or not, disable or enable it, set
+        its password (which ends its sign-ins and API keys; your own request's stays).
+        Disabling stops the user's tokens, sign-ins and open event sockets at once. The
+        last enabled administrator cannot be demoted or disabled (409 `last_admin`)."""
+        rt, me = runtime(), principal()
+        with rt.db.session() as db:
+            user = accounts.update_user(
+                db,
+                user_id,
+                is_admin=body.get("is_admin"),
+                disabled=body.get("disabled"),
+                password=body.get("password"),
+                keep_token=me.token_id if user_id == me.user_id else None,
+            )
+        events.publish_auth_change(rt.redis, user.id)
+        return user
+
+    @admin_required
+    @blp.response(204)
+    def delete(self, user_id: str) -> None:
+        """Delete an account with everything of it: sessions, images, memory, folders,
+        tokens, Teams links. Not undoable; the server's log keeps one line saying who did
+        it. The last enabled administrator cannot be deleted (409 `last_admin`)."""
+        rt, me = runtime(), principal()
+        accounts.delete_user(rt.db, rt.store, user_id, actor=f"{me.username} ({me.user_id})")
+        events.publish_auth_change(rt.redis, user_id)
+
+
+@blp.route("/me/password")
+class MyPassword(MethodView):
+    @login_required
+    @blp.arguments(PasswordChangeSchema)
+    @blp.response(200, PasswordChangedSchema)
+    def put(self, body: dict[str, Any]) -> dict[str, int]:
+        """Change your own password. The current one must be right (403 `wrong_password`;
+        wrong tries count as failed logins of the account, and too many are 429). Every
+        other sign-in and API key of yours ends; the one this request came with stays."""
+        rt, me = runtime(), principal()
+        with rt.db.session() as db:
+            revoked = accounts.change_own_password(
+                db, rt.throttle, me, body["current_password"], body["new_password"]
+            )
+        events.publish_auth_change(rt.redis, me.user_id)
+        return {"revoked_tokens": revoked}
 
 
 @blp.route("/users/me")

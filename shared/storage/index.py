@@ -372,6 +372,15 @@ def rebuild(
     return total
 
 
+def forget_user(db: Session, user_id: str) -> None:
+    """Forget a user's whole index: rows, moves, text and state (their account is being
+    deleted; their files go with it, so nothing can rebuild it)."""
+    db.execute(delete(SessionRow).where(SessionRow.user_id == user_id))
+    db.execute(delete(SessionMove).where(SessionMove.user_id == user_id))
+    db.execute(delete(IndexState).where(IndexState.user_id == user_id))
+    search.forget_user(db, user_id)
+
+
 def drop(db: Session) -> None:
     """Forget the whole index; the next listing of each user rebuilds theirs (a new
     generation: cursors given out before say they expired)."""

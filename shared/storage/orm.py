@@ -28,6 +28,9 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(256))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column()
+    # A disabled account keeps its data and tokens, but none of them is accepted until an
+    # administrator enables it again.
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class ApiToken(Base):

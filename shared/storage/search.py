@@ -279,6 +279,11 @@ def forget(db: Executor, session_ids: Sequence[str]) -> None:
         _delete(db, SessionText.session_id.in_(list(session_ids[start : start + 500])))
 
 
+def forget_user(db: Executor, user_id: str) -> None:
+    """Forget every text of a user (their account is being deleted)."""
+    _delete(db, SessionText.user_id == user_id)
+
+
 def _delete(db: Executor, condition: ColumnElement[bool]) -> None:
     fulltext.engine_for(db).unindex(db, condition)
     db.execute(delete(SessionText).where(condition))

@@ -11,6 +11,7 @@ import io
 import json
 import logging
 import re
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 
@@ -202,6 +203,31 @@ def test_a_token_over_its_request_limit_gets_429_but_health_checks_never_do(
     ]
     assert statuses == [200, 200, 200, 429]
     assert all(chat.client.get("/healthz").status_code == 200 for _ in range(5))
+
+
+def test_random_bearer_tokens_spend_their_addresss_budget_not_a_fresh_one_each(
+    make_chat: Callable[..., Chat],
+) -> None:
+    """A made-up token per request once bought a fresh budget each time (1,300 of 1,300
+    answered 401): now an invalid token counts against its address, as a request without
+    one does. A valid token from the same address keeps its own budget."""
+    chat = make_chat(RATE_LIMIT_REQUESTS_PER_MINUTE="5")
+    answers = [
+        chat.client.get(
+            f"{API}/sessions", headers={"Authorization": f"Bearer eyx_{secrets.token_urlsafe(32)}"}
+        )
+        for _ in range(6)
+    ]
+    assert [a.status_code for a in answers] == [401] * 5 + [429]
+    refused = answers[-1]
+    assert refused.get_json()["error"]["code"] == "rate_limited"
+    assert "this address" in refused.get_json()["error"]["message"]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # the address's anonymous requests share that budget (a sign-in attempt included)...
+    anonymous = chat.client.post(f"{API}/auth/login", json={"username": "x", "password": "y"})
+    assert anonymous.status_code == 429
+    # ...and a valid token from the same address does not
+    assert chat.client.get(f"{API}/sessions", headers=chat.user.headers).status_code == 200
 
 
 def test_rate_limits_can_be_switched_off(make_chat: Callable[..., Chat]) -> None:

@@ -23,8 +23,9 @@ from sqlalchemy import func, select
 
 from api import create_app
 from api.context import runtime_of
+from shared import accounts
 from shared.core.jobs import TEAMS_TURN
-from shared.integrations.teams import links
+from shared.integrations.teams import bot, links
 from shared.integrations.teams.activities import MAX_TEXT_BYTES
 from shared.integrations.teams.bot import answer
 from shared.runtime import Runtime
@@ -297,6 +298,16 @@ def test_an_unknown_teams_user_is_told_how_to_link(teams: Teams) -> None:
     reply = teams.bf.wait_for_replies(1)[0]
     assert f"eonyx users link YOUR-USERNAME --teams-aad-id {stranger}" in reply.text
     teams.jobs.join()
+    assert teams.llm.completions == []
+    assert not list(teams.rt.settings.data_dir.glob("users/*/sessions/*.jsonl"))
+
+
+def test_a_disabled_account_is_told_so_and_nothing_runs(teams: Teams) -> None:
+    with teams.rt.db.session() as db:
+        accounts.update_user(db, teams.user.user_id, disabled=True)
+    teams.say("hello")
+    assert teams.bf.wait_for_replies(1)[0].text == bot.DISABLED_REPLY
+    assert teams.jobs.join()[0]["outcome"] == "disabled"
     assert teams.llm.completions == []
     assert not list(teams.rt.settings.data_dir.glob("users/*/sessions/*.jsonl"))
 

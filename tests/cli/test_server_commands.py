@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from cli import main, server
+from shared import accounts
 from shared.accounts import PASSWORD_RULE, USERNAME_RULE, Principal
 from shared.core.clock import utcnow
+from shared.core.errors import Unauthorized
 from shared.core.settings import load_settings
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
@@ -123,3 +126,61 @@ def test_index_rebuild_lists_the_files_it_could_not_index(
     assert "2 sessions: 1 re-read, 0 stale rows removed" in result.output
     assert "1 not indexed (their files are kept as they are):" in result.output
     assert f"{alice.user_id}/20260101T000000-0000dead: session" in result.output
+
+
+def test_users_passwd_disable_enable_delete(
+    rt: Runtime, backend: Backend, alice: Account, admin: Account
+) -> None:
+    runner = CliRunner(env=server_env(rt, backend))
+    pubsub = rt.redis.pubsub()  # type: ignore[union-attr]
+    pubsub.subscribe(f"eonyx:auth:{alice.user_id}")
+    assert pubsub.get_message(timeout=5)["type"] == "subscribe"
+
+    def announced() -> int:
+        count = 0
+        while (message := pubsub.get_message(timeout=0.5)) is not None:
+            count += message["type"] == "message"
+        return count
+
+    def works(token: str) -> bool:
+        try:
+            with rt.db.transaction() as db:
+                accounts.authenticate(db, token)
+        except Unauthorized:
+            return False
+        return True
+
+    changed = runner.invoke(main, ["users", "passwd", "alice"], input="new password 1\n" * 2)
+    assert changed.exit_code == 0, changed.output
+    assert "password of alice changed; 1 sign-in or key ended" in changed.output
+    assert not works(alice.token) and announced() == 1
+    with rt.db.session() as db:
+        _, token = accounts.login(db, "alice", "new password 1", timedelta(hours=1))
+
+    disabled = runner.invoke(main, ["users", "disable", "ALICE"])
+    assert disabled.exit_code == 0 and f"disabled alice ({alice.user_id})" in disabled.output
+    assert not works(token) and announced() == 1
+    listed = runner.invoke(main, ["users", "list"]).output
+    assert f"{alice.user_id}  alice  (disabled)" in listed
+    assert f"{admin.user_id}  root  (admin)" in listed
+    enabled = runner.invoke(main, ["users", "enable", alice.user_id])
+    assert enabled.exit_code == 0 and works(token)
+
+    last = runner.invoke(main, ["users", "disable", "root"])
+    assert last.exit_code == 1 and "last enabled administrator" in last.output
+    missing = runner.invoke(main, ["users", "delete", "nobody", "--yes"])
+    assert missing.exit_code == 1 and "no user 'nobody'" in missing.output
+
+    user_dir = rt.store.users_dir / alice.user_id
+    me = Principal(alice.user_id, "alice", False, "web", "")
+    session_service.create_session(rt, me, title="kept?")
+    assert user_dir.exists()
+    kept = runner.invoke(main, ["users", "delete", "alice"], input="n\n")
+    assert kept.exit_code == 1 and user_dir.exists() and works(token)
+    gone = runner.invoke(main, ["users", "delete", "alice"], input="y\n")
+    assert gone.exit_code == 0, gone.output
+    assert f"deleted alice ({alice.user_id}) and their data" in gone.output
+    assert not user_dir.exists() and not works(token)
+    with rt.db.session() as db:
+        assert db.get(User, alice.user_id) is None
+    pubsub.close()

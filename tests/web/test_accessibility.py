@@ -1,7 +1,7 @@
 """Accessibility of the main screens, checked by axe-core inside the page (the copy vendored
 from npm, loaded from the server itself so the CSP allows it): sign-in, the sidebar with a
-chat, the memory panel and the model settings, in the light and the dark scheme. No serious
-or critical violation is allowed.
+chat, the memory panel, the model settings and the account panel, in the light and the dark
+scheme. No serious or critical violation is allowed.
 
 The light run also takes the README's screenshots (`readme-*.png`); run with
 EONYX_WEB_SHOTS=docs/screenshots to refresh the committed ones."""
@@ -122,4 +122,11 @@ def test_the_main_screens_have_no_serious_violations(
     assert serious_violations(page) == [], "model settings"
     if keep:
         page.screenshot(path=shots / "readme-models.png")
+    settings.get_by_role("button", name="Close model settings").click()
+    expect(settings).to_be_hidden()
+
+    page.get_by_role("button", name="Account").click()
+    account = page.get_by_role("dialog", name="Account")
+    expect(account.get_by_role("table", name="Users")).to_contain_text(admin["username"])
+    assert serious_violations(page) == [], "account panel"
     assert errors == []

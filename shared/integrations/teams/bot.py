@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from shared.accounts import Principal
+from shared.accounts import DISABLED_MESSAGE, Principal
 from shared.chat import turns
 from shared.core import observability
-from shared.core.errors import EonyxError, InvalidInput, NotFound, Unavailable
+from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import TEAMS_TURN
 from shared.core.messages import content_text
 from shared.integrations import bindings
@@ -35,6 +35,7 @@ NEW_COMMANDS = ("new", "/new")
 SEEN_TTL = 24 * 3600  # an activity delivered twice within a day is answered once
 NEW_SESSION_REPLY = "Starting afresh: your next message begins a new session."
 TEXT_ONLY_REPLY = "I can only read text messages."
+DISABLED_REPLY = "Your Eonyx account is disabled: ask your Eonyx administrator."
 
 
 def channel_of(rt: Runtime) -> TeamsChannel:
@@ -77,7 +78,8 @@ def _first_delivery(rt: Runtime, inbound: Inbound) -> bool:
 
 
 def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
-    """The Eonyx user the sender is linked to (provisioned first with TEAMS_AUTO_PROVISION)."""
+    """The Eonyx user the sender is linked to (provisioned first with TEAMS_AUTO_PROVISION);
+    `Forbidden` when that account is disabled."""
     if not inbound.aad_object_id:
         return None
     try:
@@ -92,6 +94,8 @@ def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
                 user = links.linked_user(db, aad) or links.provision(db, aad, inbound.user_name)
     if user is None:
         return None
+    if user.disabled:
+        raise Forbidden(DISABLED_MESSAGE, code="account_disabled")
     return Principal(user.id, user.username, user.is_admin, SOURCE, "")
 
 
@@ -111,7 +115,11 @@ def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
     connector = channel_of(rt).connector
     if not _first_delivery(rt, inbound):
         return {"outcome": "duplicate"}
-    principal = principal_for(rt, inbound)
+    try:
+        principal = principal_for(rt, inbound)
+    except Forbidden:
+        connector.reply(inbound, DISABLED_REPLY)
+        return {"outcome": "disabled"}
     if principal is None:
         connector.reply(inbound, link_help(inbound))
         return {"outcome": "not_linked"}

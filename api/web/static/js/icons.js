@@ -23,6 +23,7 @@ const PATHS = {
   menu: "M4 6h16M4 12h16M4 18h16",
   clock: "M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18zM12 7v5l3 2",
   archive: "M3 5h18v4H3zM5 9v10h14V9M10 13h4",
+  user: "M12 4a4 4 0 1 0 0 8a4 4 0 1 0 0-8zM4 21a8 8 0 0 1 16 0",
   ghost: "M6 20V10a6 6 0 0 1 12 0v10l-2-2-2 2-2-2-2 2-2-2zM10 10h.01M14 10h.01",
 };
 

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { emit, isPending, state, upsert, PAGE } from "./store.js";
 
 const POLL_MS = 2000;
+const ENDED = new Set(["invalid_token", "account_disabled", "missing_token"]);
 const listeners = new Map(); // type -> Set(fn)
 let socket = null;
 let retry = 1000;
@@ -61,6 +62,9 @@ export function connect() {
       resync(); // what was pushed while the socket was down is not pushed again
     } else if (event.type === "error") {
       setLive("down");
+      // The server closes the socket the moment its sign-in ends (signed out elsewhere, a
+      // password changed, the account disabled): ask the API, whose 401 signs this page out.
+      if (ENDED.has(event.error?.code)) api.get("/users/me").catch(() => {});
     } else dispatch(event);
   };
   ws.onclose = () => {

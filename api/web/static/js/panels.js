@@ -1,4 +1,4 @@
-// Panels opened from the sidebar footer (the memory panel, the model settings): modules in
+// Panels opened from the sidebar footer (the memory panel, the model settings, the account): modules in
 // /static/panels/ loaded on first use, each exporting a default component taking
 // {api, user, onClose}. The panel draws its own header and close button and calls onClose
 // when it may close (after asking about unsaved edits). A module that fails to load shows
@@ -10,6 +10,7 @@ import { Icon, Spinner } from "./icons.js";
 export const PANELS = {
   memory: { title: "Agent memory", module: "/static/panels/memory.js" },
   models: { title: "Model settings", module: "/static/panels/models.js" },
+  account: { title: "Account", module: "/static/panels/account.js" },
 };
 
 export function PanelDialog({ name, user, onClose }) {

@@ -125,6 +125,8 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         title="Archived chats" onClick=${(e) => { e.preventDefault(); navigate("/archived"); }}><${Icon} name="archive" /></a>
       <a class=${cx("icon-button", route.name === "trash" && "active")} href="/trash" aria-label="Trash" title="Trash"
         onClick=${(e) => { e.preventDefault(); navigate("/trash"); }}><${Icon} name="trash" /></a>
+      <button type="button" class="icon-button" aria-label="Account" title=${user.is_admin ? "Account and users" : "Account"}
+        onClick=${() => openPanel("account")}><${Icon} name="user" /></button>
       <span class="who" title=${state.live === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
         <span class=${cx("live-dot", state.live === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
       <button type="button" class="icon-button" aria-label="Sign out" title="Sign out" onClick=${onSignOut}>

@@ -15,7 +15,13 @@ export function SignIn({ onSignedIn, notice }) {
     try {
       onSignedIn(await api.post("/auth/session", { username, password }));
     } catch (e) {
-      setError(e.status === 401 || e.status === 400 ? "Wrong username or password." : e.message);
+      setError(
+        e.code === "account_disabled"
+          ? "This account is disabled. Ask an administrator to enable it."
+          : e.status === 401 || e.status === 400
+            ? "Wrong username or password."
+            : e.message,
+      );
       setBusy(false);
     }
   }
