@@ -23,11 +23,7 @@ from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
 from shared.runtime import Runtime
-<<<<<<< HEAD
-from shared.storage import index, permissions
-=======
-from shared.storage import events, index
->>>>>>> i20-accounts
+from shared.storage import events, index, permissions
 from shared.storage.db import Database
 
 SCHEMA_POLL_SECONDS = 2.0
