@@ -33,6 +33,7 @@ from datetime import timedelta
 import redis
 from celery import Celery, current_app
 from celery.signals import (
+    beat_embedded_init,
     beat_init,
     setup_logging,
     worker_init,
@@ -43,6 +44,7 @@ from celery.signals import (
 )
 
 from shared.core import jobs, logs, tracing
+from shared.core.lifetime import die_with_parent
 from shared.core.settings import Settings
 from shared.runtime import Runtime
 from shared.storage import heartbeats
@@ -161,6 +163,13 @@ def _start_beat_heartbeat(sender: object = None, **_: object) -> None:
     if isinstance(app, EonyxCelery):
         app.start_heartbeat(heartbeats.BEAT, f"{socket.gethostname()}:{os.getpid()}")
         atexit.register(app.stop_heartbeat)
+
+
+@beat_embedded_init.connect
+def _die_with_worker(**_: object) -> None:
+    """A worker's own beat (`--beat`) dies with it, even with a SIGKILL: a beat left
+    behind would schedule everything twice beside the next worker's."""
+    die_with_parent(os.getppid())
 
 
 @worker_process_init.connect

@@ -90,7 +90,7 @@ def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(
     # A second serve on the same DATA_DIR refuses instead of stealing the Redis socket.
     second = eonyx(served.env, "serve", "--port", str(free_port()))
     assert second.returncode != 0
-    assert "is Eonyx running?" in second.stderr
+    assert f"Eonyx already runs on {data_dir} at {url} (pid {served.process.pid})" in second.stderr
     assert redis_socket.exists()
 
     served.stop_with_ctrl_c()
