@@ -22,7 +22,9 @@ HTTP server or the embedded Redis dies, everything is stopped and serve exits wi
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -132,6 +134,8 @@ def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
                     child.stop(grace, force)
             if embedded is not None:
                 embedded.stop()
+            if not settings.prometheus_multiproc_dir and settings.metrics_token:
+                shutil.rmtree(metrics_directory(settings.data_dir), ignore_errors=True)
     if problem:
         raise click.ClickException(f"{problem}; Eonyx stopped.")
     click.echo("Eonyx stopped.")
@@ -202,12 +206,25 @@ def _child_env(settings: Settings) -> dict[str, str]:
     if settings.metrics_token:
         # The HTTP workers and the background worker sum their metrics in one directory,
         # so /metrics shows the jobs too; emptied here, before any of them writes to it.
-        directory = settings.prometheus_multiproc_dir or settings.data_dir / "run" / "metrics"
+        directory = settings.prometheus_multiproc_dir or metrics_directory(settings.data_dir)
         from shared.core.metrics import empty_directory
 
         empty_directory(str(directory))
         env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
     return env
+
+
+def metrics_directory(data_dir: Path) -> Path:
+    """Where serve's processes sum their metrics unless PROMETHEUS_MULTIPROC_DIR says: on
+    the RAM disk when there is one, as the compose stack does. Its files are memory-mapped,
+    and a memory-mapped file on a full disk kills the process that writes to it (SIGBUS):
+    there, a full DATA_DIR would kill the HTTP workers. One directory per data directory,
+    so two servers do not mix their counts."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        digest = hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:12]
+        return shm / f"eonyx-metrics-{digest}"
+    return data_dir / "run" / "metrics"
 
 
 def _worker_argv() -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 from simple_websocket import Client as WebSocket
 from simple_websocket import ConnectionClosed
 
+from cli.serve import metrics_directory
 from tests.cli.serving import (
     Served,
     admin_client,
@@ -247,5 +248,9 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
 
     line = wait_for(access_line, 10, f"the access line:\n{served.output[-3000:]}")
     assert (line["method"], line["path"], line["status"]) == ("GET", "/api/v1/sessions", 200)
-    assert (served.data_dir / "run" / "metrics").is_dir()
+    # The memory-mapped files on the RAM disk, never on DATA_DIR's (where a full disk would
+    # kill the HTTP workers with SIGBUS; tests/cli/test_serve_disk.py); gone after a stop.
+    directory = metrics_directory(served.data_dir)
+    assert directory.parent == Path("/dev/shm") and any(directory.glob("*.db"))
     served.stop_with_ctrl_c()
+    assert not directory.exists()
