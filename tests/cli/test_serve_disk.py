@@ -10,9 +10,6 @@ CI); elsewhere these tests skip.
 
 from __future__ import annotations
 
-import errno
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,44 +26,20 @@ from tests.cli.serving import (
     serve_environment,
 )
 from tests.conftest import wait_for
+from tests.disks import empty, fill, needs_root, tmpfs
 from tests.fake_llm import FAKE_MODEL, FakeLLM, text
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root"),
-]
+pytestmark = [pytest.mark.slow, needs_root]
 
 DISK = "24m"
 METRICS = "disk-metrics-token-0123456789"
 
 
-def fill(directory: Path) -> None:
-    """Write until the disk refuses, in big then small pieces, so no block is left."""
-    for number, piece in enumerate((1 << 20, 4096, 64)):
-        try:
-            with open(directory / f"ballast-{number}", "wb") as out:
-                while True:
-                    out.write(b"\0" * piece)
-                    out.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC, exc
-
-
-def empty(directory: Path) -> None:
-    for ballast in directory.glob("ballast-*"):
-        ballast.unlink()
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """tmp_path/data as a tmpfs of DISK, unmounted at the end (whatever ran on it killed
-    first, by the test's own teardown)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK}", "tmpfs", str(data)], check=True)
-    yield data
-    subprocess.run(["umount", str(data)], check=False)
-    subprocess.run(["umount", "-l", str(data)], check=False, capture_output=True)
+    """tmp_path/data (serve's DATA_DIR) as a small tmpfs; unmounted after `serve_on` ends."""
+    with tmpfs(tmp_path / "data", DISK) as data:
+        yield data
 
 
 @pytest.fixture
