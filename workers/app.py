@@ -208,6 +208,9 @@ def create_celery(settings: Settings) -> EonyxCelery:
         result_expires=timedelta(days=1),
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
+        # Redis that refuses a command (MISCONF: its disk is full) is retried like a lost
+        # connection, instead of stopping the worker: it takes jobs again once there is room.
+        broker_channel_error_retry=True,
         worker_hijack_root_logger=False,
         beat_schedule_filename=str(settings.data_dir / "run" / "celerybeat-schedule"),
         beat_schedule={

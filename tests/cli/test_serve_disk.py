@@ -133,6 +133,7 @@ def test_a_full_disk_answers_503_on_every_write_and_nothing_dies(
         wait_for(lambda: http.get("/readyz").status_code == 200, 30, "/readyz")
         ids = prepared(http)
         before = http_workers(served)
+        worker = served.child(" worker --beat")
         if metrics == "metrics on":
             assert not (small_disk / "run" / "metrics").exists()  # on the RAM disk
 
@@ -141,31 +142,39 @@ def test_a_full_disk_answers_503_on_every_write_and_nothing_dies(
         for method, path, options in write_calls(ids):
             response = http.request(method, path, **options)
             answers[f"{method} {path}"] = (response.status_code, response.text[:300])
+        # SQLite may still find room in its write-ahead log, and a file's last page room for
+        # one more line: such a write is saved, and answered as saved. Anything else is a 503
+        # storage_error with the reason, never a 500; what needs a new file always is.
+        failed = {call: answer for call, answer in answers.items() if answer[0] >= 300}
         refused = {
             call: answer
-            for call, answer in answers.items()
-            if answer[0] != 503 or '"storage_error"' not in answer[1]
+            for call, answer in failed.items()
+            if answer[0] != 503
+            or '"storage_error"' not in answer[1]
+            or not ("No space left on device" in answer[1] or "is full" in answer[1])
         }
         assert not refused, refused
-        reasons = {answer[1] for answer in answers.values()}
-        assert all("No space left on device" in r or "is full" in r for r in reasons), reasons
+        new_files = ("/sessions", "/fork", "/import", "/memory/user", "/memory/agent")
+        assert {call for call in answers if call.endswith(new_files)} <= set(failed), answers
+        assert len(failed) >= len(answers) // 2, answers  # most: the disk is full
 
         ready = http.get("/readyz")
         assert ready.status_code == 503
-        assert ready.json()["checks"]["store"] == "failed: cannot write: No space left on device"
+        checks = ready.json()["checks"]
+        assert checks["store"] == "failed: cannot write: No space left on device"
+        assert checks["broker"].startswith("failed: MISCONF"), checks  # its AOF is here too
         if metrics == "metrics on":
             scraped = http.get("/metrics", headers={"Authorization": f"Bearer {METRICS}"})
             assert scraped.status_code == 200
 
         assert http_workers(served) == before, served.output[-3000:]
+        assert served.child(" worker --beat") == worker  # waiting for room, not dead
         assert "SIGBUS" not in served.output
         sessions = small_disk / "users"
         assert not [p for p in sessions.rglob("*.jsonl") if p.stat().st_size == 0]
 
         empty(small_disk)  # room again: the same server works on, nothing was lost
-        # The background worker stops on Redis's refusal to take its queue reads, and serve
-        # starts it again (after up to 30 s of back-off): ready once it beats again.
-        wait_for(lambda: http.get("/readyz").status_code == 200, 90, "/readyz with room again")
+        wait_for(lambda: http.get("/readyz").status_code == 200, 60, "/readyz with room again")
         kept = http.get(f"/api/v1/sessions/{ids['session']}/messages")
         assert kept.status_code == 200, kept.text
         contents = [m["content"] for m in kept.json()["items"]]
@@ -175,3 +184,5 @@ def test_a_full_disk_answers_503_on_every_write_and_nothing_dies(
         turn = http.post(f"/api/v1/sessions/{session.json()['id']}/turns", json={"content": "hi"})
         assert turn.status_code == 200, turn.text
         assert http_workers(served) == before
+        assert served.child(" worker --beat") == worker
+        assert "starting it again" not in served.output  # serve restarted nothing
