@@ -11,9 +11,12 @@ key or describe an internal service an offering points at. The full text is in t
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from typing import Any
 
+import redis
 from flask import Flask, g, has_request_context
 from flask_limiter import RateLimitExceeded
 
@@ -41,6 +44,7 @@ STATUS = {
     NoModel: 503,
 }
 OUTAGES = (LLMError, NoModel, errors.Unavailable)  # one line each, no traceback
+DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 def render_error(exc: errors.EonyxError) -> tuple[dict[str, Any], int]:
@@ -91,6 +95,23 @@ def register_error_handlers(app: Flask) -> None:
     def _rate_limited(exc: RateLimitExceeded):  # type: ignore[no-untyped-def]
         headers = {"Retry-After": str(retry_after_seconds())}
         return error_payload("rate_limited", limit_message(exc)), 429, headers
+
+    @app.errorhandler(OSError)
+    def _os_error(exc: OSError):  # type: ignore[no-untyped-def]
+        """A disk that refused a write somewhere no domain code wrapped it: 503, not 500."""
+        if exc.errno not in DISK_REFUSALS:
+            raise exc
+        reason = f"the disk refused a write: {os.strerror(exc.errno or 0)}"
+        return _domain_error(errors.StorageError(reason))
+
+    @app.errorhandler(redis.exceptions.ResponseError)
+    def _redis_refused(exc: redis.exceptions.ResponseError):  # type: ignore[no-untyped-def]
+        """Redis refuses writes when its own disk is full (MISCONF: its append-only file
+        cannot be written) or when it is a read-only replica: the store cannot write."""
+        message = str(exc)
+        if not message.startswith(("MISCONF", "READONLY")):
+            raise exc
+        return _domain_error(errors.StorageError(f"Redis cannot write: {message}"))
 
     @app.errorhandler(SettingsError)
     def _settings_error(exc: SettingsError):  # type: ignore[no-untyped-def]

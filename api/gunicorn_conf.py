@@ -66,12 +66,21 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
         # No control socket (gunicorn 25+): two servers on one machine would fight over
         # $HOME/.gunicorn/gunicorn.ctl. Signals stop and reload gunicorn as before.
         "control_socket_disable": True,
+        # A worker whose arbiter was killed outright dies with it (it would otherwise serve
+        # on, unsupervised, holding the port).
+        "post_fork": _die_with_arbiter,
     }
     # Heartbeat files on a RAM disk when there is one (a container's overlay fs can stall them).
     if os.path.isdir("/dev/shm"):
         settings["worker_tmp_dir"] = "/dev/shm"
     settings |= metrics_hooks(environ)
     return settings
+
+
+def _die_with_arbiter(server: object, _worker: object) -> None:
+    from shared.core.lifetime import die_with_parent
+
+    die_with_parent(getattr(server, "pid", None) or os.getppid())
 
 
 def metrics_hooks(environ: Mapping[str, str]) -> dict[str, object]:

@@ -1,5 +1,5 @@
-"""/healthz (the process answers) and /readyz (database, store and broker reachable, and a
-worker and the beat scheduler alive: their heartbeats in Redis are fresh).
+"""/healthz (the process answers) and /readyz (database reachable, store and broker taking a
+write, and a worker and the beat scheduler alive: their heartbeats in Redis are fresh).
 
 A missing worker or beat makes /readyz answer 503: chats still work, but likes, titles,
 memory extraction and the periodic sweeps wait until one is back. The checks name what is
@@ -8,7 +8,10 @@ missing (`"worker": "failed: no heartbeat in the last 30 s"`).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -19,6 +22,7 @@ from api.context import runtime
 from shared.storage import heartbeats
 
 blp = Blueprint("health", __name__)
+PROBE_KEY = "eonyx:readyz"
 
 
 @blp.get("/healthz")
@@ -36,14 +40,17 @@ def readyz() -> tuple[dict[str, Any], int]:
         checks["database"] = "ok"
     except Exception as exc:  # noqa: BLE001 - any failure means "not ready", reported as such
         checks["database"] = f"failed: {type(exc).__name__}"
-    data_dir = rt.settings.data_dir
-    checks["store"] = "ok" if os.access(data_dir, os.W_OK | os.X_OK) else "failed: not writable"
+    checks["store"] = _store_writes(rt.settings.data_dir)
     if rt.redis is None:
         checks["broker"] = "failed: no Redis configured"
     else:
         try:
-            rt.redis.ping()
+            # A write, not a ping: a Redis whose disk is full answers pings and refuses
+            # every write (MISCONF), jobs and locks included.
+            rt.redis.set(PROBE_KEY, "1", ex=60)
             checks["broker"] = "ok"
+        except redis.ResponseError as exc:
+            checks["broker"] = f"failed: {str(exc).split(chr(10))[0][:200]}"
         except Exception as exc:  # noqa: BLE001
             checks["broker"] = f"failed: {type(exc).__name__}"
     client = rt.redis if checks["broker"] == "ok" else None
@@ -51,6 +58,25 @@ def readyz() -> tuple[dict[str, Any], int]:
         checks[role] = _heartbeat(client, role) if client is not None else "unknown: no broker"
     ready = all(value == "ok" for value in checks.values())
     return {"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503
+
+
+def _store_writes(data_dir: Path) -> str:
+    """Whether the store takes a write: a small file written, fsynced and removed (a full
+    or read-only disk fails every turn while the directory still looks writable)."""
+    probe = data_dir / f".readyz-{os.getpid()}-{threading.get_ident()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"ok\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"failed: cannot write: {exc.strerror or exc}"
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return "ok"
 
 
 def _heartbeat(client: redis.Redis, role: str) -> str:

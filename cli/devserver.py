@@ -8,6 +8,7 @@ the worker's code needs `eonyx serve` started again.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -29,9 +30,12 @@ class RequestLogHandler(WSGIRequestHandler):
 def main(host: str, port: int) -> None:
     from api import create_app
     from shared.core import logs
+    from shared.core.lifetime import die_with_parent
     from shared.core.settings import load_settings
     from workers.queue import celery_jobs
 
+    if os.environ.get("WERKZEUG_RUN_MAIN"):  # the reloader's child: it dies with the reloader
+        die_with_parent(os.getppid())
     settings = load_settings()
     logs.configure(settings)
     app = create_app(settings, jobs_queue=celery_jobs(settings))

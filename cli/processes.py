@@ -16,19 +16,23 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from shared.core.lifetime import preexec_die_with_parent
+
 BACKOFF = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)  # seconds before restart, after 1, 2, ... failures
 STEADY_SECONDS = 60.0  # a child that ran this long before dying starts again at once
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still runs (zombies do not count: they are done)."""
+def group_members(pgid: int) -> list[int]:
+    """The processes of the group that still run (zombies do not count: they are done), from
+    /proc; where there is none, [pgid] while the group has any process."""
     proc = Path("/proc")
     if not proc.is_dir():
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
-            return False
-        return True
+            return []
+        return [pgid]
+    found = []
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -37,8 +41,22 @@ def group_alive(pgid: int) -> bool:
         except (OSError, IndexError):
             continue
         if fields[0] != "Z" and int(fields[2]) == pgid:  # state, ppid, pgrp
-            return True
-    return False
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs."""
+    return bool(group_members(pgid))
+
+
+def command_line(pid: int) -> str:
+    """A process's command line, as ps shows it ("" when it is gone or unreadable)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
 
 
 def describe_exit(code: int) -> str:
@@ -51,7 +69,9 @@ def describe_exit(code: int) -> str:
 
 
 class Child:
-    """One command run as the leader of a new session (so also of a new process group)."""
+    """One command run as the leader of a new session (so also of a new process group), that
+    the kernel kills when serve dies (shared/core/lifetime.py): start it from serve's main
+    thread."""
 
     def __init__(
         self,
@@ -69,7 +89,11 @@ class Child:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            self.argv, env=self.env, pass_fds=self.pass_fds, start_new_session=True
+            self.argv,
+            env=self.env,
+            pass_fds=self.pass_fds,
+            start_new_session=True,
+            preexec_fn=preexec_die_with_parent(),
         )
         self.started = time.monotonic()
 

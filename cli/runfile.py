@@ -3,20 +3,24 @@
 `eonyx serve` writes its effective settings to DATA_DIR/run/settings.json when it starts:
 every variable of shared/core/settings.py with the value in force, minus the secrets (a
 setting that is not shown in the settings' repr, such as EONYX_LLM_API_KEY, is left out; a
-password in a URL is masked), with the server's pid and URL. It also writes a pointer to that
-file, `~/.local/share/eonyx/run/server.json`, where `~` is the home directory of the user in
-the password database, not $HOME: a shell with another HOME, XDG_DATA_HOME or DATA_DIR finds
-it all the same. `eonyx serve` removes both when it stops.
+password in a URL is masked), with the server's pid, URL and the process groups of its
+children. It also writes a pointer to that file, one per data directory, in
+`~/.local/share/eonyx/run/servers/`, where `~` is the home directory of the user in the
+password database, not $HOME: a shell with another HOME, XDG_DATA_HOME or DATA_DIR finds it
+all the same. `eonyx serve` removes both when it stops.
 
 A server-side command (`eonyx users`, `models`, `index`, `db`) uses the server running on its
-own DATA_DIR when DATA_DIR is set, else the one on the default data directory, else the one
-the pointer names. Each variable the command's environment leaves unset takes the server's
-value. The server's DATABASE_URL or REDIS_URL with a masked password cannot be used: the
-command asks for the variable instead of silently using another database.
+own DATA_DIR when DATA_DIR is set. Without DATA_DIR it uses the one server running (found
+through the pointers, or on the default data directory); when several run it refuses to
+guess, lists them and asks for DATA_DIR. A pointer whose server is dead is ignored and
+removed. Each variable the command's environment leaves unset takes the server's value. The
+server's DATABASE_URL or REDIS_URL with a masked password cannot be used: the command asks
+for the variable instead of silently using another database.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pwd
@@ -30,7 +34,6 @@ from shared.core.clock import isoformat, utcnow
 from shared.core.settings import VARIABLES, Settings, default_data_dir
 
 RUN_FILE = "settings.json"
-POINTER = "server.json"
 MASK = "***"
 NEEDED = {"DATABASE_URL", "REDIS_URL"}  # without the server's own, a command acts elsewhere
 SECRET_QUERY_KEYS = {"key", "api_key", "apikey", "token", "access_token", "password", "secret"}
@@ -45,19 +48,31 @@ class RunningServer:
     url: str
     environment: dict[str, str]
     masked: frozenset[str]
+    groups: dict[str, int]  # the children's process groups: {"HTTP server": pgid, ...}
+
+    @property
+    def data_dir(self) -> str:
+        return self.environment.get("DATA_DIR", str(self.path.parent.parent))
 
 
 def run_file(data_dir: Path) -> Path:
     return data_dir / "run" / RUN_FILE
 
 
-def pointer_file() -> Path:
+def pointer_dir() -> Path:
     """In the user's real home (password database), whatever $HOME says."""
     try:
         home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     except KeyError:  # a uid without an entry (some containers): fall back to $HOME
         home = Path.home()
-    return home / ".local" / "share" / "eonyx" / "run" / POINTER
+    return home / ".local" / "share" / "eonyx" / "run" / "servers"
+
+
+def pointer_file(data_dir: Path) -> Path:
+    """The pointer of the server on `data_dir`: one per data directory, so that a second
+    server on another one does not redirect the first one's commands."""
+    key = str(data_dir.expanduser().absolute())
+    return pointer_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
 # -- writing (eonyx serve) ---------------------------------------------------------------------
@@ -114,18 +129,21 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     partial.replace(path)
 
 
-def write(settings: Settings, url: str) -> list[Path]:
-    """Record the running server's settings and point the well-known file at them; returns
-    the files written (a pointer that cannot be written is skipped: the run file is enough
-    for commands on the same DATA_DIR)."""
+def write(settings: Settings, url: str, groups: Mapping[str, int] | None = None) -> list[Path]:
+    """Record the running server's settings and point its data directory's pointer at them;
+    returns the files written (a pointer that cannot be written is skipped: the run file is
+    enough for commands on the same DATA_DIR). `groups` names the children's process groups,
+    so that a later start can say what a killed server left running."""
     environment, masked = settings_environment(settings)
     path = run_file(settings.data_dir)
     info = {"pid": os.getpid(), "url": url, "started_at": isoformat(utcnow())}
-    _write_json(path, info | {"environment": environment, "masked": sorted(masked)})
+    extra = {"groups": dict(groups or {}), "masked": sorted(masked)}
+    _write_json(path, info | extra | {"environment": environment})
     written = [path]
+    pointer = pointer_file(settings.data_dir)
     try:
-        _write_json(pointer_file(), info | {"run_file": str(path)})
-        written.append(pointer_file())
+        _write_json(pointer, info | {"run_file": str(path), "data_dir": str(settings.data_dir)})
+        written.append(pointer)
     except OSError:
         pass
     return written
@@ -144,7 +162,7 @@ def remove(paths: list[Path]) -> None:
 # -- reading (server-side commands) ------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -154,35 +172,82 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path) -> RunningServer | None:
+def read_any(path: Path) -> RunningServer | None:
+    """The server a run file describes, alive or dead; None for no (or an unreadable) file."""
     try:
         data = json.loads(path.read_text())
-        server = RunningServer(
+        return RunningServer(
             path=path,
             pid=int(data["pid"]),
             url=str(data.get("url", "")),
             environment={str(k): str(v) for k, v in data["environment"].items()},
             masked=frozenset(data.get("masked", [])),
+            groups={str(k): int(v) for k, v in (data.get("groups") or {}).items()},
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return server if _alive(server.pid) else None
+
+
+def _read(path: Path) -> RunningServer | None:
+    server = read_any(path)
+    return server if server is not None and alive(server.pid) else None
 
 
 def _pointed(pointer: Path) -> RunningServer | None:
+    """The live server a pointer names; a pointer to none (dead, or its run file gone) is
+    removed, so that it never counts again."""
     try:
         target = json.loads(pointer.read_text())["run_file"]
+        server = _read(Path(target))
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return _read(Path(target))
+        server = None
+    if server is None:
+        pointer.unlink(missing_ok=True)
+    return server
+
+
+def running_servers(environ: Mapping[str, str]) -> list[RunningServer]:
+    """Every server running for this user: those the pointers name, and the one on the
+    default data directory (which may have no pointer: one that could not be written)."""
+    found: dict[Path, RunningServer] = {}
+    own = _read(run_file(default_data_dir(environ)))
+    if own is not None:
+        found[own.path.absolute()] = own
+    try:
+        pointers = sorted(pointer_dir().glob("*.json"))
+    except OSError:
+        pointers = []
+    for pointer in pointers:
+        server = _pointed(pointer)
+        if server is not None:
+            found.setdefault(server.path.absolute(), server)
+    return list(found.values())
+
+
+class SeveralServers(Exception):
+    """A command without DATA_DIR while more than one server runs: which one is meant?"""
+
+    def __init__(self, servers: list[RunningServer]) -> None:
+        listed = "\n".join(
+            f"  DATA_DIR={server.data_dir}  {server.url}  (pid {server.pid})" for server in servers
+        )
+        super().__init__(
+            f"{len(servers)} Eonyx servers are running; set DATA_DIR to the one to act on:\n"
+            f"{listed}"
+        )
+        self.servers = servers
 
 
 def find_server(environ: Mapping[str, str]) -> RunningServer | None:
-    """The running server whose settings a command with `environ` should use, if any."""
+    """The running server whose settings a command with `environ` should use, if any
+    (SeveralServers when DATA_DIR is unset and more than one runs)."""
     data_dir = (environ.get("DATA_DIR") or "").strip()
     if data_dir:
         return _read(run_file(Path(data_dir).expanduser()))
-    return _read(run_file(default_data_dir(environ))) or _pointed(pointer_file())
+    servers = running_servers(environ)
+    if len(servers) > 1:
+        raise SeveralServers(servers)
+    return servers[0] if servers else None
 
 
 class MaskedSetting(Exception):

@@ -11,28 +11,33 @@ starts two children, each in a process group of its own (cli/processes.py):
   development server (cli/devserver.py).
 
 Once /healthz answers it prints the URL and writes its settings to DATA_DIR/run
-(cli/runfile.py). Ctrl+C or SIGTERM stops the HTTP server (running requests get
-GRACEFUL_SECONDS), then the worker's group (SIGTERM, SIGKILL after WORKER_GRACE_SECONDS),
-then the Redis; a second Ctrl+C stops at once. If the HTTP server or the embedded Redis
-dies, everything is stopped and serve exits with status 1.
+(cli/runfile.py). Every process it starts, and each of theirs, dies with its parent (a
+parent-death signal, shared/core/lifetime.py): a serve killed outright (SIGKILL, the OOM
+killer) leaves nothing running, and the next start removes the run files it left
+(cli/leftovers.py), or names what still runs if anything does. Ctrl+C or SIGTERM stops the
+HTTP server (running requests get GRACEFUL_SECONDS), then the worker's group (SIGTERM,
+SIGKILL after WORKER_GRACE_SECONDS), then the Redis; a second Ctrl+C stops at once. If the
+HTTP server or the embedded Redis dies, everything is stopped and serve exits with status 1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import click
 import httpx
 
-from cli import runfile
+from cli import leftovers, runfile
 from cli.processes import Child, Supervised, describe_exit
 from shared import accounts
 from shared.core.settings import Settings, load_settings
@@ -75,6 +80,12 @@ def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
     """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
     settings = load_settings()
     permissions.secure_store(settings)  # before anything is written; the children inherit it
+    try:
+        cleared = leftovers.clear(settings.data_dir)
+    except leftovers.StillRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    if cleared is not None:
+        _say(f"removed what a server that was killed (pid {cleared.pid}) left: run files")
     stop, force = threading.Event(), threading.Event()
     with _signals(stop, force), _listening(host, port) as listener:
         port = listener.getsockname()[1]
@@ -102,10 +113,19 @@ def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
             listener.close()
             url = f"http://{_url_host(host)}:{port}"
             _wait_until_answering(url, http, stop)
-            written = runfile.write(settings, url)
+            children = (http, worker.child, embedded)
+
+            def record() -> list[Path]:
+                try:
+                    return runfile.write(settings, url, _groups(children))
+                except OSError as exc:  # a full disk: commands will need DATA_DIR, no more
+                    _say(f"cannot write the run file: {exc.strerror or exc}")
+                    return []
+
+            written = record()
             click.echo(f"Eonyx is running at {url} (data in {settings.data_dir})")
             click.echo("Press Ctrl+C to stop.")
-            problem = _supervise(worker, http, embedded, stop)
+            problem = _supervise(worker, http, embedded, stop, record)
         except Stopped:
             problem = None
         finally:
@@ -115,6 +135,8 @@ def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
                     child.stop(grace, force)
             if embedded is not None:
                 embedded.stop()
+            if not settings.prometheus_multiproc_dir and settings.metrics_token:
+                shutil.rmtree(metrics_directory(settings.data_dir), ignore_errors=True)
     if problem:
         raise click.ClickException(f"{problem}; Eonyx stopped.")
     click.echo("Eonyx stopped.")
@@ -185,12 +207,25 @@ def _child_env(settings: Settings) -> dict[str, str]:
     if settings.metrics_token:
         # The HTTP workers and the background worker sum their metrics in one directory,
         # so /metrics shows the jobs too; emptied here, before any of them writes to it.
-        directory = settings.prometheus_multiproc_dir or settings.data_dir / "run" / "metrics"
+        directory = settings.prometheus_multiproc_dir or metrics_directory(settings.data_dir)
         from shared.core.metrics import empty_directory
 
         empty_directory(str(directory))
         env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
     return env
+
+
+def metrics_directory(data_dir: Path) -> Path:
+    """Where serve's processes sum their metrics unless PROMETHEUS_MULTIPROC_DIR says: on
+    the RAM disk when there is one, as the compose stack does. Its files are memory-mapped,
+    and a memory-mapped file on a full disk kills the process that writes to it (SIGBUS):
+    there, a full DATA_DIR would kill the HTTP workers. One directory per data directory,
+    so two servers do not mix their counts."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        digest = hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:12]
+        return shm / f"eonyx-metrics-{digest}"
+    return data_dir / "run" / "metrics"
 
 
 def _worker_argv() -> list[str]:
@@ -227,13 +262,30 @@ def _wait_until_answering(url: str, http: Child, stop: threading.Event) -> None:
     raise click.ClickException(f"the HTTP server did not answer at {url} in time")
 
 
+def _groups(children: tuple[Child, Child, EmbeddedRedis | None]) -> dict[str, int]:
+    """The children's process groups (each leads its own), for the run file: a later start
+    names what a killed serve left running."""
+    http, worker, embedded = children
+    groups = {"HTTP server": http.pid, "worker": worker.pid}
+    if embedded is not None and embedded.process is not None:
+        groups["embedded Redis"] = embedded.process.pid
+    return {name: pid for name, pid in groups.items() if pid}
+
+
 def _supervise(
-    worker: Supervised, http: Child, embedded: EmbeddedRedis | None, stop: threading.Event
+    worker: Supervised,
+    http: Child,
+    embedded: EmbeddedRedis | None,
+    stop: threading.Event,
+    record: Callable[[], object],
 ) -> str | None:
-    """Until Ctrl+C: restart the worker when it dies. Returns why serve must stop, if it is
-    not Ctrl+C."""
+    """Until Ctrl+C: restart the worker when it dies (and record its new process group).
+    Returns why serve must stop, if it is not Ctrl+C."""
     while not stop.wait(0.25):
+        before = worker.child.pid
         worker.check()
+        if worker.child.pid != before:
+            record()
         code = http.exit_code()
         if code is not None:
             return f"the HTTP server {describe_exit(code)}"

@@ -33,7 +33,7 @@ def server_settings() -> tuple[Settings, runfile.RunningServer | None]:
     """This command's settings, completed from the running server's (see cli/runfile.py)."""
     try:
         environ, server = runfile.with_server_settings(os.environ)
-    except runfile.MaskedSetting as exc:
+    except (runfile.MaskedSetting, runfile.SeveralServers) as exc:
         raise click.ClickException(str(exc)) from None
     return load_settings(environ), server
 

@@ -39,6 +39,7 @@ from datetime import timedelta
 import redis
 from celery import Celery, current_app
 from celery.signals import (
+    beat_embedded_init,
     beat_init,
     setup_logging,
     worker_init,
@@ -49,6 +50,7 @@ from celery.signals import (
 )
 
 from shared.core import jobs, logs, tracing
+from shared.core.lifetime import die_with_parent
 from shared.core.settings import Settings
 from shared.runtime import Runtime
 from shared.storage import heartbeats, permissions
@@ -170,6 +172,13 @@ def _start_beat_heartbeat(sender: object = None, **_: object) -> None:
         atexit.register(app.stop_heartbeat)
 
 
+@beat_embedded_init.connect
+def _die_with_worker(**_: object) -> None:
+    """A worker's own beat (`--beat`) dies with it, even with a SIGKILL: a beat left
+    behind would schedule everything twice beside the next worker's."""
+    die_with_parent(os.getppid())
+
+
 @worker_process_init.connect
 def _forget_inherited_runtime(**_: object) -> None:
     """A forked pool child must not use its parent's connections: it builds its own."""
@@ -209,6 +218,9 @@ def create_celery(settings: Settings) -> EonyxCelery:
         result_expires=timedelta(days=1),
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
+        # Redis that refuses a command (MISCONF: its disk is full) is retried like a lost
+        # connection, instead of stopping the worker: it takes jobs again once there is room.
+        broker_channel_error_retry=True,
         worker_hijack_root_logger=False,
         beat_schedule_filename=str(settings.data_dir / "run" / "celerybeat-schedule"),
         beat_schedule={

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import kombu.exceptions
 from celery import Celery
 from celery.result import AsyncResult
 
 from shared.core import observability
+from shared.core.errors import StorageError, Unavailable
 from shared.core.settings import Settings
 from workers.app import create_celery, instrument_celery
 from workers.observability import HEADER
@@ -19,7 +21,13 @@ class CeleryJobs:
         """Send a job, with the request id of the request (or job) that sends it, if any."""
         request_id = observability.current_request_id()
         headers = {HEADER: request_id} if request_id else None
-        return self.app.send_task(job, args=args, headers=headers).id
+        try:
+            return self.app.send_task(job, args=args, headers=headers).id
+        except kombu.exceptions.OperationalError as exc:
+            # Redis refuses writes when its disk is full (MISCONF) or it is a replica.
+            if str(exc).startswith(("MISCONF", "READONLY")):
+                raise StorageError(f"the job queue cannot write: {exc}") from exc
+            raise Unavailable(f"the job queue cannot be reached: {exc}") from exc
 
     def status(self, job_id: str) -> dict[str, object]:
         result = AsyncResult(job_id, app=self.app)

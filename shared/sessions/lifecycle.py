@@ -14,13 +14,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.core.errors import Conflict, InvalidInput, NotFound, StorageError
+from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
 from shared.sessions.turn_lock import hold_turn_lock
 from shared.storage import index, listing
@@ -72,12 +73,14 @@ def fork_session(
     )
     try:
         _copy_files(rt, user_id, session_id, state.id, messages)
-    except StorageError:
-        rt.store.delete(user_id, state.id)
+        with rt.db.session() as db:
+            index.record(db, state, info, text=True)
+            return index.get_row(db, user_id, state.id)
+    except BaseException:
+        # A fork the caller is told failed leaves nothing behind (the first error is told).
+        with contextlib.suppress(EonyxError, OSError):
+            rt.store.delete(user_id, state.id)
         raise
-    with rt.db.session() as db:
-        index.record(db, state, info, text=True)
-        return index.get_row(db, user_id, state.id)
 
 
 def _fork_point(messages: list[dict[str, Any]], message_id: str | None) -> list[dict[str, Any]]:

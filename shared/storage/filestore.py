@@ -135,12 +135,21 @@ def durable_append(path: Path, data: bytes, *, create: bool = False) -> os.stat_
     """Append `data` (whole lines) to `path` under its lock and fsync before returning.
 
     A torn last line left by a crash is cut off first. If the write or the fsync fails the
-    file is truncated back to where it was and `StorageError` is raised.
+    file is truncated back to where it was and `StorageError` is raised; a file this call
+    created is removed again (under its lock), so a failed create leaves no empty file.
     """
     with locked(path, create=create) as fd:
-        stat = append_locked(fd, path, data)
+        try:
+            stat = append_locked(fd, path, data)
+        except StorageError:
+            if create:
+                path.unlink(missing_ok=True)
+            raise
     if create:
-        fsync_dir(path.parent)
+        try:
+            fsync_dir(path.parent)
+        except OSError as exc:
+            raise StorageError(f"could not save {path.name}: {exc.strerror or exc}") from exc
     return stat
 
 
@@ -220,9 +229,9 @@ def backup_file(path: Path, backups_dir: Path) -> Path | None:
     """Copy `path` to `backups_dir/<name>.<timestamp>` (durably); None when there is no file."""
     if not path.exists():
         return None
-    make_private_dirs(backups_dir)
     target = backups_dir / f"{path.name}.{timestamp()}"
     try:
+        make_private_dirs(backups_dir)
         atomic_write(target, path.read_bytes())
     except OSError as exc:
         raise StorageError(f"could not back up {path.name}: {exc.strerror}") from exc

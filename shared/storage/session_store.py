@@ -10,6 +10,7 @@ appended since the last read, and checks the file every time.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -98,8 +99,15 @@ class Appended:
     info: FileInfo
 
 
+def _not_empty(fd: int) -> None:
+    """A 0-byte session file is no session: nothing may be appended to it without a header."""
+    if os.fstat(fd).st_size == 0:
+        raise FileNotFoundError(errno.ENOENT, "an empty session file")
+
+
 class SessionStore:
-    """Reads and writes session files under DATA_DIR/users; writers hold the file's flock."""
+    """Reads and writes session files under DATA_DIR/users; writers hold the file's flock.
+    A 0-byte file is treated as no session everywhere (it has no header)."""
 
     def __init__(self, data_dir: Path, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
         self.data_dir = data_dir
@@ -161,8 +169,11 @@ class SessionStore:
     def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> Appended:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
         data = encode_records(records)
+        path = self.path(user_id, session_id)
         try:
-            stat = durable_append(self.path(user_id, session_id), data)
+            with locked(path) as fd:
+                _not_empty(fd)
+                stat = append_locked(fd, path, data)
         except FileNotFoundError:
             raise NotFound("session not found") from None
         return Appended(stat.st_size - len(data), FileInfo.of(stat))
@@ -179,6 +190,7 @@ class SessionStore:
         path = self.path(user_id, session_id)
         try:
             with locked(path) as fd:
+                _not_empty(fd)
                 try:
                     state = fold(read_jsonl(path), keep_messages=False)
                 except (ValueError, KeyError) as exc:
@@ -205,6 +217,10 @@ class SessionStore:
             self.cache.forget(key)
             raise NotFound("session not found") from None
         try:
+            if os.fstat(fd).st_size == 0:
+                self.cache.forget(key)
+                self._remove_if_empty(path)
+                raise NotFound("session not found")
             state, stat = self.cache.read(
                 key, fd, os.fstat(fd), path.name, keep_messages=keep_messages
             )
@@ -225,13 +241,25 @@ class SessionStore:
         file's lock (a writer waiting for it then appends to the new file)."""
         path = self.path(user_id, session_id)
         try:
-            with locked(path):
+            with locked(path) as fd:
+                _not_empty(fd)
                 records = make(read_jsonl(path))
                 atomic_write(path, encode_records(records))
                 stat = path.stat()
         except FileNotFoundError:
             raise NotFound("session not found") from None
         return fold(records), FileInfo.of(stat)
+
+    def _remove_if_empty(self, path: Path) -> None:
+        """Remove a 0-byte session file: no session (a create that failed before it wrote
+        its header, from an older version; a create now removes its own). Under the file's
+        lock, so a create still writing it (it holds the lock) is never disturbed."""
+        try:
+            with locked(path) as fd:
+                if os.fstat(fd).st_size == 0:
+                    path.unlink()
+        except (FileNotFoundError, StorageError):
+            pass  # gone already, or a read-only store: it stays, still no session
 
     def delete(self, user_id: str, session_id: str) -> None:
         path = self.path(user_id, session_id)
@@ -320,6 +348,8 @@ class SessionStore:
             name = entry.name
             if name.endswith(".jsonl") and SESSION_ID_RE.fullmatch(name[:-6]):
                 try:
-                    yield name[:-6], FileInfo.of(entry.stat())
+                    stat = entry.stat()
                 except FileNotFoundError:
                     continue
+                if stat.st_size:  # an empty file is no session (see `_remove_if_empty`)
+                    yield name[:-6], FileInfo.of(stat)

@@ -1,10 +1,14 @@
 """Server-side commands find the running server's settings (DATA_DIR/run/settings.json and
-the pointer in the user's home), say where they act, and never learn its secrets."""
+a pointer per data directory in the user's home), say where they act, never learn its
+secrets, and refuse to guess between two servers."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +21,9 @@ from shared.storage.db import Database
 
 
 @pytest.fixture(autouse=True)
-def pointer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "passwd-home" / ".local" / "share" / "eonyx" / "run" / "server.json"
-    monkeypatch.setattr(runfile, "pointer_file", lambda: path)
+def pointers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "passwd-home" / ".local" / "share" / "eonyx" / "run" / "servers"
+    monkeypatch.setattr(runfile, "pointer_dir", lambda: path)
     return path
 
 
@@ -51,11 +55,13 @@ def test_the_settings_written_give_the_same_settings_without_secrets(tmp_path: P
 
 
 def test_a_shell_with_another_home_finds_the_server_through_the_pointer(
-    tmp_path: Path, pointer: Path
+    tmp_path: Path, pointers: Path
 ) -> None:
     settings = load_settings(server_env(tmp_path))
     written = runfile.write(settings, "http://127.0.0.1:8000")
+    pointer = runfile.pointer_file(settings.data_dir)
     assert written == [settings.data_dir / "run" / "settings.json", pointer]
+    assert pointer.parent == pointers
     assert (settings.data_dir / "run" / "settings.json").stat().st_mode & 0o777 == 0o600
 
     environ, server = runfile.with_server_settings(shell(tmp_path, "other-home"))
@@ -81,12 +87,61 @@ def test_a_shell_with_another_data_dir_does_not_take_that_servers_settings(
     assert server is None and "DATABASE_URL" not in environ
 
 
-def test_a_dead_servers_file_is_ignored(tmp_path: Path, pointer: Path) -> None:
+def test_a_dead_servers_file_is_ignored_and_its_pointer_removed(
+    tmp_path: Path, pointers: Path
+) -> None:
     settings = load_settings(server_env(tmp_path))
     path = runfile.write(settings, "http://127.0.0.1:8000")[0]
-    data = json.loads(path.read_text())
-    path.write_text(json.dumps(data | {"pid": 2**22 + 12345}))  # above any pid_max: never alive
+    as_if_run_by(path, DEAD_PID)
     assert runfile.with_server_settings(shell(tmp_path, "h"))[1] is None
+    assert not list(pointers.iterdir())
+
+
+DEAD_PID = 2**22 + 12345  # above any pid_max: never alive
+
+
+def as_if_run_by(run_file: Path, pid: int) -> None:
+    run_file.write_text(json.dumps(json.loads(run_file.read_text()) | {"pid": pid}))
+
+
+@pytest.fixture
+def other_server() -> Iterator[int]:
+    """The pid of another live process, to stand for a second `eonyx serve`."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield process.pid
+    process.kill()
+    process.wait()
+
+
+def test_two_servers_keep_a_pointer_each_and_a_command_without_data_dir_refuses_to_guess(
+    tmp_path: Path, pointers: Path, other_server: int
+) -> None:
+    first = load_settings(server_env(tmp_path, DATA_DIR=str(tmp_path / "one")))
+    second = load_settings(server_env(tmp_path, DATA_DIR=str(tmp_path / "two")))
+    runfile.write(first, "http://127.0.0.1:8001")
+    as_if_run_by(runfile.write(second, "http://127.0.0.1:8002")[0], other_server)
+    assert len(list(pointers.iterdir())) == 2  # the second did not overwrite the first's
+
+    with pytest.raises(runfile.SeveralServers) as raised:
+        runfile.with_server_settings(shell(tmp_path, "h"))
+    message = str(raised.value)
+    assert "2 Eonyx servers are running; set DATA_DIR to the one to act on" in message
+    assert f"DATA_DIR={tmp_path / 'one'}  http://127.0.0.1:8001  (pid {os.getpid()})" in message
+    assert f"DATA_DIR={tmp_path / 'two'}  http://127.0.0.1:8002  (pid {other_server})" in message
+    result = CliRunner(env=shell(tmp_path, "h")).invoke(main, ["users", "list"])
+    assert result.exit_code == 1 and "set DATA_DIR" in result.output
+
+    # DATA_DIR names one: that one's settings, whatever else runs.
+    chosen = shell(tmp_path, "h", DATA_DIR=str(tmp_path / "two"))
+    environ, server = runfile.with_server_settings(chosen)
+    assert server is not None and server.pid == other_server
+    assert environ["DATA_DIR"] == str(tmp_path / "two")
+
+    # One of them dies: the other is the one running, and the dead one's pointer goes.
+    as_if_run_by(runfile.run_file(second.data_dir), DEAD_PID)
+    environ, server = runfile.with_server_settings(shell(tmp_path, "h"))
+    assert server is not None and environ["DATA_DIR"] == str(tmp_path / "one")
+    assert list(pointers.iterdir()) == [runfile.pointer_file(first.data_dir)]
 
 
 def test_a_masked_database_password_is_asked_for(tmp_path: Path) -> None:

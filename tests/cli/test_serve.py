@@ -16,6 +16,7 @@ import pytest
 from simple_websocket import Client as WebSocket
 from simple_websocket import ConnectionClosed
 
+from cli.serve import metrics_directory
 from tests.cli.serving import (
     Served,
     admin_client,
@@ -90,7 +91,7 @@ def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(
     # A second serve on the same DATA_DIR refuses instead of stealing the Redis socket.
     second = eonyx(served.env, "serve", "--port", str(free_port()))
     assert second.returncode != 0
-    assert "is Eonyx running?" in second.stderr
+    assert f"Eonyx already runs on {data_dir} at {url} (pid {served.process.pid})" in second.stderr
     assert redis_socket.exists()
 
     served.stop_with_ctrl_c()
@@ -247,5 +248,9 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
 
     line = wait_for(access_line, 10, f"the access line:\n{served.output[-3000:]}")
     assert (line["method"], line["path"], line["status"]) == ("GET", "/api/v1/sessions", 200)
-    assert (served.data_dir / "run" / "metrics").is_dir()
+    # The memory-mapped files on the RAM disk, never on DATA_DIR's (where a full disk would
+    # kill the HTTP workers with SIGBUS; tests/cli/test_serve_disk.py); gone after a stop.
+    directory = metrics_directory(served.data_dir)
+    assert directory.parent == Path("/dev/shm") and any(directory.glob("*.db"))
     served.stop_with_ctrl_c()
+    assert not directory.exists()

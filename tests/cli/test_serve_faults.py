@@ -1,5 +1,6 @@
 """`eonyx serve` survives its worker being killed: it starts the worker again, the jobs the
-dead worker held are redone (the memory sweep), and nothing it started outlives it.
+dead worker held are redone (the memory sweep), and nothing it started outlives it, even
+when serve itself is killed outright.
 
 Slow by nature (the redo waits for the dead worker's job locks to lapse and for the next
 sweep: about a minute), and part of `make test` all the same.
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from tests.cli.serving import (
+    PASSWORD,
     Served,
     admin_client,
     children_of,
@@ -25,7 +27,7 @@ from tests.cli.serving import (
     ready,
     zombie_or_gone,
 )
-from tests.conftest import wait_for
+from tests.conftest import free_port, wait_for
 from tests.fake_llm import FAKE_MODEL, FakeLLM, RecordedRequest, Reply, text
 
 pytestmark = pytest.mark.slow
@@ -106,3 +108,55 @@ def test_a_killed_worker_is_restarted_and_every_queued_like_ends_saved(
     served.stop_with_ctrl_c()
     left = [pid for pid in everything if not zombie_or_gone(pid)]
     assert not left, f"processes left behind by serve: {left}"
+
+
+def test_a_killed_serve_leaves_nothing_running_and_starts_again_at_once(
+    start_serve: Callable[..., Served],
+) -> None:
+    """SIGKILL of serve alone (the OOM killer, `kill -9`): gunicorn and its workers, the
+    worker and its beat, and the embedded Redis die with it; a start on the same port and
+    DATA_DIR then works at once, and removes the run files the dead one left."""
+    port = str(free_port())
+    served = start_serve("--port", port)
+    url = served.wait_url()
+    with admin_client(served, url) as http:
+        wait_for(lambda: ready(http), 30, "/readyz")
+        created = http.post("/api/v1/sessions", json={"title": "Kept"})
+        assert created.status_code == 201, created.text
+    worker = served.child(" worker --beat")
+    beat = children_of(worker)
+    assert beat, "the worker runs beat as a process of its own"
+    gunicorn = served.child("gunicorn")
+    assert children_of(gunicorn), "gunicorn's workers"
+    everything = descendants_of(served.process.pid)
+    assert len(everything) >= 6  # Redis, gunicorn and 2 workers, the worker and its beat
+    run_file = served.data_dir / "run" / "settings.json"
+    assert run_file.exists()
+
+    os.kill(served.process.pid, signal.SIGKILL)
+    served.process.wait(10)
+
+    def left() -> list[tuple[int, str]]:
+        return [(pid, command_line(pid)) for pid in everything if not zombie_or_gone(pid)]
+
+    try:
+        wait_for(lambda: not left(), 30, "every process of the killed serve to end")
+    finally:
+        orphans = left()
+        for pid, _ in orphans:
+            os.kill(pid, signal.SIGKILL)
+    assert not orphans
+    assert run_file.exists()  # a SIGKILL leaves its files: the next start removes them
+
+    again = start_serve("--port", port)
+    assert again.wait_url() == url, again.output
+    assert f"(pid {served.process.pid}) left: run files" in again.output
+    with httpx.Client(base_url=url, timeout=10) as http:
+        login = http.post("/api/v1/auth/login", json={"username": "admin", "password": PASSWORD})
+        assert login.status_code == 200, login.text
+        http.headers["Authorization"] = f"Bearer {login.json()['token']}"
+        assert wait_for(lambda: ready(http), 30, "/readyz after the restart")
+        titles = [s["title"] for s in http.get("/api/v1/sessions").json()["items"]]
+        assert titles == ["Kept"]
+    assert json.loads(run_file.read_text())["pid"] == again.process.pid
+    again.stop_with_ctrl_c()
