@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,12 +26,13 @@ from api import create_app
 from api.context import runtime_of
 from shared import accounts
 from shared.core.jobs import TEAMS_TURN
-from shared.integrations.teams import bot, links
+from shared.core.settings import Settings
+from shared.integrations.teams import activities, bot, links
 from shared.integrations.teams.activities import MAX_TEXT_BYTES
 from shared.integrations.teams.bot import answer
 from shared.runtime import Runtime
 from shared.storage.orm import SessionBinding, TeamsUserLink, User
-from tests.conftest import Account, Backend, create_account, make_settings
+from tests.conftest import Account, Backend, create_account, make_settings, wait_for
 from tests.fake_botframework import (
     APP_ID,
     APP_PASSWORD,
@@ -290,6 +292,40 @@ def test_a_model_failure_is_told_without_the_providers_words(teams: Teams) -> No
     )
     assert "sk-live" not in reply.text and "Incorrect API key" not in reply.text
     assert teams.jobs.join()[0]["outcome"] == "failed"
+
+
+def _answer_in_a_worker(settings: Settings, inbound: dict[str, object]) -> None:
+    """A worker process of its own, for the test below to kill mid-turn."""
+    answer(Runtime.build(settings), inbound)
+
+
+@pytest.mark.slow
+def test_a_message_whose_worker_died_mid_turn_is_answered_once(teams: Teams) -> None:
+    """The queue delivers a job again when its worker dies (acks_late): the new delivery
+    answers the message the dead worker saved, instead of skipping it as a duplicate (the
+    user got no answer) or saving it twice; a third delivery is a duplicate."""
+    activity = teams.bf.activity("Answer me though my worker dies")
+    inbound = activities.inbound_message(activities.parse(json.dumps(activity).encode()))
+    assert inbound is not None
+    teams.llm.script(text("never sent", delay=600))  # held until the worker is killed
+    worker = multiprocessing.get_context("spawn").Process(
+        target=_answer_in_a_worker, args=(teams.rt.settings, inbound.to_dict())
+    )
+    worker.start()
+    wait_for(lambda: teams.llm.completions, 60, "the dead worker's turn to reach the model")
+    worker.kill()
+    worker.join(10)
+    [session] = teams.sessions()
+    assert teams.messages(session["id"]) == [("user", "Answer me though my worker dies")]
+
+    assert answer(teams.rt, inbound.to_dict())["outcome"] == "answered"  # delivered again
+    assert teams.messages(session["id"]) == [
+        ("user", "Answer me though my worker dies"),
+        ("assistant", "Answer me though my worker dies"),
+    ]
+    assert [reply.text for reply in teams.bf.replies()] == ["Answer me though my worker dies"]
+    assert answer(teams.rt, inbound.to_dict())["outcome"] == "duplicate"
+    assert len(teams.bf.replies()) == 1
 
 
 def test_an_unknown_teams_user_is_told_how_to_link(teams: Teams) -> None:

@@ -6,6 +6,13 @@ saved before every check has passed. `answer` is the worker's: it finds the Eony
 to the sender, the session bound to the conversation (one per conversation and user, source
 `teams`; the message `new` starts another), runs the turn while Teams shows "typing...", and
 posts the answer in parts that fit Teams' size limit.
+
+A message is answered once, though the channel or the queue may deliver it twice, and though
+the worker answering it may die mid-turn (its job then comes back, see workers/app.py): the
+answer runs under a lock kept alive while its worker lives, and the message is marked
+`taken` when its answer starts and `answered` when the reply is posted. A delivery that finds
+it answered does nothing; one that finds it taken (its first worker died) answers the user's
+message the dead worker saved, with a retry, instead of saving it a second time.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from shared.integrations.teams.activities import Inbound
 from shared.integrations.teams.channel import TeamsChannel
 from shared.llm.client import LLMError
 from shared.sessions import service as session_service
+from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
@@ -33,6 +41,7 @@ log = logging.getLogger(__name__)
 SOURCE = CHANNEL = "teams"
 NEW_COMMANDS = ("new", "/new")
 SEEN_TTL = 24 * 3600  # an activity delivered twice within a day is answered once
+TAKEN, ANSWERED = b"taken", b"answered"  # a delivery's marks (see the module's docstring)
 NEW_SESSION_REPLY = "Starting afresh: your next message begins a new session."
 TEXT_ONLY_REPLY = "I can only read text messages."
 DISABLED_REPLY = "Your Eonyx account is disabled: ask your Eonyx administrator."
@@ -68,13 +77,33 @@ def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
         raise Unavailable(f"the message could not be queued ({exc})") from exc
 
 
-def _first_delivery(rt: Runtime, inbound: Inbound) -> bool:
-    """False for an activity this deployment already took (the channel or the queue may
-    deliver twice)."""
+def _delivery_key(inbound: Inbound) -> str:
+    return "eonyx:teams:seen:" + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
+
+
+def _take(rt: Runtime, key: str) -> bytes | None:
+    """Mark the activity taken: None for its first delivery, else the mark an earlier one
+    left (TAKEN: that delivery's worker died before answering; ANSWERED: done)."""
     if rt.redis is None:
-        return True
-    key = "eonyx:teams:seen:" + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
-    return bool(rt.redis.set(key, 1, nx=True, ex=SEEN_TTL))
+        return None
+    if rt.redis.set(key, TAKEN, nx=True, ex=SEEN_TTL):
+        return None
+    earlier = rt.redis.get(key)
+    return earlier if isinstance(earlier, bytes) else ANSWERED  # expired meanwhile: day-old
+
+
+def _last_exchange(rt: Runtime, user_id: str, session_id: str) -> tuple[str | None, str | None]:
+    """The text of the session's last user message and of its final answer (None: none
+    yet). After a worker died mid-turn, its user message may be saved unanswered, or
+    answered with the reply never posted."""
+    state, _ = rt.store.load(user_id, session_id)
+    answer = None
+    for record in reversed(state.messages):
+        if record.get("role") == "user":
+            return content_text(record.get("content")), answer
+        if record.get("role") == "assistant" and not record.get("tool_calls") and answer is None:
+            answer = content_text(record.get("content"))
+    return None, None
 
 
 def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
@@ -110,11 +139,22 @@ def link_help(inbound: Inbound) -> str:
 
 def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
     """The worker's half: run the message's turn and post the answer. Idempotent: a message
-    delivered again is skipped."""
+    delivered again is skipped, one whose first worker died is answered once."""
     inbound = Inbound.from_dict(dict(data))
+    key = _delivery_key(inbound)
+    # A duplicate waits for the delivery answering it, then finds it answered.
+    with rt.locks.hold(f"teams:{key}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True):
+        earlier = _take(rt, key)
+        if earlier == ANSWERED:
+            return {"outcome": "duplicate"}
+        result = _answer(rt, inbound, resumed=earlier == TAKEN)
+        if rt.redis is not None:
+            rt.redis.set(key, ANSWERED, ex=SEEN_TTL)
+        return result
+
+
+def _answer(rt: Runtime, inbound: Inbound, *, resumed: bool) -> dict[str, object]:
     connector = channel_of(rt).connector
-    if not _first_delivery(rt, inbound):
-        return {"outcome": "duplicate"}
     try:
         principal = principal_for(rt, inbound)
     except Forbidden:
@@ -139,18 +179,30 @@ def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
             key,
             lambda: session_service.create_session(rt, principal).id,
         )
-        try:
-            result = turns.run_turn(
-                rt, principal, session_id, turns.TurnRequest(content=inbound.text)
-            )
-            text, outcome = content_text(result.assistant_message.get("content")), "answered"
-        except EonyxError as exc:  # the user's message is saved; say what went wrong
-            log.warning("Teams turn in %s failed: %s", session_id, exc.message)
-            said = exc.message
-            if isinstance(exc, LLMError) and not principal.is_admin:  # see api/errors.py
-                said = exc.public_message(observability.current_request_id())
-            text, outcome = f"Sorry, I could not answer that: {said}", "failed"
+        asked, answered = (
+            _last_exchange(rt, principal.user_id, session_id) if resumed else (None, None)
+        )
+        if asked == inbound.text and answered is not None:  # saved, perhaps never posted
+            text, outcome = answered, "answered"
+        else:
+            retry = asked == inbound.text  # saved by the dead worker, unanswered
+            text, outcome = _run_turn(rt, principal, session_id, inbound.text, retry=retry)
     parts = activities.split_text(text or "(no answer)")
     for part in parts:
         connector.reply(inbound, part)
     return {"outcome": outcome, "session_id": session_id, "parts": len(parts)}
+
+
+def _run_turn(
+    rt: Runtime, principal: Principal, session_id: str, text: str, *, retry: bool
+) -> tuple[str, str]:
+    """(the reply, the outcome) of the message's turn; a failure is told, not raised."""
+    try:
+        result = turns.run_turn(rt, principal, session_id, turns.TurnRequest(text, retry=retry))
+    except EonyxError as exc:  # the user's message is saved; say what went wrong
+        log.warning("Teams turn in %s failed: %s", session_id, exc.message)
+        said = exc.message
+        if isinstance(exc, LLMError) and not principal.is_admin:  # see api/errors.py
+            said = exc.public_message(observability.current_request_id())
+        return f"Sorry, I could not answer that: {said}", "failed"
+    return content_text(result.assistant_message.get("content")), "answered"
