@@ -2,16 +2,17 @@
 {"error": {"code", "message", "details"?}}, and the limits every request body meets before
 marshmallow sees it.
 
-- A body nested deeper than MAX_JSON_DEPTH is refused with a 400 (Python's JSON parser would
-  otherwise recurse until it fails); a body that is not JSON is refused with a 415 instead of
-  being read as no body; a request whose body is required refuses a missing one with a 422.
+- A body is read by the domain's one JSON reader (shared.core.encoding.decode_json): one
+  that is malformed, nested deeper than MAX_JSON_DEPTH, or holds a number Python cannot read
+  (an integer of more than 4,300 digits, `1e999`, `NaN`) is a 400 `invalid_json` saying why;
+  a body not sent as JSON is refused with a 415 instead of being read as no body; a request
+  whose body is required refuses a missing one with a 422.
 - A validation error's message names each field and says what is wrong with it
   (`content: longer than maximum length 200000`), so every client can show it as it is.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -24,10 +25,7 @@ from webargs import core
 from webargs.flaskparser import FlaskParser, abort, is_json_request
 from werkzeug.exceptions import HTTPException
 
-MAX_JSON_DEPTH = 64  # no request schema nests more than a few levels
-# A JSON string, or an unterminated one up to the end (so a search never restarts inside one).
-_STRINGS = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+from shared.core.encoding import InvalidJSON, decode_json
 
 # One code per HTTP status for errors that do not come from the domain.
 HTTP_CODES = {
@@ -64,20 +62,6 @@ def error_payload(code: str, message: str, details: Any = None) -> dict[str, Any
     return {"error": body}
 
 
-def json_too_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether a JSON text nests arrays and objects more than `limit` levels deep. Counting
-    the brackets is enough in the common case; otherwise strings are cut out and the
-    brackets alone are walked, all at C speed but the last loop."""
-    if data.count(b"[") + data.count(b"{") <= limit:
-        return False
-    depth = 0
-    for byte in _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS):
-        depth += 1 if byte in b"[{" else -1
-        if depth > limit:
-            return True
-    return False
-
-
 class EonyxParser(FlaskParser):
     """webargs' parser with the body limits of this module."""
 
@@ -87,13 +71,12 @@ class EonyxParser(FlaskParser):
             if data:
                 abort(415, message="send the request body as JSON (Content-Type: application/json)")
             return core.missing
-        if json_too_deep(data):
-            abort(
-                400,
-                message=f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep",
-                error_code="invalid_json",
-            )
-        return core.parse_json(data)
+        if not data:
+            return core.missing
+        try:
+            return decode_json(data, what="the request body")
+        except InvalidJSON as exc:
+            abort(400, message=exc.message, error_code=exc.code)
 
 
 class Blueprint(flask_smorest.Blueprint):
@@ -144,24 +127,16 @@ class EonyxApi(Api):
         data = getattr(error, "data", None) or {}
         details = data.get("errors") or data.get("messages")
         message = data.get("message") or _describe(status, details, error)
-        code = data.get("error_code") or _code_for(status, details)
+        code = data.get("error_code") or HTTP_CODES.get(status, "error")
         # werkzeug's own headers first (`Allow` on a 405), without its HTML content type
         headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
         headers.update(data.get("headers") or {})
         return error_payload(code, message, details), status, headers
 
 
-def _code_for(status: int, details: Any) -> str:
-    if status == 400 and details and "json" in details and isinstance(details["json"], list):
-        return "invalid_json"
-    return HTTP_CODES.get(status, "error")
-
-
 def _describe(status: int, details: Any, error: HTTPException) -> str:
     if details:
         problems = field_problems(details)
-        if status == 400 and [name for name, _ in problems] == ["json"]:
-            return "the request body is not valid JSON"
         if problems:
             return "; ".join(
                 f"{name}: {text}" if name else f"body: {text}" for name, text in problems

@@ -25,7 +25,7 @@ from _common import workspace  # also puts the project on sys.path
 from shared.storage.embedded_redis import EmbeddedRedis
 from tests.api.test_openapi_fuzz import fuzz_settings
 from tests.fake_llm import FakeLLM
-from tests.openapi_fuzz import SERVER_ERROR_TYPES, run_schemathesis, served
+from tests.openapi_fuzz import SERVER_ERROR_TYPES, replay_known_cases, run_schemathesis, served
 
 
 def fuzz_backend(
@@ -48,6 +48,10 @@ def fuzz_backend(
                 database_url=space.database_url, redis_url=redis_url
             )
             with served(settings) as target:
+                ran, known = replay_known_cases(target)  # the Teams cases need the fake bot
+                print(f"  {name}: {ran} known cases, {len(known)} not refused", flush=True)
+                failures["KnownCase"] += len(known)
+                lines += [f"known case: {line}" for line in known]
                 while target.tally.requests < args.requests:
                     runs += 1
                     with tempfile.TemporaryDirectory() as report_dir:

@@ -255,3 +255,25 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+# What a user would call their data: every row but the index's bookkeeping (a listing may
+# rebuild a user's index state), and every file of the store.
+STORED_TABLES = tuple(t for t in TABLES if t not in ("index_state", "session_moves")) + (
+    "api_responses",
+)
+
+
+def stored(rt: Runtime) -> dict[str, Any]:
+    """A snapshot of what the store holds (row counts, and every file under DATA_DIR with its
+    size, the database's own files aside): equal before and after a refused request when
+    nothing was saved."""
+    with rt.db.session() as db:
+        rows = {t: db.execute(text(f"SELECT COUNT(*) FROM {t}")).scalar() for t in STORED_TABLES}
+    data_dir = rt.settings.data_dir
+    files = {
+        str(path.relative_to(data_dir)): path.stat().st_size
+        for path in sorted(data_dir.rglob("*"))
+        if path.is_file() and path.parts[len(data_dir.parts)] in ("users", ".agent")
+    }
+    return {"rows": rows, "files": files}

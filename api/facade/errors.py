@@ -72,11 +72,6 @@ def http_error(exc: HTTPException) -> Answer:
     headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
     headers.update(data.get("headers") or {})
     messages = data.get("messages") or {}
-    if status == 400 and isinstance(messages.get("json"), list):  # webargs: not JSON at all
-        reason = data.get("exc")
-        detail = f" ({reason})" if reason else ""
-        message = f"the request body is not valid JSON{detail}"
-        return openai_error(400, "invalid_json", message), 400, headers
     if status == 422 and messages:  # a body the schema refused: OpenAI calls that a 400
         problems = field_problems(messages)
         message = data.get("message") or "; ".join(

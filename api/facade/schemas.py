@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import marshmallow as ma
 
+from api.schemas import Line
+
 Raw = ma.fields.Raw
 
 
@@ -13,9 +15,7 @@ class CompletionRequestSchema(ma.Schema):
     class Meta:
         unknown = ma.INCLUDE
 
-    model = ma.fields.String(
-        required=True, metadata={"description": "an offering id (GET /v1/models)"}
-    )
+    model = Line(required=True, metadata={"description": "an offering id (GET /v1/models)"})
     messages = ma.fields.List(ma.fields.Raw(), required=True)
     stream = ma.fields.Boolean(load_default=False)
     stream_options = ma.fields.Dict(allow_none=True)
@@ -43,9 +43,7 @@ class ResponsesRequestSchema(ma.Schema):
     class Meta:
         unknown = ma.INCLUDE
 
-    model = ma.fields.String(
-        required=True, metadata={"description": "an offering id (GET /v1/models)"}
-    )
+    model = Line(required=True, metadata={"description": "an offering id (GET /v1/models)"})
     input = ma.fields.Raw(required=True, metadata={"description": "a string or input items"})
     instructions = ma.fields.String(allow_none=True)
     previous_response_id = ma.fields.String(allow_none=True)

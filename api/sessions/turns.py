@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +17,7 @@ from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSch
 from shared.chat import turns
 from shared.chat.context import describe_context
 from shared.core import sse
+from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
 
@@ -99,9 +99,11 @@ def _multipart_turn() -> dict[str, Any]:
             fields[flag] = fields[flag].strip().lower() in ("1", "true", "yes", "on")
     if "project_context" in request.form:
         try:
-            fields["project_context"] = json.loads(request.form["project_context"])
-        except ValueError:
-            raise InvalidInput("project_context must be JSON text") from None
+            fields["project_context"] = decode_json(
+                request.form["project_context"], what="project_context"
+            )
+        except InvalidJSON as exc:
+            raise InvalidInput(exc.message, code="invalid_request") from None
     try:
         body = TurnSchema().load(fields)
     except ma.ValidationError as exc:

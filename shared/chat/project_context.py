@@ -42,7 +42,6 @@ followed freely: the user may keep a shared AGENTS.md anywhere.
 from __future__ import annotations
 
 import codecs
-import json
 import logging
 import os
 import re
@@ -52,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
 from shared.core.text import check, strip_forbidden
 
@@ -349,17 +349,13 @@ def read_project_config(root: Path | None, *, boundary: Path | None = None) -> d
             code="invalid_project_config",
         )
     try:
-        config = json.loads(data.decode("utf-8-sig"))
+        config = decode_json(data.decode("utf-8-sig"), what=PROJECT_CONFIG_FILENAME)
     except UnicodeDecodeError:
         raise InvalidInput(
             f"{PROJECT_CONFIG_FILENAME} is not UTF-8 text", code="invalid_project_config"
         ) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"{PROJECT_CONFIG_FILENAME} is not valid JSON: {exc.msg} "
-            f"at line {exc.lineno} column {exc.colno}",
-            code="invalid_project_config",
-        ) from None
+    except InvalidJSON as exc:
+        raise InvalidInput(exc.message, code="invalid_project_config") from None
     if not isinstance(config, dict):
         raise InvalidInput(
             f"{PROJECT_CONFIG_FILENAME} must hold a JSON object", code="invalid_project_config"

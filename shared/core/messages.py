@@ -89,6 +89,28 @@ def tool_call_parts(call: Any) -> tuple[str, str]:
     return (name if isinstance(name, str) else ""), arguments_text(source.get("arguments"))
 
 
+def tool_call_problem(call: Any) -> str | None:
+    """Why `call` is not a tool call as Eonyx keeps and sends them (OpenAI's
+    `{id, type: "function", function: {name, arguments}}`, arguments as JSON text or an
+    object), or None. Every place that takes calls from outside (the facade, imports) holds
+    them to this, so no later reader (a prompt, an export) meets a call it cannot read."""
+    if not isinstance(call, Mapping):
+        return "must be an object"
+    if call.get("type", "function") != "function":
+        return "type must be function"
+    if not isinstance(call.get("id", ""), str | None):
+        return "id must be text"
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return "needs a function object {name, arguments}"
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return "function.name must be text"
+    if not isinstance(function.get("arguments"), str | Mapping | None):
+        return "function.arguments must be JSON text"
+    return None
+
+
 def message_chars(message: Mapping[str, Any]) -> int:
     """A message's size as the model sees it: content text plus tool calls' names and
     arguments (the basis of every token estimate)."""

@@ -44,6 +44,8 @@ class Settings:
     user_memory_extraction_every_n_turns: int = 4
     session_title_mode: str = "truncate"
     session_import_max_bytes: int = 25 * MIB
+    session_import_max_session_bytes: int = 32 * MIB  # a bundle's conversation, unpacked
+    session_import_max_record_bytes: int = 2 * MIB  # one record (line) of it
     max_image_bytes: int = 5 * MIB
     max_images_per_message: int = 8
     fetch_image_urls: bool = False
@@ -235,6 +237,8 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
         lambda env, name, default: _choice(env, name, default, TITLE_MODES),
     ),
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
+    "SESSION_IMPORT_MAX_SESSION_BYTES": ("session_import_max_session_bytes", _int),
+    "SESSION_IMPORT_MAX_RECORD_BYTES": ("session_import_max_record_bytes", _int),
     "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
     "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
     "FETCH_IMAGE_URLS": ("fetch_image_urls", _bool),

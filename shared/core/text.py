@@ -18,6 +18,8 @@ applies it again to text that comes another way (the CLI, a title cut from a mes
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from shared.core.errors import InvalidInput
 
@@ -70,6 +72,28 @@ def check(text: str, field: str, *, single_line: bool = False) -> str:
     if found is not None:
         raise InvalidInput(f"{field} {found}", code="invalid_text")
     return text
+
+
+def surrogate_in(value: Any, where: str = "") -> str | None:
+    """Where the first lone surrogate sits in JSON data (`messages[1].content`, or "" for
+    `value` itself), in a string or a key; None when there is none. For data passed on as a
+    whole (the facade's requests), whose every string must be writable as UTF-8."""
+    if isinstance(value, str):
+        return where if _SURROGATE.search(value) else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            name = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and _SURROGATE.search(key):
+                return where or "a key"
+            found = surrogate_in(item, name)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for number, item in enumerate(value):
+            found = surrogate_in(item, f"{where}[{number}]")
+            if found is not None:
+                return found
+    return None
 
 
 def strip_forbidden(text: str, *, single_line: bool = False) -> str:

@@ -33,6 +33,7 @@ from shared.accounts import Principal
 from shared.chat.compaction import CHARS_PER_TOKEN
 from shared.chat.turn_input import ClientTurn
 from shared.chat.turns import TurnRequest, TurnResult, message_record
+from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import content_text, message_chars, tool_call_parts
 from shared.integrations import bindings
@@ -61,8 +62,8 @@ def _arguments(arguments: str) -> Any:
     """Arguments as data when they are JSON, so a client that re-encodes them (spacing,
     key order) still matches."""
     try:
-        return json.loads(arguments)
-    except ValueError:
+        return decode_json(arguments, what="arguments")
+    except InvalidJSON:
         return arguments
 
 

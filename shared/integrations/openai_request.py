@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.core import text
 from shared.core.errors import InvalidInput
+from shared.core.messages import tool_call_problem
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 INSTRUCTION_ROLES = ("system", "developer")
@@ -112,13 +114,12 @@ def _check_message(message: Any, number: int) -> None:
         return
     if role == "assistant":
         calls = message.get("tool_calls")
-        if calls is not None and not (
-            isinstance(calls, list)
-            and all(
-                isinstance(c, Mapping) and isinstance(c.get("function"), Mapping) for c in calls
-            )
-        ):
+        if calls is not None and not isinstance(calls, list):
             raise _refuse(f"{where}.tool_calls must be a list of function calls", where)
+        for number, call in enumerate(calls or ()):
+            problem = tool_call_problem(call)
+            if problem is not None:
+                raise _refuse(f"{where}.tool_calls[{number}] {problem}", where)
         if content is None and not calls:
             raise _refuse(f"{where} has neither content nor tool_calls", where)
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
@@ -173,8 +174,22 @@ def _check_response_format(value: Any) -> None:
         raise _refuse("response_format json_schema needs a json_schema object", "response_format")
 
 
+def check_encodable(body: Mapping[str, Any]) -> None:
+    """InvalidInput naming the first field that holds a lone surrogate: such a string can be
+    neither saved, hashed nor sent to a model (UTF-8 cannot carry it)."""
+    where = text.surrogate_in(body)
+    if where is not None:
+        param = where.split(".")[0] or None
+        raise InvalidInput(
+            f"{where} contains a lone surrogate, which is not valid Unicode",
+            code="invalid_text",
+            param=param,
+        )
+
+
 def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     """The request in `body`, or InvalidInput naming the parameter or message at fault."""
+    check_encodable(body)
     for name in body:
         if name not in FORWARDED and name not in READ and name not in REFUSED:
             raise _refuse(

@@ -31,7 +31,7 @@ from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part, text_part
 from shared.integrations import bindings, facade
 from shared.integrations.facade import PlannedTurn
-from shared.integrations.openai_request import ChatRequest, read_chat_request
+from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
 from shared.storage.orm import ApiResponse
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -177,6 +177,7 @@ def _response_format(text: Any) -> dict[str, Any] | None:
 def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | None]:
     """(the request in chat form, its previous_response_id), or InvalidInput naming the
     field at fault."""
+    check_encodable(body)
     chat: dict[str, Any] = {}
     for name, value in body.items():
         if name in RENAMED:

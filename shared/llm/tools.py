@@ -9,13 +9,13 @@ Later features (memory) register their tools here.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from shared.accounts import Principal
+from shared.core.encoding import InvalidJSON, decode_json
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,9 @@ class ToolRegistry:
         if tool is None or not tool.available(context):
             return f"error: there is no tool named {name!r}"
         try:
-            parsed = json.loads(arguments or "{}")
-        except json.JSONDecodeError as exc:
-            return f"error: the arguments are not valid JSON ({exc.msg})"
+            parsed = decode_json(arguments or "{}", what="the arguments text")
+        except InvalidJSON as exc:
+            return f"error: {exc.message}"
         if not isinstance(parsed, dict):
             return "error: the arguments must be a JSON object"
         try:

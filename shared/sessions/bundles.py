@@ -10,32 +10,53 @@ A bundle (format version 1) holds
 
 and nothing personal: no memory snapshot, no likes, no folder, no pin.
 
-Import always creates a new session and never overwrites. The whole bundle is read and
-checked before anything is written (`read_bundle`); a write that fails part way removes what
-it wrote. The new session is unfiled, unpinned, without likes, with the importer's own memory
-snapshot (as any new session), and records where it came from (`imported_from`).
+Import always creates a new session and never overwrites. The whole bundle is checked
+before anything is written (`check_bundle`), then written; a write that fails part way
+removes what it wrote. Neither pass holds the bundle in memory: the conversation streams out
+of the zip a line at a time, images are read one at a time, and records are written (and
+made searchable, like any session's) in batches. The new session is unfiled, unpinned,
+without likes, with the importer's own memory snapshot (as any new session), and records
+where it came from (`imported_from`).
+
+Records are held to the message format of shared.core.messages (a malformed tool call is
+refused, not left for the Markdown export to trip on) and to the text rule
+(shared.core.text): a title or an identifier with a character it refuses is refused; message
+text loses such characters (it holds what models and tools wrote, kept as written in
+Eonyx's own sessions, so an exported session always imports again).
+
 Refused, each with a clear 4xx: not a zip; entries with `..`, absolute paths, symlinks or
 unexpected names; a zip bomb (too many entries, too large uncompressed, too compressed, or an
-entry larger than it claims); a missing or malformed manifest or record; a record naming a
-missing image; an image that is not an image (or not the file its name hashes).
+entry larger than it claims); a conversation over SESSION_IMPORT_MAX_SESSION_BYTES unpacked
+or a record over SESSION_IMPORT_MAX_RECORD_BYTES (413); a missing or malformed manifest or
+record (deep or unreadable JSON included); a record naming a missing image; an image that is
+not an image (or not the file its name hashes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
 import re
 import stat
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from shared.core import text as text_rule
 from shared.core.clock import isoformat, parse_time, utcnow
-from shared.core.errors import InvalidInput, StorageError
-from shared.core.messages import content_text
+from shared.core.encoding import InvalidJSON, decode_json
+from shared.core.errors import InvalidInput, StorageError, TooLarge
+from shared.core.messages import (
+    content_text,
+    message_chars,
+    tool_call_parts,
+    tool_call_problem,
+)
 from shared.sessions import images, service
-from shared.storage import index
+from shared.storage import index, search
 from shared.storage.filestore import remove_tree
 from shared.storage.orm import SessionRow
 from shared.storage.session_store import SessionState, new_message_id
@@ -53,6 +74,7 @@ MAX_RATIO = 200  # uncompressed / compressed, for an entry over RATIO_FROM bytes
 RATIO_FROM = 1024 * 1024  # smaller entries cannot blow up whatever their ratio
 MIN_UNCOMPRESSED_BUDGET = 100 * 1024 * 1024
 MAX_MESSAGES = 100_000
+BATCH_CHARS = 4 * 1024 * 1024  # message text written (and indexed) at a time on import
 ROLES = ("user", "assistant", "tool")
 MESSAGE_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 KEPT_FIELDS = ("id", "role", "content", "created_at", "name", "tool_calls", "tool_call_id")
@@ -129,10 +151,9 @@ def export_markdown(rt: Runtime, principal: Principal, session_id: str) -> str:
         lines += [f"## {'You' if role == 'user' else 'Assistant'} · {when}", ""]
         if text:
             lines += [text, ""]
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or {}
-            lines += [f"_Calls `{function.get('name')}`_", "", _fenced(function.get("arguments"))]
-            lines.append("")
+        for call in message.get("tool_calls") or ():  # any shape: older imports kept any
+            name, arguments = tool_call_parts(call)
+            lines += [f"_Calls `{name}`_", "", _fenced(arguments), ""]
         for name in message.get("images") or ():
             lines += [f"![image](images/{name})", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -158,10 +179,15 @@ def _fenced(text: Any) -> str:
 
 @dataclass
 class Bundle:
-    """A bundle read and checked whole, ready to be saved."""
+    """A bundle checked whole, ready to be saved: its conversation is read again, record by
+    record, when it is written (`records`); only what the write needs is kept."""
 
+    archive: zipfile.ZipFile
+    entries: dict[str, zipfile.ZipInfo]
     manifest: dict[str, Any]
-    messages: list[dict[str, Any]]
+    title: str | None
+    messages: int = 0
+    # name -> the image without its bytes (read again when saved, one at a time)
     images: dict[str, images.CheckedImage] = field(default_factory=dict)
 
 
@@ -200,12 +226,15 @@ def _is_image_entry(name: str) -> bool:
     return name.startswith("images/") and bool(images.NAME_RE.match(name[len("images/") :]))
 
 
+READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError)
+
+
 def _read(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> bytes:
     """An entry's bytes, never more than its header claims (a lying header is a bomb)."""
     try:
         with archive.open(entry) as stream:
             data = stream.read(entry.file_size + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+    except READ_ERRORS as exc:
         raise BadBundle(f"entry {entry.filename!r} cannot be read: {exc}") from None
     if len(data) > entry.file_size:
         raise BadBundle(f"entry {entry.filename!r} is larger than it claims (a zip bomb?)")
@@ -214,9 +243,9 @@ def _read(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> bytes:
 
 def _json_object(data: bytes, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadBundle(f"{what} is not valid JSON: {exc}") from None
+        value = decode_json(data, what=what)
+    except InvalidJSON as exc:
+        raise BadBundle(exc.message) from None
     if not isinstance(value, dict):
         raise BadBundle(f"{what} must be a JSON object")
     return value
@@ -244,7 +273,38 @@ def _check_manifest(data: bytes) -> dict[str, Any]:
     return manifest
 
 
+def _title(manifest: dict[str, Any]) -> str | None:
+    """The session's title, held to the text rule as a title set any other way."""
+    title = " ".join(str(manifest["session"].get("title") or "").split()) or None
+    if title is not None:
+        found = text_rule.problem(title, single_line=True)
+        if found is not None:
+            raise BadBundle(f"{MANIFEST}: session.title {found}", code="invalid_text")
+    return title
+
+
+def _clean(value: Any) -> Any:
+    """Message text without the characters the text rule refuses (a transcript holds what
+    models and tools wrote, which Eonyx keeps as written: an exported session always imports
+    again, and what it imports is text the rule allows)."""
+    if isinstance(value, str):
+        return text_rule.strip_forbidden(value)
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items()}
+    return value
+
+
+def _one_line(value: Any, what: str) -> None:
+    found = text_rule.problem(value, single_line=True) if isinstance(value, str) else None
+    if found is not None:
+        raise BadBundle(f"{what} {found}", code="invalid_text")
+
+
 def _check_message(record: Any, line: int) -> dict[str, Any]:
+    """A record of the conversation as Eonyx keeps messages (shared.core.messages), or
+    BadBundle naming the line and what is wrong."""
     where = f"{CONVERSATION} line {line}"
     if not isinstance(record, dict):
         raise BadBundle(f"{where}: a record must be a JSON object")
@@ -269,116 +329,203 @@ def _check_message(record: Any, line: int) -> dict[str, Any]:
     ):
         raise BadBundle(f"{where}: images must be a list of image names")
     calls = record.get("tool_calls")
-    if calls is not None and (
-        role != "assistant"
-        or not isinstance(calls, list)
-        or not all(isinstance(c, dict) for c in calls)
-    ):
-        raise BadBundle(f"{where}: tool_calls must be a list of objects on an assistant message")
+    if calls is not None and (role != "assistant" or not isinstance(calls, list)):
+        raise BadBundle(f"{where}: tool_calls must be a list of calls on an assistant message")
+    for number, call in enumerate(calls or ()):
+        problem = tool_call_problem(call)
+        if problem is not None:
+            raise BadBundle(f"{where}: tool_calls[{number}] {problem}")
+        _one_line(call.get("id"), f"{where}: tool_calls[{number}].id")
+        _one_line(call["function"]["name"], f"{where}: tool_calls[{number}].function.name")
     for key in ("name", "tool_call_id", "id"):
         if key in record and not isinstance(record[key], str):
             raise BadBundle(f"{where}: {key} must be text")
-    message = {key: record[key] for key in KEPT_FIELDS if key in record}
+    for key in ("name", "tool_call_id"):  # a malformed `id` is replaced, not refused
+        _one_line(record.get(key), f"{where}: {key}")
+    message = {key: _clean(record[key]) for key in KEPT_FIELDS if key in record}
     message["type"] = "message"
-    if not MESSAGE_ID_RE.match(str(message.get("id", ""))):
-        message["id"] = new_message_id()
     if names:
         message["images"] = names
     return message
 
 
-def read_bundle(rt: Runtime, source: IO[bytes]) -> Bundle:
-    """Read and check a whole bundle; BadBundle (400) for anything wrong with it."""
+def _lines(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, most: int) -> Iterator[bytes]:
+    """The conversation's lines, one at a time and each of at most `most` bytes (its line
+    break aside): TooLarge (413) for a longer record, BadBundle when the entry is damaged."""
     try:
-        archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
-        raise BadBundle("the file is not a zip bundle", code="not_a_zip") from None
-    with archive:
-        budget = max(4 * rt.settings.session_import_max_bytes, MIN_UNCOMPRESSED_BUDGET)
-        entries = _check_entries(archive, budget)
-        if MANIFEST not in entries:
-            raise BadBundle(f"the bundle has no {MANIFEST}", code="missing_manifest")
-        manifest = _check_manifest(_read(archive, entries[MANIFEST]))
-        if CONVERSATION not in entries:
-            raise BadBundle(f"the bundle has no {CONVERSATION}")
-        data = _read(archive, entries[CONVERSATION])
-        _check_digest(manifest, CONVERSATION, data)
+        with archive.open(entry) as stream:
+            number = 0
+            while line := stream.readline(most + 2):
+                number += 1
+                if len(line.rstrip(b"\r\n")) > most:
+                    raise TooLarge(
+                        f"{CONVERSATION} line {number} is a record of more than {most} bytes "
+                        "(SESSION_IMPORT_MAX_RECORD_BYTES)",
+                        code="record_too_large",
+                    )
+                yield line
+    except READ_ERRORS as exc:
+        raise BadBundle(f"entry {entry.filename!r} cannot be read: {exc}") from None
+
+
+def _records(rt: Runtime, bundle: Bundle) -> Iterator[dict[str, Any]]:
+    """Each message of the conversation, checked, read as it streams out of the zip."""
+    entry = bundle.entries[CONVERSATION]
+    digest = hashlib.sha256()
+    count = 0
+    for number, line in enumerate(
+        _lines(bundle.archive, entry, rt.settings.session_import_max_record_bytes), 1
+    ):
+        digest.update(line)
+        if not line.strip():
+            continue
         try:
-            lines = data.decode("utf-8").splitlines()
-        except UnicodeDecodeError:
-            raise BadBundle(f"{CONVERSATION} is not UTF-8 text") from None
-        messages = []
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise BadBundle(f"{CONVERSATION} line {number} is not valid JSON") from None
-            messages.append(_check_message(record, number))
-            if len(messages) > MAX_MESSAGES:
-                raise BadBundle(f"the bundle has more than {MAX_MESSAGES} messages")
-        bundle = Bundle(manifest, messages)
-        for name in sorted({n for m in messages for n in m.get("images", ())}):
-            entry = entries.get(f"images/{name}")
-            if entry is None:
-                raise BadBundle(f"a message names image {name}, which the bundle lacks")
-            raw = _read(archive, entry)
-            _check_digest(manifest, f"images/{name}", raw)
-            try:
-                checked = images.check_image(
-                    raw, rt.settings.max_image_bytes, label=f"images/{name}"
-                )
-            except InvalidInput as exc:
-                raise BadBundle(exc.message, code=exc.code) from None
-            if checked.name != name:
-                raise BadBundle(f"images/{name} does not hold the image its name says")
-            bundle.images[name] = checked
+            record = decode_json(line, what=f"{CONVERSATION} line {number}")
+        except InvalidJSON as exc:
+            raise BadBundle(exc.message) from None
+        count += 1
+        if count > MAX_MESSAGES:
+            raise BadBundle(f"the bundle has more than {MAX_MESSAGES} messages")
+        yield _check_message(record, number)
+    _check_digest(bundle.manifest, CONVERSATION, digest.hexdigest())
+
+
+def check_bundle(rt: Runtime, archive: zipfile.ZipFile) -> Bundle:
+    """Read and check a whole bundle without keeping it: BadBundle (400) for anything wrong
+    with it, TooLarge (413) for a conversation or a record over its setting."""
+    budget = max(4 * rt.settings.session_import_max_bytes, MIN_UNCOMPRESSED_BUDGET)
+    entries = _check_entries(archive, budget)
+    if MANIFEST not in entries:
+        raise BadBundle(f"the bundle has no {MANIFEST}", code="missing_manifest")
+    manifest = _check_manifest(_read(archive, entries[MANIFEST]))
+    if CONVERSATION not in entries:
+        raise BadBundle(f"the bundle has no {CONVERSATION}")
+    most = rt.settings.session_import_max_session_bytes
+    if entries[CONVERSATION].file_size > most:  # a zip never unpacks past its header
+        raise TooLarge(
+            f"{CONVERSATION} unpacks to {entries[CONVERSATION].file_size} bytes; a session "
+            f"imports up to {most} (SESSION_IMPORT_MAX_SESSION_BYTES)",
+            code="session_too_large",
+        )
+    bundle = Bundle(archive, entries, manifest, _title(manifest))
+    names: set[str] = set()
+    for message in _records(rt, bundle):
+        bundle.messages += 1
+        names.update(message.get("images", ()))
+    for name in sorted(names):
+        entry = entries.get(f"images/{name}")
+        if entry is None:
+            raise BadBundle(f"a message names image {name}, which the bundle lacks")
+        checked = _image(rt, bundle, name)
+        bundle.images[name] = dataclasses.replace(checked, data=b"")
     return bundle
 
 
-def _check_digest(manifest: dict[str, Any], name: str, data: bytes) -> None:
+def _image(rt: Runtime, bundle: Bundle, name: str) -> images.CheckedImage:
+    raw = _read(bundle.archive, bundle.entries[f"images/{name}"])
+    _check_digest(bundle.manifest, f"images/{name}", hashlib.sha256(raw).hexdigest())
+    try:
+        checked = images.check_image(raw, rt.settings.max_image_bytes, label=f"images/{name}")
+    except InvalidInput as exc:
+        raise BadBundle(exc.message, code=exc.code) from None
+    if checked.name != name:
+        raise BadBundle(f"images/{name} does not hold the image its name says")
+    return checked
+
+
+def _check_digest(manifest: dict[str, Any], name: str, digest: str) -> None:
     expected = manifest.get("files", {}).get(name)
-    if expected is not None and expected != hashlib.sha256(data).hexdigest():
+    if expected is not None and expected != digest:
         raise BadBundle(f"{name} does not match the manifest's digest (damaged?)")
+
+
+def _open(source: IO[bytes]) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        raise BadBundle("the file is not a zip bundle", code="not_a_zip") from None
+
+
+def read_bundle(rt: Runtime, source: IO[bytes]) -> Bundle:
+    """Check a bundle (as an import does first) and close it: BadBundle or TooLarge."""
+    with _open(source) as archive:
+        return check_bundle(rt, archive)
 
 
 def import_bundle(
     rt: Runtime, principal: Principal, source: IO[bytes]
 ) -> tuple[SessionRow, dict[str, Any]]:
-    """A new session from a bundle (checked whole first); returns it and where it came from."""
-    bundle = read_bundle(rt, source)
-    original = bundle.manifest["session"]
-    imported_from = {
-        "session_id": str(original.get("id") or "")[:64] or None,
-        "source": str(original.get("source") or "")[:16] or None,
-        "exported_at": str(bundle.manifest.get("exported_at") or "")[:40] or None,
-        "imported_at": isoformat(utcnow()),
-    }
-    title = " ".join(str(original.get("title") or "").split()) or None
-    user_id = principal.user_id
-    state, _ = rt.store.create(
-        user_id,
-        source=principal.source,
-        extra={"snapshot": rt.memory.snapshot(user_id), "imported_from": imported_from},
-    )
-    try:
-        images.save(rt.store, user_id, state.id, list(bundle.images.values()))
-        # The title last, stamped now: the new session is listed first, like any new chat.
-        meta = {"type": "meta", "at": isoformat(utcnow()), "set": {"title": title}}
-        rt.store.append(user_id, state.id, [*bundle.messages, meta])
-        loaded, info = rt.store.load(user_id, state.id, keep_messages=False)
-        with rt.db.session() as db:
-            index.record(db, loaded, info)
-            row = index.get_row(db, user_id, state.id)
-    except BaseException:
-        _remove(rt, user_id, state.id)
-        raise
+    """A new session from a bundle. The bundle is checked whole first; then the conversation
+    is read again as it is written, a batch of records at a time, each batch made searchable
+    as it is saved: neither pass holds more than a batch, whatever the session's size."""
+    with _open(source) as archive:
+        bundle = check_bundle(rt, archive)
+        original = bundle.manifest["session"]
+        imported_from = {
+            "session_id": str(original.get("id") or "")[:64] or None,
+            "source": str(original.get("source") or "")[:16] or None,
+            "exported_at": str(bundle.manifest.get("exported_at") or "")[:40] or None,
+            "imported_at": isoformat(utcnow()),
+        }
+        user_id = principal.user_id
+        state, _ = rt.store.create(
+            user_id,
+            source=principal.source,
+            extra={"snapshot": rt.memory.snapshot(user_id), "imported_from": imported_from},
+        )
+        try:
+            for name, checked in bundle.images.items():
+                image = dataclasses.replace(
+                    checked, data=_read(archive, bundle.entries[f"images/{name}"])
+                )
+                if image.name != name:  # the archive changed under us
+                    raise BadBundle(f"images/{name} does not hold the image its name says")
+                images.save(rt.store, user_id, state.id, [image])
+            _write_messages(rt, state, _records(rt, bundle))
+            # The title last, stamped now: the new session is listed first, like any new chat.
+            meta = {"type": "meta", "at": isoformat(utcnow()), "set": {"title": bundle.title}}
+            info = rt.store.append(user_id, state.id, [meta]).info
+            state.apply(meta, keep_messages=False)  # folded as written: never read back whole
+            with rt.db.session() as db:
+                index.record(db, state, info)
+                row = index.get_row(db, user_id, state.id)
+        except BaseException:
+            _remove(rt, user_id, state.id)
+            raise
     return row, imported_from
 
 
+def _write_messages(rt: Runtime, state: SessionState, records: Iterator[dict[str, Any]]) -> None:
+    """Append the records in batches of about BATCH_CHARS, each made searchable as it is
+    saved, and fold them into `state` (without keeping them). A message id that is missing,
+    malformed or already used gets a new one."""
+    seen: set[str] = set()
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for message in records:
+        if not MESSAGE_ID_RE.match(str(message.get("id", ""))) or message["id"] in seen:
+            message["id"] = new_message_id()
+        seen.add(message["id"])
+        batch.append(message)
+        state.apply(message, keep_messages=False)
+        size += message_chars(message)
+        if size >= BATCH_CHARS:
+            _save_batch(rt, state, batch)
+            batch, size = [], 0
+    _save_batch(rt, state, batch)
+
+
+def _save_batch(rt: Runtime, state: SessionState, batch: list[dict[str, Any]]) -> None:
+    if not batch:
+        return
+    rt.store.append(state.user_id, state.id, batch)
+    with rt.db.session() as db:
+        index.lock_user(db, state.user_id)
+        search.add(db, search.docs_of(state.user_id, state.id, batch))
+
+
 def _remove(rt: Runtime, user_id: str, session_id: str) -> None:
-    """Undo a half-written import: the file, the images, the row."""
+    """Undo a half-written import: the file, the images, the row and its text."""
     path = rt.store.path(user_id, session_id)
     path.unlink(missing_ok=True)
     try:

@@ -25,18 +25,24 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, false, or_, select, true
 from sqlalchemy.orm import Session
 
 from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
 from shared.storage import search
 from shared.storage.orm import IndexState, SessionMove, SessionRow
+from shared.storage.session_store import SESSION_ID_RE
 
 MAX_PAGE = 200
+MAX_COUNT = 2**63 - 1  # a BIGINT
+# The times a listing key can hold: no session of Eonyx was updated before 1970 or after 9998.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 CURSOR_LIFE = timedelta(hours=24)
 MOVES_KEPT = CURSOR_LIFE + timedelta(hours=1)
 SOURCES = ("web", "api", "teams", "cli")
@@ -124,18 +130,51 @@ def _encode(data: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _invalid_cursor() -> InvalidInput:
+    return InvalidInput("cursor is not one this server gave out", code="invalid_cursor")
+
+
 def _decode(cursor: str, fingerprint: str) -> dict[str, Any]:
+    """The cursor's fields, read by the domain's JSON reader (no NaN, no huge number, no deep
+    nesting). Its values are checked by whoever reads them (`_count`, `_key`)."""
     try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(data, dict) or data.get("v") != 2:
-            raise ValueError("not a cursor")
-    except (ValueError, TypeError, binascii.Error):
-        raise InvalidInput(
-            "cursor is not one this server gave out", code="invalid_cursor"
-        ) from None
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        data = decode_json(raw, what="the cursor")
+    except (InvalidJSON, ValueError, TypeError, binascii.Error):
+        raise _invalid_cursor() from None
+    if not isinstance(data, dict) or data.get("v") != 2:
+        raise _invalid_cursor()
     if data.get("f") != fingerprint:
         raise InvalidInput("cursor belongs to a listing with other filters", code="invalid_cursor")
     return data
+
+
+def _count(value: Any) -> int:
+    """A change number, time or offset from a cursor: a JSON integer that a BIGINT holds,
+    not negative (a float, a string or `true` is no cursor of ours)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise _invalid_cursor()
+    return value
+
+
+def _key(value: Any) -> Key:
+    """A listing key from a cursor: [0 or 1, an aware time the index can hold, a session id]."""
+    if not isinstance(value, list) or len(value) != 3:
+        raise _invalid_cursor()
+    pinned, updated, last_id = value
+    if pinned not in (0, 1) or isinstance(pinned, float):
+        raise _invalid_cursor()
+    if not isinstance(updated, str) or not isinstance(last_id, str):
+        raise _invalid_cursor()
+    if not SESSION_ID_RE.fullmatch(last_id):
+        raise _invalid_cursor()
+    try:
+        moment = parse_time(updated)
+        if moment.tzinfo is None or not EARLIEST <= moment.astimezone(UTC) <= LATEST:
+            raise ValueError(updated)
+    except (ValueError, OverflowError):
+        raise _invalid_cursor() from None
+    return (bool(pinned), moment, last_id)
 
 
 def _listing_cursor(generation: str, seq: int, key: Key, fingerprint: str) -> str:
@@ -170,14 +209,10 @@ def list_page(
     if cursor is None:
         return _first_page(db, user_id, filters, limit, fingerprint)
     data = _decode(cursor, fingerprint)
-    try:
-        seq, generation, issued = int(data["s"]), str(data["g"]), int(data["t"])
-        pinned, updated, last_id = data["k"]
-        after: Key = (bool(pinned), parse_time(updated), str(last_id))
-    except (KeyError, ValueError, TypeError):
-        raise InvalidInput(
-            "cursor is not one this server gave out", code="invalid_cursor"
-        ) from None
+    seq, issued, after = _count(data.get("s")), _count(data.get("t")), _key(data.get("k"))
+    generation = data.get("g")
+    if not isinstance(generation, str):
+        raise _invalid_cursor()
     current = db.get(IndexState, user_id)
     if current is None or current.generation != generation:
         raise _expired()
@@ -278,12 +313,7 @@ def search_page(
     fingerprint = filters.fingerprint(query)
     offset = 0
     if cursor is not None:
-        try:
-            offset = max(0, int(_decode(cursor, fingerprint)["o"]))
-        except (KeyError, ValueError, TypeError):
-            raise InvalidInput(
-                "cursor is not one this server gave out", code="invalid_cursor"
-            ) from None
+        offset = _count(_decode(cursor, fingerprint).get("o"))
     terms = search.parse_query(query)
     hits, more = search.search(
         db,

@@ -19,7 +19,7 @@ from PIL import Image
 from shared.sessions import bundles
 from shared.storage.orm import SessionRow
 from tests.api.conftest import API, Chat, RecordingJobs
-from tests.conftest import create_account
+from tests.conftest import create_account, stored
 from tests.fake_llm import text, tool_call, tool_calls
 
 MIB = 1024 * 1024
@@ -264,6 +264,63 @@ BAD_BUNDLES: dict[str, tuple[bytes, str]] = {
         ),
         "its name",
     ),
+    # JSON that Python's parser cannot read without failing (each was a 500)
+    "manifest-deep": (
+        zip_of(good(**{"manifest.json": b'{"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"})),
+        "manifest.json is nested more than 64 levels deep",
+    ),
+    "record-deep": (
+        zip_of(good(**{"conversation.jsonl": b"[" * 100_000 + b"]" * 100_000 + b"\n"})),
+        "conversation.jsonl line 1 is nested more than 64 levels deep",
+    ),
+    "record-digits": (
+        zip_of(good(**{"conversation.jsonl": b'{"n": ' + b"9" * 4301 + b"}\n"})),
+        "line 1 holds an integer of more than 4300 digits",
+    ),
+    "record-nan": (
+        zip_of(good(**{"conversation.jsonl": line() + b'{"role": "user", "n": NaN}\n'})),
+        "line 2 is not valid JSON",
+    ),
+    # tool calls the message format does not know (the Markdown export was a 500 for good)
+    "tool-call-text": (
+        zip_of(good(**{"conversation.jsonl": line(role="assistant", tool_calls=["run"])})),
+        "tool_calls[0] must be an object",
+    ),
+    "tool-call-function-text": (
+        zip_of(
+            good(**{"conversation.jsonl": line(role="assistant", tool_calls=[{"function": "f"}])})
+        ),
+        "tool_calls[0] needs a function object",
+    ),
+    "tool-call-nameless": (
+        zip_of(
+            good(
+                **{
+                    "conversation.jsonl": line(
+                        role="assistant", tool_calls=[{"function": {"name": 7}}]
+                    )
+                }
+            )
+        ),
+        "tool_calls[0] function.name must be text",
+    ),
+    "tool-call-on-user": (
+        zip_of(good(**{"conversation.jsonl": line(tool_calls=[{"function": {"name": "f"}}])})),
+        "on an assistant message",
+    ),
+    # what the text rule refuses in a title or an identifier
+    "title-rlo": (
+        zip_of(good(**{"manifest.json": manifest(session={"title": "invoice\u202egnp.exe"})})),
+        "session.title contains a bidirectional control character (U+202E)",
+    ),
+    "title-escape": (
+        zip_of(good(**{"manifest.json": manifest(session={"title": "\x1b[31mred"})})),
+        "session.title contains a control character (U+001B)",
+    ),
+    "tool-call-id-escape": (
+        zip_of(good(**{"conversation.jsonl": line(role="tool", tool_call_id="c\x1b[2J")})),
+        "line 1: tool_call_id contains a control character (U+001B)",
+    ),
 }
 
 
@@ -280,11 +337,11 @@ def index_rows(chat: Chat) -> int:
 @pytest.mark.parametrize("name", list(BAD_BUNDLES))
 def test_a_bad_bundle_is_refused_with_nothing_written(chat: Chat, name: str) -> None:
     data, reason = BAD_BUNDLES[name]
-    before = (session_files(chat, chat.user.user_id), index_rows(chat))
+    before = stored(chat.rt)
     response = import_bundle(chat, data)
     assert response.status_code == 400, response.get_json()
     assert reason in response.get_json()["error"]["message"]
-    assert (session_files(chat, chat.user.user_id), index_rows(chat)) == before
+    assert stored(chat.rt) == before
 
 
 def test_too_many_entries_and_too_much_unpacked_are_refused(
@@ -373,3 +430,108 @@ def test_the_upload_limit_is_the_setting(make_chat: Callable[..., Chat]) -> None
     padded = zip_of(good(**{"images/" + PNG_NAME: random.Random(0).randbytes(6000)}))
     assert len(padded) > 4096
     assert import_bundle(chat, padded).status_code == 413
+
+
+# -- what an import keeps -------------------------------------------------------------------
+
+
+def conversation(*records: bytes) -> bytes:
+    return zip_of(good(**{"conversation.jsonl": b"".join(records)}))
+
+
+def test_imported_messages_are_searchable_like_any_others(chat: Chat) -> None:
+    data = conversation(
+        line(content="Where do eucalyptus trees grow?"),
+        line(role="assistant", content=[{"type": "text", "text": "Mostly in Australia."}]),
+    )
+    response = import_bundle(chat, data)
+    assert response.status_code == 201, response.get_json()
+    new = response.get_json()["session"]["id"]
+    for query in ("eucalyptus", "australia", "old chat"):  # a question, an answer, the title
+        found = chat.client.get(f"{API}/sessions?q={query}", headers=chat.user.headers)
+        assert [item["id"] for item in found.get_json()["items"]] == [new], query
+
+
+def test_imported_text_loses_what_the_text_rule_refuses(chat: Chat) -> None:
+    data = conversation(
+        line(content="invoice\u202egnp.exe \x1b[31mred\x1b[0m"),
+        line(role="assistant", content=[{"type": "text", "text": "ok\x07\ud800"}]),
+    )
+    response = import_bundle(chat, data)
+    assert response.status_code == 201, response.get_json()
+    new = response.get_json()["session"]["id"]
+    assert [m["content"] for m in messages(chat, new)] == [
+        "invoicegnp.exe [31mred[0m",
+        [{"type": "text", "text": "ok"}],
+    ]
+
+
+def test_a_session_with_tool_calls_an_older_import_let_in_still_exports(chat: Chat) -> None:
+    session_id = chat.new_session()
+    odd = [{"function": "f"}, {"function": {"name": ["x"], "arguments": {"a": 1}}}, "run"]
+    record = {
+        "type": "message",
+        "id": "0" * 16,
+        "role": "assistant",
+        "content": "Calling.",
+        "created_at": "2026-07-05T09:15:00Z",
+        "tool_calls": odd,
+    }
+    chat.rt.store.append(chat.user.user_id, session_id, [record])  # as written before the check
+    response = export(chat, session_id, "markdown")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert '{"a":1}' in response.get_data(as_text=True)
+
+
+def test_message_ids_are_kept_once_and_replaced_when_used_twice(chat: Chat) -> None:
+    data = conversation(line(id="a" * 16), line(id="a" * 16), line(id="not-hex"))
+    response = import_bundle(chat, data)
+    assert response.status_code == 201, response.get_json()
+    ids = [m["id"] for m in messages(chat, response.get_json()["session"]["id"])]
+    assert ids[0] == "a" * 16 and len(set(ids)) == 3
+
+
+def test_a_conversation_or_record_over_its_setting_is_413_with_nothing_written(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = make_chat(
+        SESSION_IMPORT_MAX_SESSION_BYTES=str(64 * 1024),
+        SESSION_IMPORT_MAX_RECORD_BYTES=str(16 * 1024),
+    )
+    before = stored(chat.rt)
+    ok = conversation(*(line(content="x" * 15_000) for _ in range(4)))  # 4 records under both
+    assert import_bundle(chat, ok).status_code == 201
+    before = stored(chat.rt)
+
+    # 90 KiB of text that compresses to under 1 KiB: refused from the zip's header
+    expanding = conversation(*(line(content="x" * 15_000) for _ in range(6)))
+    assert len(expanding) < 2048
+    response = import_bundle(chat, expanding)
+    assert response.status_code == 413, response.get_json()
+    error = response.get_json()["error"]
+    assert error["code"] == "session_too_large"
+    assert "SESSION_IMPORT_MAX_SESSION_BYTES" in error["message"]
+
+    one_big = conversation(line(), line(content="x" * 17_000))
+    response = import_bundle(chat, one_big)
+    assert response.status_code == 413, response.get_json()
+    error = response.get_json()["error"]
+    assert error["code"] == "record_too_large" and "line 2" in error["message"]
+    assert stored(chat.rt) == before
+
+
+def test_the_import_bounds_default_to_32_mib_a_session_and_2_mib_a_record(chat: Chat) -> None:
+    """The bundle of the issue: 0.5 MB of zip that unpacks to a 90 MiB session."""
+    assert chat.rt.settings.session_import_max_session_bytes == 32 * MIB
+    assert chat.rt.settings.session_import_max_record_bytes == 2 * MIB
+    rng = random.Random(1)
+    words = "alpha beta gamma delta eps zeta eta theta".split()
+    paragraph = " ".join(rng.choice(words) for _ in range(200))
+    expanding = conversation(
+        *(line(content=f"{paragraph} {n} " * 190 + rng.randbytes(800).hex()) for n in range(470))
+    )
+    assert len(expanding) < 1 * MIB  # 90 MiB compressed less than 200:1: no bomb by ratio
+    response = import_bundle(chat, expanding)
+    assert response.status_code == 413, response.get_json()
+    assert response.get_json()["error"]["code"] == "session_too_large"
+    assert session_files(chat, chat.user.user_id) == []

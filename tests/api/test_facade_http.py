@@ -192,3 +192,66 @@ def test_a_model_is_retrieved_by_id(facade: Facade) -> None:
     assert raised.value.code == "model_not_found" and raised.value.param is None
     with pytest.raises(openai.AuthenticationError):
         facade.client(api_key="eyx_wrong").models.retrieve("default")
+
+
+# -- input Python cannot hold ----------------------------------------------------------------
+
+ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
+# Raw JSON text, so that escapes such as \ud800 reach the server as a client would send them.
+REFUSED_BODIES: dict[str, tuple[str, str | None, str]] = {
+    # name: (body with MESSAGES for the list of messages or input items, param, code)
+    "model with a lone surrogate": ('{"model": "\\ud800x", MESSAGES}', "model", "invalid_request"),
+    "model with NUL": ('{"model": "def\\u0000ault", MESSAGES}', "model", "invalid_request"),
+    "content with a lone surrogate": (
+        '{"model": "default", "KEY": [{"role": "user", "content": "half \\udc00"}]}',
+        "KEY[0]",
+        "invalid_text",
+    ),
+    "a 4301-digit integer": (
+        '{"model": "default", "temperature": ' + "1" * 4301 + ", MESSAGES}",
+        None,
+        "invalid_json",
+    ),
+    "deep JSON": (
+        '{"model": "default", MESSAGES, "x": ' + "[" * 5000 + "]" * 5000 + "}",
+        None,
+        "invalid_json",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", ENDPOINTS)
+@pytest.mark.parametrize("case", list(REFUSED_BODIES), ids=list(REFUSED_BODIES))
+def test_text_and_numbers_python_cannot_hold_are_400_in_openai_shape(
+    facade: Facade, path: str, case: str
+) -> None:
+    key = "messages" if path.endswith("completions") else "input"
+    template, param, code = REFUSED_BODIES[case]
+    messages = f'"{key}": [{{"role": "user", "content": "hi"}}]'
+    body = template.replace("MESSAGES", messages).replace("KEY", key)
+    headers = {**facade.user.headers, "Content-Type": "application/json"}
+    response = httpx.post(facade.url + path, headers=headers, content=body.encode())
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert (error["code"], error["param"]) == (code, param and param.replace("KEY", key)), error
+    assert error["type"] == "invalid_request_error"
+    assert facade.sessions() == []
+    assert facade.llm.completions == []
+
+
+def test_deeply_nested_tool_arguments_in_a_history_are_text_not_a_500(facade: Facade) -> None:
+    """A tool call's arguments are a string the model wrote: read as JSON to recognise a
+    resent history, and compared as they are when they cannot be read (too deep here)."""
+    deep = "[" * 5000 + "]" * 5000
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": deep}}
+    history = [
+        user("Call f."),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+    ]
+    answer, session_id = facade.create(history)
+    assert answer == "The tool said: done"  # what the fake model answers a tool result
+    again, same = facade.create([*history, {"role": "assistant", "content": answer}, user("ok")])
+    assert (again, same) == ("ok", session_id)
+    [asked] = [m for m in facade.llm.completions[0].messages if m.get("tool_calls")]
+    assert asked["tool_calls"][0]["function"]["arguments"] == deep

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from typing import Any
 
 import marshmallow as ma
@@ -13,7 +14,8 @@ from flask.testing import FlaskClient
 
 import api
 from api.schemas import StrictSchema, Text
-from tests.conftest import Account
+from shared.runtime import Runtime
+from tests.conftest import Account, create_account, stored
 
 API = "/api/v1"
 
@@ -85,8 +87,71 @@ def test_deeply_nested_json_is_400_even_before_login(client: FlaskClient, depth:
     response = client.post(f"{API}/auth/login", data=body, content_type="application/json")
     assert response.status_code == 400
     assert response.get_json()["error"]["message"] == (
-        "the JSON body is nested more than 64 levels deep"
+        "the request body is nested more than 64 levels deep"
     )
+
+
+# A well-formed value for each path parameter: the body is read before any lookup.
+PATH_VALUES = {
+    "session_id": "20260705T091500-1a2b3c4d",
+    "kind": "user",
+    "role": "chat",
+    "device_id": "laptop",
+}
+# JSON Python reads but cannot hold, or that JSON does not allow (each was a 500 when over
+# Python's limit of 4,300 digits for an integer).
+UNREADABLE_NUMBERS = {
+    "a 4301-digit integer": "7" * 4301,
+    "a negative 5000-digit integer": "-" + "7" * 5000,
+    "an infinite float": "1e999",
+    "NaN": "NaN",
+    "Infinity": "-Infinity",
+}
+
+
+def _json_operations(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    for path, item in spec["paths"].items():
+        for method in {"post", "put", "patch", "delete"} & set(item):
+            operation = item[method]
+            content = (operation.get("requestBody") or {}).get("content") or {}
+            if "application/json" in content:
+                url = path
+                for name in re.findall(r"{(\w+)}", path):
+                    url = url.replace(f"{{{name}}}", PATH_VALUES.get(name, "0" * 32))
+                found.append((method.upper(), url))
+    return found
+
+
+@pytest.mark.parametrize("number", list(UNREADABLE_NUMBERS), ids=list(UNREADABLE_NUMBERS))
+def test_a_number_python_cannot_read_is_400_on_every_json_route_and_saves_nothing(
+    client: FlaskClient,
+    spec: dict[str, Any],
+    alice: Account,
+    admin: Account,
+    rt: Runtime,
+    number: str,
+) -> None:
+    operations = _json_operations(spec)
+    assert ("POST", f"{API}/auth/login") in operations and len(operations) >= 17
+    key = create_account(rt, "integrator", api=True)  # the /v1 routes take API keys
+    before = stored(rt)
+    body = '{"content": "hi", "title": "t", "n": ' + UNREADABLE_NUMBERS[number] + "}"
+    for method, url in operations:
+        statuses = set()
+        for headers in ({}, admin.headers, key.headers):
+            response = client.open(
+                url, method=method, data=body, content_type="application/json", headers=headers
+            )
+            statuses.add(response.status_code)
+            if response.status_code in (401, 403):
+                continue  # login and role checks come first where they are needed
+            assert response.status_code == 400, (method, url, response.get_data(as_text=True))
+            error = response.get_json()["error"]
+            assert error["code"] == "invalid_json", (method, url, error)
+            assert "the request body" in error["message"], error
+        assert 400 in statuses, (method, url, statuses)
+    assert stored(rt) == before
 
 
 def test_nesting_inside_strings_does_not_count(client: FlaskClient, alice: Account) -> None:

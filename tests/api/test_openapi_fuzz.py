@@ -15,18 +15,29 @@ from schemathesis.config import SchemathesisConfig
 
 from api import create_app
 from tests.conftest import Backend, make_settings
+from tests.fake_botframework import FakeBotFramework, fake_botframework
 from tests.fake_llm import FakeLLM
-from tests.openapi_fuzz import CHECKS, CONFIG, run_schemathesis, served
+from tests.openapi_fuzz import (
+    CHECKS,
+    CONFIG,
+    known_cases,
+    replay_known_cases,
+    run_schemathesis,
+    served,
+)
+
+__all__ = ["fake_botframework"]
 
 PHASE_SECONDS = 15
 STATEFUL_SECONDS = 10
 SEED = 20260705  # failures reproduce with the same seed (the machine's speed sets how far it gets)
 
 
-def fuzz_settings(data_dir: Path, backend: Backend | None, model_url: str):  # type: ignore[no-untyped-def]
+def fuzz_settings(data_dir: Path, backend: Backend | None, model_url: str, **env: str):  # type: ignore[no-untyped-def]
     return make_settings(
         data_dir,
         backend,
+        **env,
         EONYX_LLM_BASE_URL=model_url,
         EONYX_LLM_MODEL="fake-model",
         EONYX_LLM_CONTEXT_WINDOW="100000",
@@ -59,6 +70,21 @@ def test_schemathesis_finds_no_server_error_and_no_mismatch(
             assert not outcome.failures, "\n".join(outcome.failure_lines) + outcome.output[-6000:]
             assert outcome.exit_code == 0, outcome.output[-6000:]
             assert outcome.requests > before, outcome.output[-3000:]  # it reached the server
+
+
+def test_the_known_cases_are_refused_in_the_json_error_shape_and_save_nothing(
+    backend: Backend, tmp_path: Path, fake_llm: FakeLLM, fake_botframework: FakeBotFramework
+) -> None:
+    """Every request once found to answer 500 (tests/openapi_fuzz.py `known_cases`), against
+    the served app as the fuzzer meets it, with the Teams endpoint on."""
+    settings = fuzz_settings(
+        tmp_path / "data", backend, fake_llm.base_url, **fake_botframework.settings_env
+    )
+    with served(settings) as target:
+        ran, failures = replay_known_cases(target, sign=fake_botframework.sign)
+        assert not target.tally.server_errors, dict(target.tally.server_errors)
+    assert not failures, "\n".join(failures)
+    assert ran == len(known_cases()) >= 30
 
 
 def test_every_operation_gets_the_chosen_checks_and_a_session_read_no_use_after_free(

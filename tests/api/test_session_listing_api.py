@@ -3,6 +3,8 @@ while sessions are created, updated, pinned and unpinned between pages."""
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import threading
 
@@ -230,3 +232,76 @@ def test_pages_neither_repeat_nor_skip_under_concurrent_writers(
     assert len(seen) == len(set(seen)), "a session was listed twice"
     assert set(old) <= set(seen), f"skipped: {set(old) - set(seen)}"
     assert set(seen) <= set(old) | set(created)
+
+
+def _cursor(data: dict) -> str:
+    raw = json.dumps(data, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _crafted(cursor: str, change: dict) -> str:
+    data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    for key, value in change.items():
+        if key.startswith("k."):
+            data["k"][int(key[2:])] = value
+        else:
+            data[key] = value
+    return _cursor(data).replace("INF", "Infinity")
+
+
+# Each keeps the fingerprint and generation of a real cursor, so only the crafted value is
+# wrong. Raw JSON text (`Infinity`, a 400-digit number) goes in as a marker string.
+CRAFTED_LIST_CURSORS = {
+    "huge seq": {"s": 10**30},
+    "negative seq": {"s": -1},
+    "float seq": {"s": 1.5},
+    "huge time": {"t": 10**30},
+    "negative time": {"t": -(10**30)},
+    "infinite time": {"t": "INF"},
+    "seq as text": {"s": "12"},
+    "year-1 key": {"k.1": "0001-01-01T00:00:00+14:00"},
+    "year-1 key in UTC": {"k.1": "0001-01-01T00:00:00Z"},
+    "key without a zone": {"k.1": "2026-07-05T09:15:00"},
+    "nested key": {"k.1": {"a": [1]}},
+    "nested id": {"k.2": ["20260705T091500-1a2b3c4d"]},
+    "key too short": {"k": [1, "2026-07-05T09:15:00Z"]},
+    "key as object": {"k": {"a": 1, "b": 2, "c": 3}},
+    "pin as text": {"k.0": "yes"},
+    "huge pin": {"k.0": 10**30},
+    "generation nested": {"g": ["x"]},
+}
+
+
+@pytest.mark.parametrize("case", list(CRAFTED_LIST_CURSORS), ids=list(CRAFTED_LIST_CURSORS))
+def test_a_crafted_listing_cursor_is_400_invalid_cursor(
+    client: FlaskClient, alice: Account, case: str
+) -> None:
+    for n in range(3):
+        new_session(client, alice, title=str(n))
+    real = page(client, alice, "?limit=1")["next_cursor"]
+    assert page(client, alice, f"?limit=1&cursor={real}")["items"]  # the real one works
+    cursor = _crafted(real, CRAFTED_LIST_CURSORS[case])
+    response = client.get(f"{API}/sessions?limit=1&cursor={cursor}", headers=alice.headers)
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.get_json()["error"]["code"] == "invalid_cursor"
+
+
+CRAFTED_SEARCH_OFFSETS = [10**30, -1, 1.5, "INF", "NaN", "3", [3], True]
+
+
+@pytest.mark.parametrize("offset", CRAFTED_SEARCH_OFFSETS, ids=str)
+def test_a_crafted_search_cursor_is_400_invalid_cursor(
+    client: FlaskClient, alice: Account, rt: Runtime, offset: object
+) -> None:
+    for n in range(3):
+        say(rt, alice, new_session(client, alice, title=f"s{n}"), "eucalyptus grows")
+    real = page(client, alice, "?q=eucalyptus&limit=1")["next_cursor"]
+    data = json.loads(base64.urlsafe_b64decode(real + "=" * (-len(real) % 4)))
+    text = json.dumps({**data, "o": "OFFSET"}).replace('"OFFSET"', json.dumps(offset))
+    text = text.replace('"INF"', "Infinity").replace('"NaN"', "NaN")
+    cursor = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    response = client.get(
+        f"{API}/sessions?q=eucalyptus&limit=1&cursor={cursor}", headers=alice.headers
+    )
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.get_json()["error"]["code"] == "invalid_cursor"

@@ -429,8 +429,19 @@ def test_an_invalid_activity_is_401_and_leaves_nothing(teams: Teams, case: str) 
         "[1, 2]",
         json.dumps({"type": 5, "serviceUrl": "x"}),
         json.dumps({"text": "no type"}),
+        '{"type": "message", "channelData": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"type": "message", "channelData": {"n": ' + "7" * 4301 + "}}",
+        '{"type": "message", "channelData": {"n": NaN}}',
     ],
-    ids=["not JSON", "not an object", "type not a string", "no type"],
+    ids=[
+        "not JSON",
+        "not an object",
+        "type not a string",
+        "no type",
+        "deep JSON",
+        "a 4301-digit integer",
+        "NaN",
+    ],
 )
 def test_a_malformed_activity_is_400_and_leaves_nothing(teams: Teams, body: str) -> None:
     response = teams.post(body)

@@ -8,7 +8,6 @@ built as Activities and serialised in the Bot Framework's wire format.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,6 +20,7 @@ from microsoft_agents.activity import (
 )
 from pydantic import ValidationError
 
+from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
 
 # Teams refuses a message over about 28 KB, envelope included: keep the text well under it.
@@ -30,9 +30,9 @@ MAX_TEXT_BYTES = 24_000
 def parse(body: bytes) -> Activity:
     """The activity in a request body, or InvalidInput (400) naming what is wrong."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("the body is not a JSON activity", code="invalid_activity") from None
+        data = decode_json(body, what="the activity")
+    except InvalidJSON as exc:
+        raise InvalidInput(exc.message, code="invalid_activity") from None
     if not isinstance(data, dict):
         raise InvalidInput("an activity is a JSON object", code="invalid_activity")
     try:
