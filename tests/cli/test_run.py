@@ -314,7 +314,9 @@ def test_a_model_error_exits_1_with_the_message_and_retry_answers(live: Live) ->
     result = live.run("a long question")
     assert result.exit_code == 1
     session_id = session_of(result)
-    assert "'default'" in result.output and "maximum context length" in result.output
+    # A user is told which offering failed and how; the provider's words go to the log only.
+    assert "'default' refused the request (HTTP 400)" in result.output
+    assert "request id" in result.output and "maximum context length" not in result.output
     assert "(llm_rejected)" in result.output
     assert f"eonyx run -s {session_id} --retry" in result.output
     assert live.transcript(session_id) == [("user", "a long question")]
@@ -340,7 +342,8 @@ def test_a_stream_dying_midway_is_an_error_and_retry_answers(
     result = live.run("--stream", "go")
     assert result.exit_code == 1
     session_id = session_of(result)
-    assert "ended early" in result.output and f"eonyx run -s {session_id} --retry" in result.output
+    assert "'default' is unavailable" in result.output and "request id" in result.output
+    assert f"eonyx run -s {session_id} --retry" in result.output
 
     live.llm.script(text("Complete answer."))
     retried = live.run("--stream", "-s", session_id, "--retry")

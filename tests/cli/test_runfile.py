@@ -45,12 +45,13 @@ def shell(tmp_path: Path, name: str, **env: str) -> dict[str, str]:
 
 
 def test_the_settings_written_give_the_same_settings_without_secrets(tmp_path: Path) -> None:
-    settings = load_settings(server_env(tmp_path, EONYX_LLM_BASE_URL="https://x.test/v1?key=k1"))
+    url = "https://proxy:k1@x.test/v1"  # credentials in the URL: masked like the key
+    settings = load_settings(server_env(tmp_path, EONYX_LLM_BASE_URL=url))
     environment, masked = runfile.settings_environment(settings)
     assert "EONYX_LLM_API_KEY" not in environment
     assert masked == {"EONYX_LLM_BASE_URL"}
-    assert environment["EONYX_LLM_BASE_URL"] == "https://x.test/v1?key=***"
-    again = load_settings(environment | {"EONYX_LLM_BASE_URL": "https://x.test/v1?key=k1"})
+    assert environment["EONYX_LLM_BASE_URL"] == "https://proxy:***@x.test/v1"
+    again = load_settings(environment | {"EONYX_LLM_BASE_URL": url})
     assert again == settings.with_changes(llm_api_key=None)
 
 
