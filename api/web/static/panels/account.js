@@ -5,7 +5,7 @@
 // server keeps the last enabled administrator and says so; the panel shows what it says.
 
 import { html, useEffect, useState } from "../vendor/preact.js";
-import { Confirm, PanelFrame, ensureStylesheet, messageOf } from "./common.js";
+import { Confirm, PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
 
 ensureStylesheet();
 
@@ -17,16 +17,10 @@ function plural(count, one, many) {
 }
 
 export function PasswordForm({ api }) {
-  const [form, setForm] = useState(EMPTY);
+  const { form, field, reset } = useForm(EMPTY, "password");
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const [busy, setBusy] = useState(false);
-  const field = (name) => ({
-    id: `password-${name}`,
-    name,
-    value: form[name],
-    onInput: (e) => setForm({ ...form, [name]: e.currentTarget.value }),
-  });
   const submit = async (event) => {
     event.preventDefault();
     setError("");
@@ -45,7 +39,7 @@ export function PasswordForm({ api }) {
         current_password: form.current,
         new_password: form.next,
       });
-      setForm(EMPTY);
+      reset();
       const ended = plural(done.revoked_tokens, "other sign-in or API key", "other sign-ins and API keys");
       setStatus(`Password changed. ${ended} ended; this browser stays signed in.`);
     } catch (e) {

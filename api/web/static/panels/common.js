@@ -1,11 +1,26 @@
 // What the memory and model-settings panels share: their stylesheet, a modal dialog built on
 // the shell's <dialog> (Escape asks the panel), an in-page confirmation (tests can drive it, unlike window.confirm), and error wording.
 
-import { html, useEffect, useRef } from "../vendor/preact.js";
+import { html, useEffect, useRef, useState } from "../vendor/preact.js";
 
 const STYLESHEET = "/static/panels/panels.css";
 
 /** Link panels.css once, when the first panel module loads (CSP: style-src 'self'). */
+/**
+ * A form's values, starting as `empty`, and `field(name)`: the props that bind an input to
+ * one of them (its id is `${prefix}-${name}`). `reset()` empties the form again.
+ */
+export function useForm(empty, prefix) {
+  const [form, setForm] = useState(empty);
+  const field = (name) => ({
+    id: `${prefix}-${name}`,
+    name,
+    value: form[name],
+    onInput: (e) => setForm({ ...form, [name]: e.currentTarget.value }),
+  });
+  return { form, field, reset: () => setForm(empty) };
+}
+
 export function ensureStylesheet() {
   if (document.querySelector(`link[href="${STYLESHEET}"]`)) return;
   const link = document.createElement("link");

@@ -4,7 +4,7 @@
 // says whether that variable is set. Credentials inside a base URL are masked on display too.
 
 import { html, useEffect, useState } from "../vendor/preact.js";
-import { PanelFrame, ensureStylesheet, messageOf } from "./common.js";
+import { PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
 
 ensureStylesheet();
 
@@ -34,15 +34,9 @@ export function maskUrl(url) {
 const EMPTY = { id: "", base_url: "", model: "", api_key_env: "", context_window: "", max_output_tokens: "" };
 
 function AddOffering({ api, onAdded }) {
-  const [form, setForm] = useState(EMPTY);
+  const { form, field, reset } = useForm(EMPTY, "offering");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
-  const field = (name) => ({
-    id: `offering-${name}`,
-    name,
-    value: form[name],
-    onInput: (e) => setForm({ ...form, [name]: e.currentTarget.value }),
-  });
   const submit = async (event) => {
     event.preventDefault();
     setError("");
@@ -54,7 +48,7 @@ function AddOffering({ api, onAdded }) {
     }
     try {
       const added = await api.post("/models/offerings", body);
-      setForm(EMPTY);
+      reset();
       onAdded(added);
     } catch (e) {
       setError(`Not added: ${messageOf(e)}`);
