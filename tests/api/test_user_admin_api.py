@@ -92,6 +92,19 @@ def patch(chat: Chat, by: Account, user_id: str, **body: Any):
     return chat.client.patch(f"{API}/users/{user_id}", json=body, headers=by.headers)
 
 
+def assert_cut_off(
+    chat: Chat, key: str, browser: FlaskClient, socket: EventsClient, reason: str
+) -> None:
+    """The API key, the browser sign-in and the open socket of a user no longer work: the
+    socket was told `reason` and closed."""
+    assert status(chat, key) == 401
+    assert browser.get(f"{API}/auth/session").status_code == 401
+    assert browser.get(f"{API}/sessions").status_code == 401
+    seen, code = socket.until_closed()
+    assert code == api.events.POLICY_VIOLATION
+    assert [m["error"]["code"] for m in seen] == [reason]
+
+
 @pytest.fixture
 def sockets(chat: Chat) -> Iterator[tuple[str, list[EventsClient]]]:
     """The app on a live server (its events socket's URL) and the sockets a test opens."""
@@ -164,12 +177,7 @@ def test_changing_your_password_ends_your_other_sign_ins_but_not_this_one(
     assert login(chat.client, alice.username).status_code == 401
     assert login(chat.client, alice.username, NEW_PASSWORD).status_code == 200
     assert status(chat, alice.token) == 200  # the request's own token stays
-    assert status(chat, key) == 401
-    assert browser.get(f"{API}/auth/session").status_code == 401
-    assert browser.get(f"{API}/sessions").status_code == 401
-    seen, code = other_socket.until_closed()
-    assert code == api.events.POLICY_VIOLATION
-    assert [m["error"]["code"] for m in seen] == ["invalid_token"]
+    assert_cut_off(chat, key, browser, other_socket, "invalid_token")
     event = {"type": "session.title", "session_id": "s", "title": "still here"}
     events.publish(chat.rt.redis, alice.user_id, event)
     assert own_socket.next_json() == event  # the socket of the request's token is still open
@@ -223,12 +231,7 @@ def test_a_disabled_user_is_cut_off_at_once_and_enabled_again(
 
     refused = chat.client.get(f"{API}/sessions", headers=alice.headers)
     assert refused.status_code == 401 and error_code(refused) == "account_disabled"
-    assert status(chat, key) == 401
-    assert browser.get(f"{API}/auth/session").status_code == 401
-    assert browser.get(f"{API}/sessions").status_code == 401
-    seen, code = socket.until_closed()
-    assert code == api.events.POLICY_VIOLATION
-    assert [m["error"]["code"] for m in seen] == ["account_disabled"]
+    assert_cut_off(chat, key, browser, socket, "account_disabled")
     url, _ = sockets
     again, code = connect(f"{url}?token={key}").until_closed()
     assert code == api.events.POLICY_VIOLATION
