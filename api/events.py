@@ -9,7 +9,7 @@ fall back to polling the API.
 
 An open socket checks its token again as soon as the user's sign-ins change (a token
 revoked, a password changed, the account disabled or deleted: announced over Redis by
-whichever process made the change, see shared/storage/events.py), and every RECHECK_SECONDS
+whichever process made the change, see shared/infra/events.py), and every RECHECK_SECONDS
 in any case (a token that merely expired): once the token is no longer valid, the socket
 sends the reason (`invalid_token`, `account_disabled`) and closes with 1008 (policy
 violation).
@@ -34,7 +34,7 @@ from api.context import authenticate, presented_token, runtime
 from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
 from shared.core.errors import Unauthorized
-from shared.storage import events
+from shared.infra import events
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from flask import Blueprint
 from sqlalchemy import text
 
 from api.context import runtime
-from shared.storage import heartbeats
+from shared.infra import heartbeats
 
 blp = Blueprint("health", __name__)
 PROBE_KEY = "eonyx:readyz"

@@ -14,11 +14,11 @@ from flask_smorest import Api
 from werkzeug.routing import BaseConverter
 
 from shared.accounts import TOKEN_ID_RE, USER_ID_RE
+from shared.files.session_store import SESSION_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.catalog import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
 from shared.sessions.images import NAME_RE as IMAGE_NAME_RE
-from shared.storage.session_store import SESSION_ID_RE
 
 
 def _bare(pattern: str) -> str:

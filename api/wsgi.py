@@ -7,7 +7,7 @@ queue the API sends jobs to and hands it to the app factory.
 from api import create_app
 from shared.core import logs
 from shared.core.settings import load_settings
-from shared.storage import permissions
+from shared.files import permissions
 from workers.queue import celery_jobs
 
 settings = load_settings()

@@ -22,8 +22,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from api import create_app
 from api.context import runtime_of
 from shared.core.settings import load_settings
+from shared.infra.embedded_redis import EmbeddedRedis
 from shared.sessions import service as session_service
-from shared.storage.embedded_redis import EmbeddedRedis
 from workers.queue import celery_jobs
 
 PROFILE_TURNS = 100

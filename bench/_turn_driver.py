@@ -13,7 +13,7 @@ import httpx
 from _turn_steps import Recorder
 
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
-from shared.storage.session_store import SessionStore
+from shared.files.session_store import SessionStore
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, echo, text
 
 CONTENT = "What did we decide about the cache?"

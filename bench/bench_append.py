@@ -39,10 +39,10 @@ from _common import (
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.settings import load_settings
+from shared.files.filestore import durable_append, encode_records, locked
+from shared.files.session_store import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
-from shared.storage.filestore import durable_append, encode_records, locked
-from shared.storage.session_store import new_message_id
 
 TARGET_RATIO = 1.5
 RECORD_BYTES = 300

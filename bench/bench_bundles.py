@@ -32,9 +32,9 @@ from PIL import Image
 
 from api import create_app
 from api.context import runtime_of
+from shared import index
 from shared.core.settings import load_settings
 from shared.sessions import bundles, images
-from shared.storage import index
 
 MESSAGES = 50
 IMAGES = 5

@@ -46,8 +46,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import runtime_of
+from shared import index
 from shared.core.settings import load_settings
-from shared.storage import index
 from tests.fake_llm import FakeLLM, text
 from workers.queue import celery_jobs
 

@@ -55,7 +55,7 @@ from _common import (
 from _serve import Served, eonyx_serve, free_port, http_server
 
 from cli.serve import HTTP_THREADS, HTTP_WORKERS
-from shared.storage.db import Database
+from shared.db import Database
 
 TARGET_RATIO = 3.0
 FAKE = f"""

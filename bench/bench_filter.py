@@ -1,4 +1,4 @@
-"""Throughput of the memory safety filter (shared.memory.safety.check_text) on chat-sized text.
+"""Throughput of the memory safety filter (shared.safety.check_text) on chat-sized text.
 
     .venv/bin/python bench/bench_filter.py [--texts 2000] [--runs 7] [--secret-share 0.1]
 
@@ -27,7 +27,7 @@ import time
 
 from _common import median, percentile, print_table, verdict
 
-from shared.memory.safety import check_text
+from shared.safety import check_text
 from tests.shared.safety_corpus import BLOCK
 
 TARGET_MEAN_US = 1000.0
@@ -144,7 +144,7 @@ def main() -> int:
     wrong = [
         i for i, (t, b) in enumerate(zip(texts, blocked, strict=True)) if check_text(t).allowed == b
     ]
-    print("== bench_filter  (shared.memory.safety.check_text)")
+    print("== bench_filter  (shared.safety.check_text)")
     print(
         f"   python {platform.python_version()}, {args.texts} texts, {args.runs} runs, "
         f"{sum(blocked)} with a secret"

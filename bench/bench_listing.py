@@ -30,10 +30,10 @@ from _common import (
 
 from api import create_app
 from api.context import runtime_of
+from shared import index
 from shared.core.settings import load_settings
+from shared.files.session_store import SessionState, SessionStore
 from shared.sessions import service as session_service
-from shared.storage import index
-from shared.storage.session_store import SessionState, SessionStore
 from workers.queue import celery_jobs
 
 PAGE = 50

@@ -50,10 +50,10 @@ from shared.accounts import Principal
 from shared.chat.compaction import SummaryState, find_boundary, to_model_messages
 from shared.chat.context import AssembledContext, ProjectInput, assemble_context
 from shared.core.settings import load_settings
+from shared.files.session_store import SessionStore
 from shared.llm.client import Offering
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
-from shared.storage.session_store import SessionStore
 
 TARGET_P50_MS = 20.0
 WINDOW = 128_000

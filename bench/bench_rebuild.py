@@ -21,9 +21,9 @@ import uuid
 from _common import base_parser, make_sessions, median, print_header, print_table, verdict
 from _common import workspace as make_workspace
 
+from shared import index
 from shared.core.settings import load_settings
 from shared.runtime import Runtime
-from shared.storage import index
 
 TARGET_RATE = 2_000.0
 

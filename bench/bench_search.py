@@ -45,10 +45,10 @@ from sqlalchemy import text
 
 from api import create_app
 from api.context import runtime_of
+from shared import index
 from shared.core.clock import isoformat, parse_time
 from shared.core.settings import load_settings
 from shared.sessions import service as session_service
-from shared.storage import index
 from workers.queue import celery_jobs
 
 PAGE = 50

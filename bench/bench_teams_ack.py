@@ -38,7 +38,7 @@ import redis
 from _common import ROOT, base_parser, median, percentile, print_header, print_table, verdict
 from _common import workspace as make_workspace
 
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.infra.embedded_redis import EmbeddedRedis
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.conftest import free_port  # noqa: E402

@@ -53,8 +53,8 @@ from _common import (
 from _serve import eonyx_serve
 from _turn_driver import Driver, Model, prepare_sessions, run_rounds
 
-from shared.storage.db import Database
-from shared.storage.session_store import SessionStore
+from shared.db import Database
+from shared.files.session_store import SessionStore
 from tests.fake_llm import FakeLLM
 
 TARGET_SERVER_MS = 5.0

@@ -27,11 +27,10 @@ from typing import Any
 from _common import base_parser, make_sessions, percentile, print_header, verdict, workspace
 from _serve import eonyx_serve
 
-from shared import accounts
+from shared import accounts, index
 from shared.core.settings import load_settings
-from shared.storage import index
-from shared.storage.db import Database
-from shared.storage.session_store import SessionStore
+from shared.db import Database
+from shared.files.session_store import SessionStore
 from tests.web.chromium import ARGS, CHROMIUM
 
 PASSWORD = "correct horse battery"

@@ -22,7 +22,7 @@ from pathlib import Path
 import redis
 from _common import workspace  # also puts the project on sys.path
 
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.test_openapi_fuzz import fuzz_settings
 from tests.fake_llm import FakeLLM
 from tests.openapi_fuzz import SERVER_ERROR_TYPES, replay_known_cases, run_schemathesis, served

@@ -41,9 +41,9 @@ from cli import leftovers, runfile
 from cli.processes import Child, Supervised, describe_exit
 from shared import accounts
 from shared.core.settings import Settings, load_settings
+from shared.files import permissions
+from shared.infra.embedded_redis import EmbeddedRedis
 from shared.runtime import Runtime
-from shared.storage import permissions
-from shared.storage.embedded_redis import EmbeddedRedis
 
 GRACEFUL_SECONDS = 10  # running requests at Ctrl+C (the compose stack gives them 120 s)
 WORKER_GRACE_SECONDS = 20

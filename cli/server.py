@@ -18,13 +18,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from cli import runfile
 from cli.serve import serve
-from shared import accounts
+from shared import accounts, index
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
+from shared.db import Database
+from shared.files import permissions
+from shared.infra import events
 from shared.runtime import Runtime
-from shared.storage import events, index, permissions
-from shared.storage.db import Database
 
 SCHEMA_POLL_SECONDS = 2.0
 

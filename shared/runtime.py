@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 import httpx
 import redis
 
+from shared.accounts.throttle import Throttle
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
+from shared.db import Database
+from shared.files.permissions import make_private_dirs
+from shared.files.session_store import SessionStore
+from shared.infra.embedded_redis import resolve_redis_url
+from shared.infra.locks import FileLocks, Locks, RedisLocks
 from shared.llm.client import LLMClient, ModelClient
 from shared.llm.offering_cache import OfferingCache
 from shared.llm.tools import ToolRegistry
 from shared.memory.files import MemoryStore
 from shared.memory.tools import register_memory_tools
-from shared.storage.db import Database
-from shared.storage.embedded_redis import resolve_redis_url
-from shared.storage.locks import FileLocks, Locks, RedisLocks
-from shared.storage.permissions import make_private_dirs
-from shared.storage.session_store import SessionStore
-from shared.storage.throttle import Throttle
 
 if TYPE_CHECKING:
     from shared.integrations.teams.channel import TeamsChannel

@@ -34,8 +34,8 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from api import create_app
 from api.context import runtime_of
 from shared.core.settings import Settings
+from shared.db.orm import ApiToken
 from shared.runtime import Runtime
-from shared.storage.orm import ApiToken
 from tests.conftest import create_account
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,7 +280,7 @@ def _json_body(template: str) -> bytes:
 
 def _cursor(**fields: Any) -> str:
     """A listing cursor of the default filters with `fields` crafted (JSON text as given)."""
-    from shared.storage.listing import Filters
+    from shared.index.listing import Filters
 
     base = {"v": 2, "f": Filters().fingerprint(), "g": "x", "s": 1, "t": 1, "k": "K"}
     text = json.dumps(base | {k: "@" + k for k in fields}, separators=(",", ":"))
@@ -291,7 +291,7 @@ def _cursor(**fields: Any) -> str:
 
 
 def _search_cursor(offset: str) -> str:
-    from shared.storage.listing import Filters
+    from shared.index.listing import Filters
 
     text = '{"v":2,"f":"' + Filters().fingerprint("x") + '","o":' + offset + "}"
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")

@@ -11,7 +11,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_PACKAGES = ["core", "storage", "llm", "sessions", "memory", "chat", "integrations"]
+SHARED_PACKAGES = [
+    "core",
+    "infra",
+    "files",
+    "db",
+    "index",
+    "safety",
+    "accounts",
+    "llm",
+    "sessions",
+    "memory",
+    "chat",
+    "integrations",
+]
 
 
 def test_the_import_contracts_hold() -> None:

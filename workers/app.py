@@ -9,13 +9,13 @@ A job in the hands of a worker that was SIGKILLed (or lost with its host) is han
 another worker once the broker's visibility timeout has passed since it was delivered
 (JOB_VISIBILITY_TIMEOUT_SECONDS, 120 s by default; a live worker checks every 10 s). The
 sweeps, every SWEEP_SECONDS, redo lost memory and title jobs sooner: within about 50 s of
-the worker's death (shared/storage/lost_jobs.py). The trade-off of a short timeout: a job
+the worker's death (shared/infra/lost_jobs.py). The trade-off of a short timeout: a job
 still running when it passes is delivered a second time, to another worker. That is safe,
 because each job is idempotent under its lock or version check (a duplicate waits for the
 running job's lock, then finds the work done), but it costs a worker thread while it waits;
 raise the timeout if your jobs often run longer (a slow model, a large index rebuild).
 
-Each worker process and each beat keeps a heartbeat in Redis (shared/storage/heartbeats.py)
+Each worker process and each beat keeps a heartbeat in Redis (shared/infra/heartbeats.py)
 while it runs; /readyz reports a missing one.
 
 Shutdown: SIGTERM is Celery's warm shutdown: the worker takes no new job and waits for the
@@ -52,10 +52,11 @@ from celery.signals import (
 from shared.core import jobs, logs, tracing
 from shared.core.lifetime import die_with_parent
 from shared.core.settings import Settings
+from shared.files import permissions
+from shared.infra import heartbeats
+from shared.infra.embedded_redis import resolve_redis_url
+from shared.infra.lost_jobs import SWEEP_SECONDS
 from shared.runtime import Runtime
-from shared.storage import heartbeats, permissions
-from shared.storage.embedded_redis import resolve_redis_url
-from shared.storage.lost_jobs import SWEEP_SECONDS
 
 LONGEST_JOB_SECONDS = 15 * 60
 SOFT_SHUTDOWN_SECONDS = 10  # a cold shutdown's grace for running jobs before requeueing them

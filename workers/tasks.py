@@ -7,11 +7,11 @@ import socket
 
 from celery import Task, shared_task
 
+from shared import index
 from shared.core import jobs
+from shared.infra.lost_jobs import JOB_LOCK_TTL
 from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
-from shared.storage import index
-from shared.storage.lost_jobs import JOB_LOCK_TTL
 from workers.app import LONGEST_JOB_SECONDS, EonyxCelery
 
 

@@ -24,8 +24,8 @@ from api.extensions import Blueprint
 from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Unauthorized
-from shared.storage import events
-from shared.storage.orm import User
+from shared.db.orm import User
+from shared.infra import events
 
 blp = Blueprint(
     "browser",

@@ -28,8 +28,8 @@ from api.accounts.schemas import (
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from shared import accounts
-from shared.storage import events
-from shared.storage.orm import User
+from shared.db.orm import User
+from shared.infra import events
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
 

@@ -15,8 +15,8 @@ from api.folders.schemas import (
     FolderSchema,
     NewFolderSchema,
 )
+from shared.db.orm import Folder
 from shared.sessions import folders
-from shared.storage.orm import Folder
 
 blp = Blueprint("folders", __name__, description="Folders of sessions")
 

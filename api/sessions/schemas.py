@@ -5,7 +5,7 @@ import marshmallow as ma
 from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
 from shared.core import text
 from shared.core.text import NON_BLANK_TEXT_PATTERN
-from shared.storage.listing import SOURCES, UNFILED
+from shared.index.listing import SOURCES, UNFILED
 
 Length = ma.validate.Length
 TITLE = Length(max=200)

@@ -19,11 +19,11 @@ from api.sessions.schemas import (
     SessionPatchSchema,
     SessionSchema,
 )
+from shared.db.orm import SessionRow
+from shared.index.listing import Filters, Found
 from shared.memory import curation
 from shared.sessions import lifecycle
 from shared.sessions import service as sessions
-from shared.storage.listing import Filters, Found
-from shared.storage.orm import SessionRow
 
 blp = Blueprint("sessions", __name__, description="Chat sessions")
 

@@ -36,11 +36,11 @@ from shared.chat.project_context import ContextFile
 from shared.chat.prompt import build_system_prompt
 from shared.core.errors import TooLarge
 from shared.core.messages import is_model_message
+from shared.files.session_store import SessionState
 from shared.llm import catalog
 from shared.llm.client import LLMError, LLMInvalidResponse, Offering
 from shared.sessions import images
 from shared.sessions import service as session_service
-from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal

@@ -8,7 +8,7 @@ tool result, and nothing else in between (`check_tool_results`).
 A retry answers the last user message when it has no answer; a regenerate answers it again
 when it has one. The old answer stays in the file, and a `supersede` record after it takes
 it out of the state, so the transcript and the next prompt show only the new one
-(shared/storage/session_state.py folds it).
+(shared/files/session_state.py folds it).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput
 from shared.core.messages import CHAT_ROLES
-from shared.storage.session_state import SessionState
+from shared.files.session_state import SessionState
 
 AnswerMeta = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -45,6 +45,8 @@ from shared.core.errors import (
     Unauthorized,
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
+from shared.files.session_store import FileInfo, SessionState, new_message_id
+from shared.infra import events
 from shared.llm import catalog
 from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
@@ -53,8 +55,6 @@ from shared.memory import extraction
 from shared.sessions import images, title_job, titles
 from shared.sessions import service as session_service
 from shared.sessions.turn_lock import hold_turn_lock
-from shared.storage import events
-from shared.storage.session_store import FileInfo, SessionState, new_message_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

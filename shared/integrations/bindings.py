@@ -15,8 +15,8 @@ from sqlalchemy import Table, bindparam, delete, select
 
 from shared.accounts import Principal
 from shared.core.clock import utcnow
-from shared.storage.db import Executor, upsert
-from shared.storage.orm import SessionBinding
+from shared.db import Executor, upsert
+from shared.db.orm import SessionBinding
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -36,11 +36,11 @@ from shared.chat.turns import TurnRequest, TurnResult, message_record
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import content_text, message_chars, tool_call_parts
+from shared.files.session_store import SessionState, check_session_id
 from shared.integrations import bindings
 from shared.integrations.openai_request import ChatRequest
 from shared.llm import catalog
 from shared.sessions import service as session_service
-from shared.storage.session_store import SessionState, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -29,10 +29,10 @@ from shared.accounts import Principal
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part, text_part
+from shared.db.orm import ApiResponse
 from shared.integrations import bindings, facade
 from shared.integrations.facade import PlannedTurn
 from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
-from shared.storage.orm import ApiResponse
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

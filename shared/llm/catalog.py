@@ -28,9 +28,9 @@ from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
+from shared.db.orm import OfferingRow, RoleBinding
 from shared.llm.client import Offering
 from shared.llm.offering_cache import mark_changed
-from shared.storage.orm import OfferingRow, RoleBinding
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import redis
 from sqlalchemy.orm import Session
 
+from shared.db import Database
 from shared.llm.client import Offering
-from shared.storage.db import Database
 
 log = logging.getLogger(__name__)
 VERSION_KEY = "eonyx:catalog:version"

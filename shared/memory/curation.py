@@ -30,6 +30,9 @@ from shared.core import observability
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import CURATE_MEMORY, JobQueue
+from shared.files.session_store import SessionState
+from shared.infra import events
+from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.extraction import (
@@ -45,9 +48,6 @@ from shared.memory.extraction import (
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
-from shared.storage import events
-from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

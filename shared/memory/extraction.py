@@ -26,7 +26,7 @@ old and no job holds the session's extraction lock: a lost job costs a delay, ne
 extraction. Running sessions keep their frozen snapshot; what is learned applies from the
 next session.
 
-How soon a job lost with its worker is redone: see shared/storage/lost_jobs.py (within about
+How soon a job lost with its worker is redone: see shared/infra/lost_jobs.py (within about
 50 s of the worker's death, while another worker lives).
 """
 
@@ -45,15 +45,15 @@ from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import content_text
 from shared.core.settings import Settings
+from shared.db.orm import SessionRow
+from shared.files.session_store import SessionState
+from shared.infra import events
+from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
-from shared.memory.safety import check_text
+from shared.safety import check_text
 from shared.sessions import service as session_service
-from shared.storage import events
-from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -33,10 +33,10 @@ import redis
 from shared.accounts import Principal
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
 from shared.core.settings import Settings
-from shared.memory.safety import ensure_safe
-from shared.storage import events
-from shared.storage.filestore import atomic_write, backup_file
-from shared.storage.locks import Locks
+from shared.files.filestore import atomic_write, backup_file
+from shared.infra import events
+from shared.infra.locks import Locks
+from shared.safety import ensure_safe
 
 # The built-in identity: what IDENTITY.md holds when it is missing or blank.
 DEFAULT_IDENTITY = """\

@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from shared import index
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
@@ -55,11 +56,11 @@ from shared.core.messages import (
     tool_call_parts,
     tool_call_problem,
 )
+from shared.db.orm import SessionRow
+from shared.files.filestore import remove_tree
+from shared.files.session_store import SessionState, new_message_id
+from shared.index import search
 from shared.sessions import images, service
-from shared.storage import index, search
-from shared.storage.filestore import remove_tree
-from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState, new_message_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal

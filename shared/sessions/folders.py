@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
+from shared.db.orm import DeviceUiState, Folder
 from shared.sessions import service
-from shared.storage.orm import DeviceUiState, Folder
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal

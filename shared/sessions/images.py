@@ -32,11 +32,11 @@ from PIL import Image, UnidentifiedImageError
 
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part
-from shared.storage.filestore import atomic_write
+from shared.files.filestore import atomic_write
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
+    from shared.files.session_store import SessionStore
     from shared.runtime import Runtime
-    from shared.storage.session_store import SessionStore
 
 # Pillow's format name -> (media type, file extension)
 FORMATS = {

@@ -19,15 +19,16 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
+from shared.db.orm import SessionRow
+from shared.files.filestore import copy_tree, remove_tree
+from shared.files.session_store import SUMMARY_FILE, SessionState, fold
+from shared.index import listing
 from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
 from shared.sessions.turn_lock import hold_turn_lock
-from shared.storage import index, listing
-from shared.storage.filestore import copy_tree, remove_tree
-from shared.storage.orm import SessionRow
-from shared.storage.session_store import SUMMARY_FILE, SessionState, fold
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -16,15 +16,16 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from shared import index
 from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
+from shared.db.orm import Folder, SessionRow
+from shared.files.session_store import FileInfo, SessionState, check_session_id
+from shared.index import listing
+from shared.index.listing import Filters, Found
 from shared.sessions import titles
-from shared.storage import index, listing
-from shared.storage.listing import Filters, Found
-from shared.storage.orm import Folder, SessionRow
-from shared.storage.session_store import FileInfo, SessionState, check_session_id
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
@@ -118,7 +119,7 @@ def list_sessions(
     filters: Filters | None = None,
 ) -> tuple[list[SessionRow], str | None]:
     """A page of the caller's list: pinned first, then most recently updated (the cursor's
-    guarantees are in shared.storage.listing)."""
+    guarantees are in shared.index.listing)."""
     _check_folder_id((filters or Filters()).folder_id)
     with rt.db.session() as db:
         try:

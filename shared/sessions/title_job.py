@@ -8,7 +8,7 @@ pushes `session.title` with the title the session keeps.
 While it waits on the model the job holds the session's title lock, kept alive while its
 worker lives. The sweep (every SWEEP_SECONDS) sends the job again for a title pending
 LOST_AFTER whose lock nobody holds (a job lost with its worker, or never sent): such a
-title is named within about a minute of the worker's death (shared/storage/lost_jobs.py).
+title is named within about a minute of the worker's death (shared/infra/lost_jobs.py).
 A title still pending GIVE_UP_AFTER keeps its truncated title.
 """
 
@@ -23,14 +23,14 @@ from sqlalchemy import select, true
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import NotFound, StorageError
 from shared.core.jobs import SESSION_TITLE, JobQueue
+from shared.db.orm import SessionRow
+from shared.files.session_store import SessionState
+from shared.infra import events
+from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.llm import catalog
 from shared.llm.client import LLMError
 from shared.sessions import service
 from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
-from shared.storage import events
-from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.storage.orm import SessionRow
-from shared.storage.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

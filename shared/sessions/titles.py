@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared.core.messages import content_text
 from shared.core.text import strip_forbidden
-from shared.storage.filestore import atomic_write
-from shared.storage.session_store import SessionState
+from shared.files.filestore import atomic_write
+from shared.files.session_store import SessionState
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -89,7 +89,7 @@ def test_stored_tokens_and_passwords_are_hashed(rt: Runtime) -> None:
     account = create_account(rt, "frank")
     from sqlalchemy import select
 
-    from shared.storage.orm import ApiToken, User
+    from shared.db.orm import ApiToken, User
 
     with rt.db.session() as db:
         user = db.scalar(select(User).where(User.username == "frank"))

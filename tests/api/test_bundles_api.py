@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from shared.db.orm import SessionRow
 from shared.sessions import bundles
-from shared.storage.orm import SessionRow
 from tests.api.conftest import API, Chat, RecordingJobs
 from tests.conftest import create_account, stored
 from tests.fake_llm import text, tool_call, tool_calls

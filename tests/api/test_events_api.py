@@ -13,8 +13,8 @@ import pytest
 
 import api.events
 from shared import accounts
-from shared.storage import events
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.infra import events
+from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
 

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import func, select
 
-from shared.storage.orm import ApiResponse
+from shared.db.orm import ApiResponse
 from tests import clients
 from tests.api.conftest import Facade
 

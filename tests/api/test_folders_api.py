@@ -9,10 +9,10 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select, text
 
+from shared import index
 from shared.core.clock import utcnow
+from shared.db.orm import DeviceUiState, Folder
 from shared.runtime import Runtime
-from shared.storage import index
-from shared.storage.orm import DeviceUiState, Folder
 from tests.conftest import Account
 
 API = "/api/v1"

@@ -7,8 +7,8 @@ import time
 
 from flask.testing import FlaskClient
 
+from shared.infra import heartbeats
 from shared.runtime import Runtime
-from shared.storage import heartbeats
 
 ALL_OK = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat": "ok"}
 

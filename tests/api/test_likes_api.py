@@ -12,11 +12,11 @@ import pytest
 
 from api import create_app
 from api.context import runtime_of
+from shared import index
 from shared.core import jobs as job_names
 from shared.llm.tools import Tool
 from shared.memory import curation
 from shared.memory.curation import curate_turn, sweep_likes
-from shared.storage import index
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls

@@ -11,9 +11,9 @@ from api.context import runtime_of
 from cli import main
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
+from shared.db.orm import OfferingRow, RoleBinding
 from shared.llm import catalog
 from shared.runtime import Runtime
-from shared.storage.orm import OfferingRow, RoleBinding
 from tests.conftest import Account, Backend, create_account, make_settings
 from workers.queue import celery_jobs
 

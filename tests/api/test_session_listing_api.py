@@ -11,14 +11,13 @@ import threading
 import pytest
 from flask.testing import FlaskClient
 
-from shared import accounts
+from shared import accounts, index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.files.session_store import new_message_id
+from shared.index.listing import Filters
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
-from shared.storage import index
-from shared.storage.listing import Filters
-from shared.storage.session_store import new_message_id
 from tests.conftest import Account
 
 API = "/api/v1"

@@ -9,10 +9,10 @@ from flask.testing import FlaskClient
 
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.files.session_store import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service
-from shared.storage.session_store import new_message_id
 from tests.api.conftest import Chat
 from tests.conftest import Account
 from tests.fake_llm import text
@@ -276,7 +276,7 @@ def test_the_sweep_purges_after_30_days_what_is_still_in_the_trash(
     assert listed(client, alice, "?trash=true") == []
     assert listed(client, alice) == [restored["id"], kept["id"]]
     with rt.db.session() as db:
-        from shared.storage.orm import SessionText
+        from shared.db.orm import SessionText
 
         left = db.query(SessionText).filter(SessionText.session_id == purged["id"]).count()
     assert left == 0  # its text is gone from the search index

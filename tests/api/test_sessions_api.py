@@ -8,8 +8,8 @@ import os
 import pytest
 from flask.testing import FlaskClient
 
+from shared.files import filestore
 from shared.runtime import Runtime
-from shared.storage import filestore
 from tests.conftest import Account, create_account
 
 API = "/api/v1"
@@ -255,7 +255,7 @@ def test_a_damaged_session_file_is_503_not_404_and_the_list_still_works(
     assert response.get_json()["error"]["message"] == (
         f"session {damaged} cannot be read: a session file must start with a session header"
     )
-    from shared.storage import index
+    from shared import index
 
     with rt.db.session() as db:
         index.drop(db)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from shared.storage import index
+from shared import index
 from tests.api.conftest import API, Chat
 from tests.disks import empty, fill, needs_root, read_only, tmpfs
 from tests.fake_llm import text

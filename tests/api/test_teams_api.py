@@ -27,11 +27,11 @@ from api.context import runtime_of
 from shared import accounts
 from shared.core.jobs import TEAMS_TURN
 from shared.core.settings import Settings
+from shared.db.orm import SessionBinding, TeamsUserLink, User
 from shared.integrations.teams import activities, bot, links
 from shared.integrations.teams.activities import MAX_TEXT_BYTES
 from shared.integrations.teams.bot import answer
 from shared.runtime import Runtime
-from shared.storage.orm import SessionBinding, TeamsUserLink, User
 from tests.conftest import Account, Backend, create_account, make_settings, wait_for
 from tests.fake_botframework import (
     APP_ID,

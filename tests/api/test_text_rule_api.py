@@ -11,8 +11,8 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.exc import OperationalError
 
+from shared import index
 from shared.runtime import Runtime
-from shared.storage import index
 from tests.conftest import Account
 
 API = "/api/v1"

@@ -13,11 +13,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 import api.events
-from shared import accounts
-from shared.integrations import bindings
-from shared.integrations.teams import links
-from shared.storage import events, index
-from shared.storage.orm import (
+from shared import accounts, index
+from shared.accounts.throttle import Policy
+from shared.db.orm import (
     ApiResponse,
     ApiToken,
     DeviceUiState,
@@ -30,7 +28,9 @@ from shared.storage.orm import (
     TeamsUserLink,
     User,
 )
-from shared.storage.throttle import Policy
+from shared.infra import events
+from shared.integrations import bindings
+from shared.integrations.teams import links
 from tests.api.conftest import API, Chat
 from tests.api.test_images_api import data_url, image
 from tests.api.websockets import EventsClient, connect, live

@@ -24,9 +24,9 @@ from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
 from cli.run import project_part
+from shared.infra import events
 from shared.llm.tools import Tool
 from shared.sessions import service as session_service
-from shared.storage import events
 from tests.cli.conftest import Live
 from tests.fake_llm import error, fake_llm, text, tool_call, tool_calls
 

@@ -11,9 +11,9 @@ from flask.testing import FlaskClient
 from cli import main
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.files.session_store import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
-from shared.storage.session_store import new_message_id
 from tests.cli.conftest import login
 from tests.conftest import Account
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from shared.core.errors import StorageError
-from shared.storage.db import Database
+from shared.db import Database
 from tests.conftest import Backend
 
 

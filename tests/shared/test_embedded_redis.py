@@ -8,7 +8,7 @@ from pathlib import Path
 
 import redis
 
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.infra.embedded_redis import EmbeddedRedis
 
 
 def test_queued_jobs_survive_a_restart_and_a_kill(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from shared.core.errors import InvalidInput, StorageError
-from shared.storage import filestore
-from shared.storage.session_store import SessionStore, fold
+from shared.files import filestore
+from shared.files.session_store import SessionStore, fold
 
 USER = "a" * 32
 
@@ -55,7 +55,7 @@ def test_torn_last_line_is_ignored_on_read_and_repaired_on_append(store: Session
 APPENDER = """
 import sys
 from pathlib import Path
-from shared.storage.session_store import SessionStore
+from shared.files.session_store import SessionStore
 root, user, sid = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 store = SessionStore(root)
 big = "x" * 400_000

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
+from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.files.session_store import SessionStore
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
-from shared.storage import index
-from shared.storage.session_store import SessionStore
 from tests.conftest import Account, Backend
 
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from shared.core.errors import Conflict
-from shared.storage.locks import FileLocks, Locks, RedisLocks
+from shared.infra.locks import FileLocks, Locks, RedisLocks
 from tests.conftest import Backend
 
 

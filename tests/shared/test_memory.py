@@ -13,6 +13,7 @@ import redis
 
 from shared.core.errors import StorageError
 from shared.core.settings import Settings
+from shared.infra.locks import FileLocks, RedisLocks
 from shared.memory import files as memory_module
 from shared.memory.files import (
     DEFAULT_IDENTITY,
@@ -22,7 +23,6 @@ from shared.memory.files import (
     usage_line,
 )
 from shared.runtime import Runtime
-from shared.storage.locks import FileLocks, RedisLocks
 from tests.conftest import Backend, make_settings
 
 USER = "b" * 32

@@ -1,5 +1,5 @@
 """The store's modes: files 0600 and folders 0700, and an older store put right at start-up
-with one log line (shared/storage/permissions.py)."""
+with one log line (shared/files/permissions.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from shared.core.settings import load_settings
+from shared.files.permissions import secure_store
 from shared.runtime import Runtime
-from shared.storage.permissions import secure_store
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_an_old_store_is_made_private_and_said_in_one_line(
     (data / "link").symlink_to(outside)
     settings = load_settings({"HOME": str(tmp_path), "DATA_DIR": str(data)})
 
-    with caplog.at_level(logging.INFO, logger="shared.storage.permissions"):
+    with caplog.at_level(logging.INFO, logger="shared.files.permissions"):
         changed = secure_store(settings)
 
     assert open_paths(data) == []

@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.files.session_store import new_message_id
+from shared.index import search
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service
-from shared.storage import index, search
-from shared.storage.session_store import new_message_id
 from tests.conftest import Account
 
 
@@ -132,7 +133,7 @@ def test_a_message_indexed_twice_is_found_once_and_the_index_stays_whole(
 
 
 def assert_fts_consistent(rt: Runtime) -> None:
-    """SQLite's FTS index is kept by hand (shared/storage/fulltext.py): it must match its
+    """SQLite's FTS index is kept by hand (shared/index/fulltext.py): it must match its
     content table exactly (PostgreSQL's generated column keeps itself)."""
     with rt.db.session() as db:
         if db.get_bind().dialect.name == "sqlite":

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from shared.core.errors import NotFound, StorageError
-from shared.storage import filestore
-from shared.storage.session_store import SessionState, SessionStore, fold
+from shared.files import filestore
+from shared.files.session_store import SessionState, SessionStore, fold
 
 USER = "c" * 32
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def session_id(store: SessionStore) -> str:
 CHILD = """
 import json, sys
 from pathlib import Path
-from shared.storage.session_store import SessionStore
+from shared.files.session_store import SessionStore
 store = SessionStore(Path(sys.argv[1]))
 user, sid = sys.argv[2], sys.argv[3]
 for line in sys.stdin:

@@ -12,9 +12,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from shared.storage import sqlite_writers
-from shared.storage.db import Database
-from shared.storage.sqlite_writers import writes
+from shared.db import Database, sqlite_writers
+from shared.db.sqlite_writers import writes
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from shared.storage.throttle import Policy, Throttle
+from shared.accounts.throttle import Policy, Throttle
 from tests.conftest import Backend
 
 POLICY = Policy(free=2, window=60, base=2, ceiling=10)

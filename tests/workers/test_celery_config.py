@@ -8,8 +8,8 @@ import pytest
 from celery import Celery
 
 from shared.core.settings import load_settings
-from shared.storage.db import Database
-from shared.storage.embedded_redis import EmbeddedRedis
+from shared.db import Database
+from shared.infra.embedded_redis import EmbeddedRedis
 from workers.app import QUEUE, celery_url, create_celery
 
 
@@ -162,7 +162,7 @@ def test_beat_resends_lost_titles_within_a_minute(celery_app: Celery) -> None:
     schedule = {
         entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
     }
-    # A title lost with its worker is named within a minute (shared/storage/lost_jobs.py).
+    # A title lost with its worker is named within a minute (shared/infra/lost_jobs.py).
     assert schedule[SWEEP_TITLES] <= 30
 
 
@@ -171,9 +171,9 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
     from datetime import timedelta
 
     import workers.tasks  # noqa: F401
+    from shared import index
     from shared.core import jobs
     from shared.core.clock import isoformat, utcnow
-    from shared.storage import index
 
     schedule = {
         entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()

@@ -26,10 +26,10 @@ import redis
 import yaml
 from sqlalchemy import func, select, text
 
-from shared.storage import index
-from shared.storage.db import Database
-from shared.storage.orm import IndexState, SessionRow
-from shared.storage.session_store import SessionStore
+from shared import index
+from shared.db import Database
+from shared.db.orm import IndexState, SessionRow
+from shared.files.session_store import SessionStore
 from tests.conftest import TABLES, eonyx_executable, free_port, redis_for_this_process, wait_for
 from tests.fake_botframework import USER_AAD_ID, FakeBotFramework, Post, fake_botframework
 from tests.fake_llm import FakeLLM

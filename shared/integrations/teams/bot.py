@@ -26,13 +26,13 @@ from shared.core import observability
 from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import TEAMS_TURN
 from shared.core.messages import content_text
+from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 from shared.integrations import bindings
 from shared.integrations.teams import activities, auth, links
 from shared.integrations.teams.activities import Inbound
 from shared.integrations.teams.channel import TeamsChannel
 from shared.llm.client import LLMError
 from shared.sessions import service as session_service
-from shared.storage.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from shared import accounts
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
-from shared.storage.orm import TeamsUserLink, User
+from shared.db.orm import TeamsUserLink, User
 
 PROVISIONED_PREFIX = "teams-"
 

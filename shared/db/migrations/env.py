@@ -2,8 +2,10 @@
 
 from alembic import context
 
-from shared.storage import orm  # noqa: F401  (registers the tables on Base.metadata)
-from shared.storage.db import Base
+from shared.db import (
+    Base,
+    orm,  # noqa: F401  (registers the tables on Base.metadata)
+)
 
 connection = context.config.attributes["connection"]
 context.configure(

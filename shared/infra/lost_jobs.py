@@ -1,7 +1,7 @@
 """What the sweeps share to find a job lost with its worker and send it again.
 
 A job that waits on a model holds a lock named after its work, kept alive while its worker
-lives (shared/storage/locks.py, `keepalive`); a worker that dies stops renewing it, and it
+lives (shared/infra/locks.py, `keepalive`); a worker that dies stops renewing it, and it
 lapses JOB_LOCK_TTL seconds later. A sweep that finds work undone LOST_AFTER after it was
 asked for, and no job holding its lock, sends the job again, at most once per RESEND_EVERY
 (a job only queued behind others is not lost and need not be sent every sweep). With the
@@ -17,7 +17,7 @@ import redis
 
 from shared.core.errors import Conflict
 from shared.core.jobs import JobQueue
-from shared.storage.locks import Locks
+from shared.infra.locks import Locks
 
 SWEEP_SECONDS = 30  # how often beat runs the sweeps of lost jobs (memory, titles)
 JOB_LOCK_WAIT = 5 * 60  # a duplicate waits for the running job, then finds the work done

@@ -102,6 +102,8 @@ module per area, in check order: `credentials` (token formats), `providers` (the
 Kubernetes Secrets), `assignments` (JWT, connection strings, authorization headers,
 password/secret values), `prose` (passwords in sentences), `personal` (cards, IBANs, SSNs,
 national ids) and `facts` (health and financial facts).
+
+Imports only shared.core.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.core.errors import InvalidInput
-from shared.memory.safety import (
+from shared.safety import (
     assignments,
     configs,
     credentials,
@@ -119,7 +121,7 @@ from shared.memory.safety import (
     prose,
     providers,
 )
-from shared.memory.safety.engine import Check, Rule, Scan, normalize
+from shared.safety.engine import Check, Rule, Scan, normalize
 
 __all__ = ["RULES", "SafetyError", "Verdict", "check_text", "ensure_safe"]
 

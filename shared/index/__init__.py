@@ -1,13 +1,15 @@
 """The session index: listing data in SQL so that a listing never opens a session file.
 
 It is a cache of the files. Writers keep it current (`record`, `note_appended`), with the
-session's searchable text (shared.storage.search); `reconcile_user` brings one user's rows in
+session's searchable text (shared.index.search); `reconcile_user` brings one user's rows in
 line with the files (re-reading only files whose size or mtime changed); a user without an
 `index_state` row (a dropped index) is reconciled before their next listing.
 
 Every write first bumps the owner's change number (`index_state.seq`: this also serialises a
 user's index writers) and logs the row's previous sort key in `session_moves`, which is what
-lets a listing cursor stay exact while sessions move (shared.storage.listing).
+lets a listing cursor stay exact while sessions move (shared.index.listing).
+
+Imports shared.core, shared.files and shared.db.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from sqlalchemy.orm import Session
 from shared.core.clock import parse_time, utcnow
 from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
-from shared.storage import search
-from shared.storage.db import Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
-from shared.storage.orm import IndexState, SessionMove, SessionRow
-from shared.storage.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
+from shared.db import Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
+from shared.db.orm import IndexState, SessionMove, SessionRow
+from shared.files.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
+from shared.index import search
 
 log = logging.getLogger(__name__)
 # Metadata that the index keeps in columns (the rest stays in the file).

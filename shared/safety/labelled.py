@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.memory.safety.engine import Rule, RuleTable, Scan, is_filler, letters_and_digits
+from shared.safety.engine import Rule, RuleTable, Scan, is_filler, letters_and_digits
 
 TABLE = RuleTable()
 

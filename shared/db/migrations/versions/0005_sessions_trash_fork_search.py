@@ -4,7 +4,7 @@
 - index_state: seq and generation (listing cursors);
 - session_moves: a row's sort key before each write, for cursors (kept a day);
 - session_text: the searchable text, indexed by FTS5 on SQLite (kept by the code, see
-  shared/storage/fulltext.py) and by a generated tsvector column with a GIN index on
+  shared/index/fulltext.py) and by a generated tsvector column with a GIN index on
   PostgreSQL.
 
 The index is a cache of the session files: it is emptied here, so each user's next listing

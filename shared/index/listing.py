@@ -12,7 +12,7 @@ filter since S (archived, trashed, purged) is left out; the items themselves car
 current values. A cursor lives CURSOR_LIFE; an older one, or one from before the index was
 dropped, answers `cursor_expired` (list again from the first page).
 
-Search pages are the ranked matches (shared.storage.search), filtered like the list, cut at
+Search pages are the ranked matches (shared.index.search), filtered like the list, cut at
 an offset. Tiers make earlier pages stable while one pages on; a session whose text changes
 between pages may move.
 """
@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
-from shared.storage import search
-from shared.storage.orm import IndexState, SessionMove, SessionRow
-from shared.storage.session_store import SESSION_ID_RE
+from shared.db.orm import IndexState, SessionMove, SessionRow
+from shared.files.session_store import SESSION_ID_RE
+from shared.index import search
 
 MAX_PAGE = 200
 MAX_COUNT = 2**63 - 1  # a BIGINT

@@ -24,7 +24,7 @@ from stdnum.pl import pesel as pl_pesel
 from stdnum.se import personnummer as se_pnr
 from stdnum.us import ssn as us_ssn
 
-from shared.memory.safety.engine import WORDCHAR, Detector, RuleTable, Scan, word_set
+from shared.safety.engine import WORDCHAR, Detector, RuleTable, Scan, word_set
 
 TABLE = RuleTable()
 

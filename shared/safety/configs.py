@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from shared.memory.safety.assignments import command_line_password, is_secret_key, quoted_secret
-from shared.memory.safety.engine import RuleTable, Scan, is_filler
+from shared.safety.assignments import command_line_password, is_secret_key, quoted_secret
+from shared.safety.engine import RuleTable, Scan, is_filler
 
 TABLE = RuleTable()
 

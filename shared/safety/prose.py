@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from shared.memory.safety.assignments import password_like, quoted_secret, strong_secret, value_at
-from shared.memory.safety.engine import RuleTable, Scan, word_set
+from shared.safety.assignments import password_like, quoted_secret, strong_secret, value_at
+from shared.safety.engine import RuleTable, Scan, word_set
 
 TABLE = RuleTable()
 

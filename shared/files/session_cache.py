@@ -29,8 +29,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from shared.storage.filestore import parse_lines, read_range
-from shared.storage.session_state import SessionState, fold
+from shared.files.filestore import parse_lines, read_range
+from shared.files.session_state import SessionState, fold
 
 log = logging.getLogger(__name__)
 TAIL_BYTES = 256  # folded bytes kept to recognise the file at the offset

@@ -1,7 +1,9 @@
 """Database engine, sessions and migrations (SQLAlchemy 2 + Alembic).
 
 SQLite by default (a file in DATA_DIR), PostgreSQL in production. The schema is owned by the
-Alembic migrations in shared/storage/migrations; `migrate()` brings a database to the newest one.
+Alembic migrations in shared/db/migrations; `migrate()` brings a database to the newest one.
+
+Imports only shared.core.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from shared.core.errors import StorageError
-from shared.storage.sqlite_writers import WriterGate, gated_connection
+from shared.db.sqlite_writers import WriterGate, gated_connection
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATE_LOCK = 0x656F6E7978  # "eonyx": the advisory lock key migrations serialise on

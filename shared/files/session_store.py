@@ -24,7 +24,7 @@ from typing import Any
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
 from shared.core.settings import Settings
-from shared.storage.filestore import (
+from shared.files.filestore import (
     append_locked,
     atomic_write,
     durable_append,
@@ -33,8 +33,8 @@ from shared.storage.filestore import (
     read_jsonl,
     remove_tree,
 )
-from shared.storage.session_cache import SessionCache
-from shared.storage.session_state import (  # re-exported: the store's vocabulary
+from shared.files.session_cache import SessionCache
+from shared.files.session_state import (  # re-exported: the store's vocabulary
     CHAT_ROLES,
     META_FIELDS,
     QUIET_FIELDS,

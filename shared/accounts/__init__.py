@@ -19,7 +19,9 @@ other sign-ins and tokens; a disabled account keeps its data and its tokens, but
 accepted (`authenticate`) until it is enabled again; a deleted one leaves nothing behind.
 The deployment always keeps one enabled administrator: a change that would leave none is
 refused (`last_admin`). Whoever changes who may sign in must then call
-`shared.storage.events.publish_auth_change`, so that open event sockets check again at once.
+`shared.infra.events.publish_auth_change`, so that open event sockets check again at once.
+
+Imports shared.core, shared.files, shared.db and shared.index.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from shared import index
+from shared.accounts.throttle import Policy, Throttle
 from shared.core import text as text_rule
 from shared.core.errors import (
     Conflict,
@@ -48,12 +52,10 @@ from shared.core.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from shared.storage import index
-from shared.storage.db import Database, Executor, UTCDateTime, connection_of, dialect_of
-from shared.storage.filestore import remove_tree
-from shared.storage.orm import ApiToken, User
-from shared.storage.session_store import SessionStore
-from shared.storage.throttle import Policy, Throttle
+from shared.db import Database, Executor, UTCDateTime, connection_of, dialect_of
+from shared.db.orm import ApiToken, User
+from shared.files.filestore import remove_tree
+from shared.files.session_store import SessionStore
 
 log = logging.getLogger(__name__)
 

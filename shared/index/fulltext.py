@@ -1,4 +1,4 @@
-"""The full-text engines behind shared.storage.search, one interface for both backends.
+"""The full-text engines behind shared.index.search, one interface for both backends.
 
 - SQLite: an FTS5 table over `session_text` (external content, `detail=column`: no
   positions, as every query word is a single token). It is kept by hand, not by triggers:
@@ -18,8 +18,8 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy import ColumnElement, bindparam, column, insert, literal, select, table, text
 
-from shared.storage.db import Executor, connection_of, dialect_of
-from shared.storage.orm import SessionText
+from shared.db import Executor, connection_of, dialect_of
+from shared.db.orm import SessionText
 
 Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
 FTS = "session_text_fts"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.memory.safety.engine import Detector, RuleTable, Scan, word_set
+from shared.safety.engine import Detector, RuleTable, Scan, word_set
 
 TABLE = RuleTable()
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.core.errors import InvalidInput, StorageError
-from shared.storage.permissions import make_private_dirs
+from shared.files.permissions import make_private_dirs
 
 log = logging.getLogger(__name__)
 _TAIL_CHUNK = 64 * 1024

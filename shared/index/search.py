@@ -3,7 +3,7 @@
 `session_text` holds one row per message (user, assistant, tool) and one per title; the
 index's writers keep it current (`add`, `set_title`, `replace_session`, `forget`). What
 differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
-(shared.storage.fulltext); the rest is here, so both backends answer alike:
+(shared.index.fulltext); the rest is here, so both backends answer alike:
 
 - every word of the query must match a whole word (AND); a word ending in `*` is a prefix;
 - matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 
 from shared.core.messages import content_text
 from shared.core.text import for_index
-from shared.storage import fulltext
-from shared.storage.db import Executor, dialect_of, insert_for
-from shared.storage.fulltext import Term
-from shared.storage.orm import SessionText
+from shared.db import Executor, dialect_of, insert_for
+from shared.db.orm import SessionText
+from shared.index import fulltext
+from shared.index.fulltext import Term
 
 WINDOW = 2000
 MAX_TIERS = 10

@@ -10,7 +10,7 @@ import json
 import re
 import string
 
-from shared.memory.safety.engine import RuleTable, Scan, b64_decode, letters_and_digits
+from shared.safety.engine import RuleTable, Scan, b64_decode, letters_and_digits
 
 TABLE = RuleTable()
 

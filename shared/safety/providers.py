@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.memory.safety.engine import Rule, RuleTable, Scan, letters_and_digits, token_found
+from shared.safety.engine import Rule, RuleTable, Scan, letters_and_digits, token_found
 
 TABLE = RuleTable()
 

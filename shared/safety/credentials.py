@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from shared.memory.safety.engine import (
+from shared.safety.engine import (
     WORDCHAR,
     RuleTable,
     Scan,
