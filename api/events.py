@@ -19,6 +19,7 @@ When the server loses its Redis the event stream ends, and the socket sends
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -66,10 +67,8 @@ def register_events(app: Flask) -> None:
 
     @sock.route("/api/v1/events")
     def events_socket(ws) -> None:  # type: ignore[no-untyped-def]
-        try:
+        with contextlib.suppress(*GONE):  # the client left; there is no one to tell
             _serve(ws, request.args.get("token"))
-        except GONE:
-            pass  # the client left; there is no one to tell
 
 
 def _same_origin() -> bool:

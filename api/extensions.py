@@ -167,10 +167,8 @@ def field_problems(details: Any, prefix: str = "") -> list[tuple[str, str]]:
         if not prefix and key in LOCATIONS and isinstance(value, dict):
             found.extend(field_problems(value, ""))
             continue
-        if key == "_schema":  # marshmallow's key for the object as a whole
-            name = prefix
-        else:
-            name = f"{prefix}.{key}" if prefix else str(key)
+        # "_schema" is marshmallow's key for the object as a whole
+        name = prefix if key == "_schema" else f"{prefix}.{key}" if prefix else str(key)
         found.extend(field_problems(value, name))
     return found
 

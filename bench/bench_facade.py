@@ -54,7 +54,7 @@ from shared.sessions import service as session_service
 from workers.queue import celery_jobs
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
-from tests.fake_llm import FakeLLM  # noqa: E402
+from tests.fake_llm import FakeLLM
 
 TARGET_RATIO = 1.2
 KINDS = ("direct", "header", "history", "responses")

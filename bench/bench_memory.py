@@ -62,7 +62,7 @@ from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_ex
 from workers.queue import celery_jobs
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
-from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text  # noqa: E402
+from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text
 
 WINDOW = 128_000
 PER = 100  # figures are per this many user turns
@@ -370,34 +370,36 @@ def main() -> int:
     everies = [args.every, args.baseline]
 
     runs: list[Run] = []
-    with workspace(args.database_url, keep=args.keep) as ws_a:
-        with workspace(args.database_url, keep=args.keep) as ws_b:
-            try:
-                for ws, every in zip((ws_a, ws_b), everies, strict=True):
-                    runs.append(start_run(ws, every))
-                print(
-                    f"== bench_memory  ({ws_a.backend}, {args.turns} user turns in "
-                    f"{len(session_lengths(script))} sessions, extraction every "
-                    f"{args.every} vs every {args.baseline} turn(s))"
-                )
-                for run in runs:
-                    run.expected_jobs = sum(-(-n // run.every) for n in session_lengths(script))
-                for i, (starts, content) in enumerate(script):
-                    for run in runs if i % 2 == 0 else runs[::-1]:  # interleaved
-                        started = time.perf_counter()
-                        if starts:
-                            new_session(run)
-                        turn(run, content)
-                        run.seconds += time.perf_counter() - started
-                for run in runs:
-                    session_went_quiet(run)  # the last session ends too
-                results = [figures(run) for run in runs]
-                profiles = [run.rt.memory.read("user", run.user_id).content for run in runs]
-                errors = [e for run in runs for e in run.fake.errors]
-            finally:
-                for run in runs:
-                    run.rt.close()
-                    run.fake.stop()
+    with (
+        workspace(args.database_url, keep=args.keep) as ws_a,
+        workspace(args.database_url, keep=args.keep) as ws_b,
+    ):
+        try:
+            for ws, every in zip((ws_a, ws_b), everies, strict=True):
+                runs.append(start_run(ws, every))
+            print(
+                f"== bench_memory  ({ws_a.backend}, {args.turns} user turns in "
+                f"{len(session_lengths(script))} sessions, extraction every "
+                f"{args.every} vs every {args.baseline} turn(s))"
+            )
+            for run in runs:
+                run.expected_jobs = sum(-(-n // run.every) for n in session_lengths(script))
+            for i, (starts, content) in enumerate(script):
+                for run in runs if i % 2 == 0 else runs[::-1]:  # interleaved
+                    started = time.perf_counter()
+                    if starts:
+                        new_session(run)
+                    turn(run, content)
+                    run.seconds += time.perf_counter() - started
+            for run in runs:
+                session_went_quiet(run)  # the last session ends too
+            results = [figures(run) for run in runs]
+            profiles = [run.rt.memory.read("user", run.user_id).content for run in runs]
+            errors = [e for run in runs for e in run.fake.errors]
+        finally:
+            for run in runs:
+                run.rt.close()
+                run.fake.stop()
     if errors:
         print("FAIL: the fake model crashed:\n" + "\n".join(errors))
         return 1

@@ -47,7 +47,7 @@ from _serve import eonyx_serve
 from shared.db import Database
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
-from tests.fake_llm import FakeLLM  # noqa: E402
+from tests.fake_llm import FakeLLM
 
 TARGET_RATIO = 1.05
 TOKEN = "bench-metrics-token-0123456789"

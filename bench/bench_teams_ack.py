@@ -41,8 +41,8 @@ from _common import workspace as make_workspace
 from shared.infra.embedded_redis import EmbeddedRedis
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
-from tests.conftest import free_port  # noqa: E402
-from tests.fake_botframework import FakeBotFramework  # noqa: E402
+from tests.conftest import free_port
+from tests.fake_botframework import FakeBotFramework
 
 TARGET_P99_MS = 100.0
 QUEUE = "eonyx"  # workers/app.py QUEUE: Celery's Redis list of pending jobs

@@ -8,6 +8,7 @@ after a kill, would leave the others running (a second beat would schedule every
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -107,10 +108,8 @@ class Child:
 
     def signal_group(self, sig: int) -> None:
         if self.process is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, sig)
-            except ProcessLookupError:
-                pass
 
     def stop(self, grace: float, force: threading.Event | None = None) -> None:
         """SIGTERM to the whole group; SIGKILL to what is left after `grace` seconds (or at
@@ -126,10 +125,8 @@ class Child:
                 break
             time.sleep(0.05)
         self.signal_group(signal.SIGKILL)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class Supervised:

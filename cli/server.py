@@ -129,14 +129,13 @@ def users_create(username: str, password: str | None, admin: bool) -> None:
 @users.command("list")
 def users_list() -> None:
     """List the accounts."""
-    with server_runtime() as rt:
-        with rt.db.session() as db:
-            for user in accounts.list_users(db):
-                name = printable(user.username)
-                notes = ("  (admin)" if user.is_admin else "") + (
-                    "  (disabled)" if user.disabled else ""
-                )
-                click.echo(f"{user.id}  {name}{notes}")
+    with server_runtime() as rt, rt.db.session() as db:
+        for user in accounts.list_users(db):
+            name = printable(user.username)
+            notes = ("  (admin)" if user.is_admin else "") + (
+                "  (disabled)" if user.disabled else ""
+            )
+            click.echo(f"{user.id}  {name}{notes}")
 
 
 @users.command(

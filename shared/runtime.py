@@ -93,7 +93,7 @@ class Runtime:
             return False
         try:
             self.jobs.enqueue(job, *args)
-        except Exception:  # noqa: BLE001 - whatever the broker raises; the sweep catches up
+        except Exception:  # whatever the broker raises; the sweep catches up
             log.exception("could not send %s%r; a sweep will redo it", job, args)
             return False
         return True

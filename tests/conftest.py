@@ -148,7 +148,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
     client.close()
-    yield Backend(request.param, db_url, redis_url)
+    return Backend(request.param, db_url, redis_url)
 
 
 def make_settings(data_dir: Path, backend: Backend | None = None, **env: str) -> Settings:

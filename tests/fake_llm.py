@@ -376,7 +376,7 @@ class FakeLLM:
     def _app(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         try:
             response = self._respond(Request(environ), environ)
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever broke is sent back to the test
             trace = traceback.format_exc()
             with self._lock:
                 self.errors.append(trace)

@@ -320,7 +320,7 @@ def _record(**fields: Any) -> bytes:
 def _expanding() -> bytes:
     """0.5 MB of zip unpacking to a 90 MiB conversation, compressed under 200:1."""
     rng = random.Random(1)
-    words = "alpha beta gamma delta eps zeta eta theta".split()
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
     paragraph = " ".join(rng.choice(words) for _ in range(200))
     lines = (
         _record(role="user", content=f"{paragraph} {n} " * 190 + rng.randbytes(800).hex())

@@ -42,4 +42,5 @@ def test_the_import_contracts_hold() -> None:
 def test_each_domain_package_says_what_it_owns_and_may_import(package: str) -> None:
     init = ROOT / "shared" / package / "__init__.py"
     docstring = ast.get_docstring(ast.parse(init.read_text()))
-    assert docstring and "import" in docstring.lower(), f"shared/{package}/__init__.py"
+    assert docstring, f"shared/{package}/__init__.py"
+    assert "import" in docstring.lower(), f"shared/{package}/__init__.py"

@@ -84,9 +84,8 @@ def interpolate(value: Any, env: dict[str, str]) -> Any:
         if op in (":-", "-"):
             unset = current is None or (op == ":-" and current == "")
             return arg if unset else current  # type: ignore[return-value]
-        if op in (":?", "?"):
-            if current is None or (op == ":?" and current == ""):
-                raise AssertionError(f"compose needs {name} to be set: {arg}")
+        if op in (":?", "?") and (current is None or (op == ":?" and current == "")):
+            raise AssertionError(f"compose needs {name} to be set: {arg}")
         return current or ""
 
     return INTERPOLATION.sub(substitute, value)
@@ -256,16 +255,19 @@ def test_every_service_has_a_healthcheck(compose_services: dict[str, Any]) -> No
         assert check, f"{name} has no healthcheck"
         assert not check.get("disable"), name
         test = check.get("test")
-        assert test and test[0] in ("CMD", "CMD-SHELL"), f"{name}: healthcheck test {test!r}"
+        assert test, f"{name}: healthcheck test {test!r}"
+        assert test[0] in ("CMD", "CMD-SHELL"), f"{name}: healthcheck test {test!r}"
 
 
 def test_healthchecks_probe_the_right_thing(compose_services: dict[str, Any]) -> None:
     api = " ".join(compose_services["api"]["healthcheck"]["test"])
-    assert "/readyz" in api and "127.0.0.1:8000" in api
+    assert "/readyz" in api
+    assert "127.0.0.1:8000" in api
     assert "redis-cli" in compose_services["redis"]["healthcheck"]["test"]
     assert "pg_isready" in compose_services["postgres"]["healthcheck"]["test"]
     worker = " ".join(compose_services["worker"]["healthcheck"]["test"])
-    assert "inspect ping" in worker and "celery@$HOSTNAME" in worker
+    assert "inspect ping" in worker
+    assert "celery@$HOSTNAME" in worker
     for argv in shell_commands(compose_services["worker"]["healthcheck"]["test"][1]):
         check_program(argv)
 
@@ -273,7 +275,8 @@ def test_healthchecks_probe_the_right_thing(compose_services: dict[str, Any]) ->
 def test_depends_on_waits_for_healthy_services(compose_services: dict[str, Any]) -> None:
     for name in APP_SERVICES:
         depends = compose_services[name].get("depends_on")
-        assert isinstance(depends, dict) and "redis" in depends, f"{name} must wait for redis"
+        assert isinstance(depends, dict), f"{name} must wait for redis"
+        assert "redis" in depends, f"{name} must wait for redis"
         for target, rule in depends.items():
             assert target in compose_services, f"{name} depends on unknown {target}"
             assert rule.get("condition") == "service_healthy", f"{name} -> {target}"
@@ -289,10 +292,12 @@ def test_app_services_share_one_volume_at_the_data_dir(
     compose: dict[str, Any], compose_services: dict[str, Any]
 ) -> None:
     data_dirs = {environment(compose_services[name]).get("DATA_DIR") for name in APP_SERVICES}
-    assert len(data_dirs) == 1 and None not in data_dirs
+    assert len(data_dirs) == 1
+    assert None not in data_dirs
     data_dir = data_dirs.pop()
     sources = {mounts(compose_services[name]).get(data_dir) for name in APP_SERVICES}
-    assert len(sources) == 1 and None not in sources, f"{data_dir} mounts: {sources}"
+    assert len(sources) == 1, f"{data_dir} mounts: {sources}"
+    assert None not in sources, f"{data_dir} mounts: {sources}"
     source = sources.pop()
     assert source in (compose.get("volumes") or {}), f"{source} is not a named volume"
     postgres_data = mounts(compose_services["postgres"])
@@ -303,7 +308,8 @@ def test_app_services_share_one_volume_at_the_data_dir(
 def test_app_services_use_the_same_database_and_redis(compose_services: dict[str, Any]) -> None:
     for key in ("DATABASE_URL", "REDIS_URL"):
         values = {environment(compose_services[name]).get(key) for name in APP_SERVICES}
-        assert len(values) == 1 and None not in values, f"{key} differs: {values}"
+        assert len(values) == 1, f"{key} differs: {values}"
+        assert None not in values, f"{key} differs: {values}"
 
 
 def test_urls_point_at_the_compose_services(compose_services: dict[str, Any]) -> None:
@@ -391,13 +397,15 @@ def test_dockerfile_builds_the_project_as_a_non_root_user() -> None:
     instructions = dockerfile_instructions()
     pinned = re.compile(r"python:3\.11\.\d+-slim")  # a patch release, not a moving tag
     froms = [rest.split()[0] for keyword, rest in instructions if keyword == "FROM"]
-    assert froms and all(pinned.match(image) for image in froms), froms
+    assert froms
+    assert all(pinned.match(image) for image in froms), froms
     assert len(set(froms)) == 1, "build and run on the same interpreter"
     stage = final_stage()
     installs = re.compile(r"pip install \"?\.(\[[a-z,]+\])?\"?(\s|$)")  # from pyproject
     assert any(k == "RUN" and installs.search(rest) for k, rest in instructions)
     users = [rest for keyword, rest in stage if keyword == "USER"]
-    assert users and users[-1].split(":")[0] not in ("root", "0")
+    assert users
+    assert users[-1].split(":")[0] not in ("root", "0")
     env = " ".join(rest for keyword, rest in stage if keyword == "ENV")
     assert re.search(r"\bDATA_DIR=/data\b", env)
     assert ("EXPOSE", "8000") in stage
@@ -433,7 +441,8 @@ def test_image_command_and_ports_agree(compose_services: dict[str, Any]) -> None
     port = conf["bind"].rsplit(":", 1)[1]
     assert ("EXPOSE", port) in final_stage()
     published = [str(p) for p in compose_services["api"].get("ports", [])]
-    assert published and all(p.endswith(f":{port}") for p in published)
+    assert published
+    assert all(p.endswith(f":{port}") for p in published)
     assert f"127.0.0.1:{port}/readyz" in " ".join(compose_services["api"]["healthcheck"]["test"])
 
 
@@ -441,7 +450,8 @@ def seconds(duration: str) -> float:
     """A compose duration such as `1m30s` or `130s`."""
     units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
     parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", str(duration))
-    assert parts and "".join(n + u for n, u in parts) == str(duration), duration
+    assert parts, duration
+    assert "".join(n + u for n, u in parts) == str(duration), duration
     return sum(float(number) * units[unit] for number, unit in parts)
 
 
@@ -461,8 +471,10 @@ def test_gunicorn_conf_has_the_essentials(monkeypatch: pytest.MonkeyPatch) -> No
         monkeypatch.delenv(name, raising=False)
     conf = runpy.run_path(str(GUNICORN_CONF))
     assert conf["bind"] == "0.0.0.0:8000"
-    assert isinstance(conf["workers"], int) and conf["workers"] >= 2
-    assert conf["threads"] >= 2 and conf["worker_class"] == "gthread"
+    assert isinstance(conf["workers"], int)
+    assert conf["workers"] >= 2
+    assert conf["threads"] >= 2
+    assert conf["worker_class"] == "gthread"
     assert conf["timeout"] > 300, "the timeout must outlast a long model call"
     assert conf["accesslog"] == "-"
     assert conf["wsgi_app"] == "api.wsgi:app"
@@ -506,7 +518,8 @@ def test_the_access_log_never_shows_a_query_string() -> None:
     response = SimpleNamespace(status="101 Switching Protocols", sent=0, headers=[])
     atoms = Logger(cfg).atoms(response, SimpleNamespace(headers=[]), environ, timedelta(0))
     line = fmt % SafeAtoms(atoms)
-    assert '"GET /api/v1/events HTTP/1.1" 101' in line and "secret" not in line
+    assert '"GET /api/v1/events HTTP/1.1" 101' in line
+    assert "secret" not in line
 
 
 def test_the_wsgi_target_exists(tmp_path: Path) -> None:
@@ -649,7 +662,7 @@ def test_every_variable_env_example_documents_is_read_by_something() -> None:
     known = settings_env_names() | gunicorn_variables() | COMPOSE_ONLY | CLIENT_ONLY
     unknown = documented_in_env_example() - known
     assert not unknown, f"deploy/env.example documents unknown variables {sorted(unknown)}"
-    assert COMPOSE_ONLY <= documented_in_env_example()
+    assert documented_in_env_example() >= COMPOSE_ONLY
 
 
 def test_secrets_come_from_the_env_file_only(raw_compose: dict[str, Any]) -> None:
@@ -694,7 +707,8 @@ def test_prometheus_scrapes_every_replica_with_the_token(compose_services: dict[
         assert scrape.get("metrics_path", "/metrics") == "/metrics"
         assert scrape["authorization"]["credentials_file"] == "/run/secrets/metrics_token"
         (sd,) = scrape["dns_sd_configs"]  # one target per replica, whatever the scale
-        assert sd["names"] == [service] and sd["port"] == port
+        assert sd["names"] == [service]
+        assert sd["port"] == port
 
 
 def test_the_collector_receives_what_eonyx_sends(compose_services: dict[str, Any]) -> None:
@@ -706,7 +720,8 @@ def test_the_collector_receives_what_eonyx_sends(compose_services: dict[str, Any
     port = http.rsplit(":", 1)[1]
     assert port in [str(p) for p in collector["expose"]]
     pipeline = conf["service"]["pipelines"]["traces"]
-    assert "otlp" in pipeline["receivers"] and pipeline["exporters"]
+    assert "otlp" in pipeline["receivers"]
+    assert pipeline["exporters"]
     assert set(pipeline["exporters"]) <= set(conf["exporters"])
     # The endpoint env.example suggests is the one the collector listens on.
     assert f"http://otel-collector:{port}" in ENV_EXAMPLE.read_text()
@@ -732,18 +747,21 @@ def test_gunicorn_gives_its_workers_one_metrics_directory(
     scrape would answer for whichever worker took it: one is made when none is given."""
     monkeypatch.delenv("METRICS_TOKEN", raising=False)
     conf = runpy.run_path(str(GUNICORN_CONF))
-    assert "on_starting" not in conf and "child_exit" not in conf  # metrics off: no hooks
+    assert "on_starting" not in conf
+    assert "child_exit" not in conf
     monkeypatch.setenv("METRICS_TOKEN", "a-token-of-24-characters")
     # Empty, not deleted: monkeypatch then restores the variable's absence afterwards.
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
     conf = runpy.run_path(str(GUNICORN_CONF))
     conf["on_starting"](None)
     made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])  # what the forked workers inherit
-    assert made.is_dir() and not any(made.iterdir())
+    assert made.is_dir()
+    assert not any(made.iterdir())
     made.rmdir()
     given = tmp_path / "metrics"
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(given))
     conf["on_starting"](None)
-    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(given) and given.is_dir()
+    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(given)
+    assert given.is_dir()
     assert callable(conf["child_exit"])
     assert conf["logger_class"] == "api.gunicorn_logging.EonyxLogger"

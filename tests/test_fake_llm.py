@@ -151,7 +151,8 @@ def test_parse_with_a_pydantic_model_answers_in_its_schema(client):
     person = completion.choices[0].message.parsed
     assert isinstance(person, Person)
     assert (person.name, person.age, person.kind) == ("Ada", 36, "colleague")
-    assert person.home.city == "London" and person.past[0].city == "London"
+    assert person.home.city == "London"
+    assert person.past[0].city == "London"
     assert "$defs" in Person.model_json_schema()  # the nested model came by reference
 
 
@@ -177,7 +178,8 @@ def test_a_streamed_tool_call_comes_as_deltas(client):
                 name += delta.function.name or ""
                 arguments += delta.function.arguments or ""
     assert (name, json.loads(arguments)["city"], finish) == ("get_weather", "Lima", "tool_calls")
-    assert usage is not None and usage.total_tokens > 0
+    assert usage is not None
+    assert usage.total_tokens > 0
 
 
 def test_a_script_still_wins_over_the_default(client, fake_llm):
@@ -210,8 +212,12 @@ def test_instances_follow_refs_unions_tuples_and_bounds():
         },
     }
     made = instance(schema, {"flag": "no"})
-    assert made["pair"] == [1, "pair"] and made["ratio"] == 0.5 and made["fixed"] == "v1"
-    assert len(made["code"]) == 8 and made["tags"] == ["tags", "tags"] and made["flag"] is False
+    assert made["pair"] == [1, "pair"]
+    assert made["ratio"] == 0.5
+    assert made["fixed"] == "v1"
+    assert len(made["code"]) == 8
+    assert made["tags"] == ["tags", "tags"]
+    assert made["flag"] is False
     assert made["legacy"] == {"n": 7}
     depth, node = 0, made["tree"]
     while node:

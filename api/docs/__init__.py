@@ -67,3 +67,4 @@ def asset(name: str) -> Response:
     if name in OWN_FILES:
         return send_from_directory(OWN_STATIC, name, max_age=3600)
     abort(404)
+    raise AssertionError("abort raises")

@@ -9,6 +9,7 @@ WebSocket (`/api/v1/events`); it blocks, so the app runs it in a thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -197,8 +198,6 @@ class ChatAPI:
         except (ConnectionClosed, OSError, ValueError) as exc:
             return f"the events socket closed: {exc}"
         finally:
-            try:
+            with contextlib.suppress(ConnectionClosed, OSError):  # closed by the server already
                 ws.close()
-            except (ConnectionClosed, OSError):
-                pass  # closed by the server already
         return "stopped"

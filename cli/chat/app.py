@@ -11,6 +11,7 @@ come back to this loop with `call_from_thread`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -318,10 +319,8 @@ class ChatApp(WorkerGroups, App[None]):
         answer.message_id = final.get("id")
         self.show_gauge((turn.get("context") or {}).get("percent"))
         if self.session is not None:
-            try:
+            with contextlib.suppress(ApiError):  # the header keeps what it had
                 await self.open_created(await self.api.session(self.session["id"]))
-            except ApiError:
-                pass  # the header keeps what it had
 
     async def turn_failed(self, exc: ApiError) -> None:
         self.can_retry = self.session is not None and exc.status in RETRYABLE
@@ -501,10 +500,13 @@ class ChatApp(WorkerGroups, App[None]):
             for screen in self.screen_stack:
                 if isinstance(screen, SessionManager):
                     screen.title_changed(session_id, title)
-        elif kind == "like.updated":
-            if self.session is not None and event.get("session_id") == self.session["id"]:
-                ids = event.get("message_ids") or [event.get("pair_id")]
-                self._show_like(ids, event.get("status"), event.get("detail"))
+        elif (
+            kind == "like.updated"
+            and self.session is not None
+            and event.get("session_id") == self.session["id"]
+        ):
+            ids = event.get("message_ids") or [event.get("pair_id")]
+            self._show_like(ids, event.get("status"), event.get("detail"))
 
     @work(exclusive=True, group="poll")
     async def poll(self) -> None:

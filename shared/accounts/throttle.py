@@ -40,7 +40,7 @@ class Policy:
         beyond = failures - self.free
         if beyond <= 0:
             return 0
-        return min(self.ceiling, self.base * 2 ** min(beyond - 1, 30))
+        return min(self.ceiling, self.base << min(beyond - 1, 30))
 
 
 class _Table:

@@ -431,7 +431,7 @@ def _end_pending_title(turn: Turn) -> None:
         return
     try:
         turn.save([{"type": "meta", "at": isoformat(utcnow()), "set": {"title_pending": False}}])
-    except Exception:  # noqa: BLE001 - the turn's own error matters more; the sweep ends it
+    except Exception:  # the turn's own error matters more; the sweep ends it
         log.exception("could not end the pending title of %s", turn.state.id)
         return
     event = {"type": "session.title", "session_id": turn.state.id, "title": turn.state.title}

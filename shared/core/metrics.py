@@ -157,7 +157,7 @@ class QueueDepth:
                 depth = self.client.llen(queue)
             except Exception:  # noqa: BLE001 - an unreachable Redis: no sample this time
                 continue
-            family.add_metric([queue], float(depth))  # type: ignore[arg-type]
+            family.add_metric([queue], float(depth))
         yield family
 
 

@@ -8,6 +8,7 @@ Imports only shared.core.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterator
@@ -155,10 +156,8 @@ def _create_private(path: str) -> None:
     """Create the database file 0600 before SQLite does (it would make it 0644 less the
     umask): it holds password hashes and every message's text. SQLite gives the WAL and SHM
     files the database file's mode."""
-    try:
+    with contextlib.suppress(OSError):  # SQLite says what is wrong when it opens the file
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-    except OSError:
-        pass  # SQLite says what is wrong when it opens the file
 
 
 class Database:

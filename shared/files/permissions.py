@@ -19,7 +19,7 @@ import logging
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -58,10 +58,8 @@ def make_private_dirs(path: Path) -> None:
             break
         path = path.parent
     for folder in reversed(missing):
-        try:
+        with suppress(FileExistsError):
             folder.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
 
 
 def restrict(root: Path, also: tuple[Path, ...] = ()) -> tuple[int, int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
+from shared.core.messages import CHAT_ROLES
 from shared.core.settings import Settings
 from shared.files.filestore import (
     append_locked,
@@ -35,7 +36,6 @@ from shared.files.filestore import (
 )
 from shared.files.session_cache import SessionCache
 from shared.files.session_state import (  # re-exported: the store's vocabulary
-    CHAT_ROLES,
     META_FIELDS,
     QUIET_FIELDS,
     SessionState,

@@ -196,7 +196,9 @@ def snippet(
 # -- keeping the text current -------------------------------------------------------------
 
 
-def docs_of(user_id: str, session_id: str, records: Iterable[dict[str, Any]]) -> list[dict]:
+def docs_of(
+    user_id: str, session_id: str, records: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Rows for the messages among `records` that carry text."""
     docs = []
     for record in records:

@@ -20,6 +20,7 @@ or command revoked it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -135,11 +136,7 @@ class Subscription:
 
     def close(self) -> None:
         """Drop the connection (Redis forgets the subscription with it); never raises."""
-        try:
+        with contextlib.suppress(*LOST):
             self._pubsub.close()
-        except LOST:
-            pass
-        try:
+        with contextlib.suppress(*LOST):
             self._pool.disconnect()
-        except LOST:
-            pass

@@ -46,7 +46,7 @@ def forget(client: redis.Redis, role: str, name: str) -> None:
 
 def alive(client: redis.Redis, role: str) -> list[str]:
     """The names in `role` whose heartbeat has not expired (and drops the expired ones)."""
-    raw: set[bytes | str] = client.smembers(_members(role))  # type: ignore[assignment]
+    raw: set[bytes | str] = client.smembers(_members(role))
     names = sorted(n.decode() if isinstance(n, bytes) else n for n in raw)
     if not names:
         return []

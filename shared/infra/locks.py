@@ -14,6 +14,7 @@ redone soon after. A file lock needs neither: the kernel releases it when its ho
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import secrets
@@ -85,10 +86,9 @@ class RedisLocks:
             if renewer is not None:
                 released.set()
                 renewer.join()  # no renewal may land after the release below
-            try:
+            # Expired while held: the holder's work is guarded by version checks.
+            with contextlib.suppress(redis.exceptions.LockError):
                 lock.release()
-            except redis.exceptions.LockError:
-                pass  # expired while held; the holder's work is guarded by version checks
 
 
 class FileLocks:

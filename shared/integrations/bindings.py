@@ -42,7 +42,7 @@ def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
     """The bound session, if it still exists (a deleted session unbinds itself)."""
     where = {"user_id": user_id, "channel": channel, "key": key}
     with rt.db.transaction() as db:  # Core: a facade request looks up on every turn
-        session_id = db.execute(_LOOKUP, where).scalar()
+        session_id: str | None = db.execute(_LOOKUP, where).scalar()
     if session_id and rt.store.path(user_id, session_id).is_file():
         return session_id
     return None

@@ -576,7 +576,7 @@ class LLMClient:
         """Seconds to wait after failed attempt number `attempt` (1 for the first)."""
         if retry_after is not None:
             return min(retry_after, self.max_wait)
-        ceiling = min(self.backoff * 2 ** (attempt - 1), self.max_wait)
+        ceiling = min(self.backoff * 2.0 ** (attempt - 1), self.max_wait)
         return ceiling / 2 + ceiling / 2 * self._jitter()  # "equal jitter"
 
     def _events(self, offering: Offering, answer: _Answer) -> Iterator[StreamEvent]:

@@ -118,7 +118,9 @@ def _public(pair_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def _push(rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict | None) -> None:
+def _push(
+    rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict[str, Any] | None
+) -> None:
     event = {"type": "like.updated", "session_id": session_id, **_public(pair_id, like)}
     events.publish(rt.redis, user_id, event)
 
@@ -238,13 +240,13 @@ def parse_operations(content: str | None) -> list[dict[str, Any]] | None:
     data = parse_json_answer(content)
     if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
         return None
-    operations = data["operations"]
+    operations: list[dict[str, Any]] = data["operations"]
     if not all(isinstance(op, dict) for op in operations):
         return None
     return operations
 
 
-def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> list[dict]:
+def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop adds of an entry already saved (or added earlier in the batch)."""
     seen = {e.casefold() for e in entries}
     kept = []

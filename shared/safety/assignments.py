@@ -224,9 +224,10 @@ def quoted_secret(value: str) -> bool:
     v = value.strip()
     if len(v) < 4 or _is_placeholder(v) or _PATHISH_RE.search(v):
         return False
-    if any(c.isspace() for c in v) and any(w in _STOPWORDS for w in _WORDS_RE.findall(v.lower())):
-        return False  # a sentence: a label, a hint, an error message
-    return True
+    # A sentence (a label, a hint, an error message) is not a secret.
+    return not (
+        any(c.isspace() for c in v) and any(w in _STOPWORDS for w in _WORDS_RE.findall(v.lower()))
+    )
 
 
 def command_line_password(value: str) -> bool:

@@ -173,7 +173,7 @@ class _IdKind:
     valid: Callable[[str], bool]  # its checksum (stdnum)
 
 
-_NINO_BAD_PREFIX = frozenset("BG GB NK KN TN NT ZZ".split())
+_NINO_BAD_PREFIX = frozenset(["BG", "GB", "NK", "KN", "TN", "NT", "ZZ"])
 _SEPARATORS_RE = re.compile(r"[\s.\-/]")
 
 

@@ -34,6 +34,7 @@ not an image (or not the file its name hashes).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -529,9 +530,7 @@ def _remove(rt: Runtime, user_id: str, session_id: str) -> None:
     """Undo a half-written import: the file, the images, the row and its text."""
     path = rt.store.path(user_id, session_id)
     path.unlink(missing_ok=True)
-    try:
+    with contextlib.suppress(StorageError):
         remove_tree(path.with_suffix(""))
-    except StorageError:
-        pass
     with rt.db.session() as db:
         index.forget(db, session_id)

@@ -197,7 +197,9 @@ def _resolve(stored: dict[str, Any], folder_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def _stored(db: Session, user_id: str, device_id: str) -> tuple[DeviceUiState | None, dict]:
+def _stored(
+    db: Session, user_id: str, device_id: str
+) -> tuple[DeviceUiState | None, dict[str, Any]]:
     row = db.get(DeviceUiState, (user_id, device_id))
     try:
         data = json.loads(row.state) if row else {}

@@ -16,7 +16,8 @@ def test_login_gives_a_web_token_that_works(client: FlaskClient, alice: Account)
     response = login(client, "alice")
     assert response.status_code == 200
     body = response.get_json()
-    assert body["user"]["username"] == "alice" and body["expires_at"]
+    assert body["user"]["username"] == "alice"
+    assert body["expires_at"]
     me = client.get(f"{API}/users/me", headers={"Authorization": f"Bearer {body['token']}"})
     assert me.get_json()["username"] == "alice"
 
@@ -34,7 +35,8 @@ def test_api_keys_are_shown_once_listed_without_value_and_revocable(
     created = client.post(f"{API}/tokens", json={"name": "teams bot"}, headers=alice.headers)
     assert created.status_code == 201
     key = created.get_json()
-    assert key["source"] == "api" and key["token"].startswith("eyx_")
+    assert key["source"] == "api"
+    assert key["token"].startswith("eyx_")
     listed = client.get(f"{API}/tokens", headers=alice.headers).get_json()
     assert {t["name"] for t in listed} == {"login", "teams bot"}
     assert all("token" not in t for t in listed)
@@ -79,10 +81,12 @@ def test_only_admins_create_users(client: FlaskClient, admin: Account, alice: Ac
     body = {"username": "erin", "password": "long enough", "is_admin": False}
     assert client.post(f"{API}/users", json=body, headers=alice.headers).status_code == 403
     created = client.post(f"{API}/users", json=body, headers=admin.headers)
-    assert created.status_code == 201 and created.get_json()["username"] == "erin"
+    assert created.status_code == 201
+    assert created.get_json()["username"] == "erin"
     assert login(client, "erin", "long enough").status_code == 200
     again = client.post(f"{API}/users", json=body, headers=admin.headers)
-    assert again.status_code == 409 and again.get_json()["error"]["code"] == "user_exists"
+    assert again.status_code == 409
+    assert again.get_json()["error"]["code"] == "user_exists"
 
 
 def test_stored_tokens_and_passwords_are_hashed(rt: Runtime) -> None:
@@ -95,7 +99,8 @@ def test_stored_tokens_and_passwords_are_hashed(rt: Runtime) -> None:
         user = db.scalar(select(User).where(User.username == "frank"))
         hashes = list(db.scalars(select(ApiToken.token_hash)))
     assert "correct horse" not in user.password_hash
-    assert account.token not in hashes and all(len(h) == 64 for h in hashes)
+    assert account.token not in hashes
+    assert all(len(h) == 64 for h in hashes)
 
 
 def test_openapi_document_is_served(client: FlaskClient) -> None:
@@ -114,7 +119,8 @@ def test_openapi_document_is_served(client: FlaskClient) -> None:
 
 def test_unknown_route_and_method_are_json(client: FlaskClient, alice: Account) -> None:
     missing = client.get(f"{API}/nothing-here")
-    assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "not_found"
+    assert missing.status_code == 404
+    assert missing.get_json()["error"]["code"] == "not_found"
     wrong = client.put(f"{API}/sessions", headers=alice.headers)
     assert wrong.status_code == 405
     assert wrong.get_json()["error"]["code"] == "method_not_allowed"

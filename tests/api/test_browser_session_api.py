@@ -46,18 +46,23 @@ def test_sign_in_sets_an_httponly_strict_cookie_and_returns_the_user_and_csrf_to
     assert body["user"] == {"id": alice.user_id, "username": "alice", "is_admin": False}
     assert len(body["csrf_token"]) >= 32
     attributes = [part.strip() for part in cookie_header(response).split(";")]
-    assert "HttpOnly" in attributes and "SameSite=Strict" in attributes and "Path=/" in attributes
+    assert "HttpOnly" in attributes
+    assert "SameSite=Strict" in attributes
+    assert "Path=/" in attributes
     assert "Secure" not in attributes  # plain http
     assert f"Max-Age={14 * 24 * 3600}" in attributes
     value = client.get_cookie(COOKIE)
-    assert value is not None and value.value not in body["csrf_token"]
+    assert value is not None
+    assert value.value not in body["csrf_token"]
 
     # a reloaded page asks again and gets the same sign-in and CSRF token
     again = client.get(f"{API}/auth/session")
-    assert again.status_code == 200 and again.get_json() == body
+    assert again.status_code == 200
+    assert again.get_json() == body
     # the cookie alone authenticates the ordinary API
     me = client.get(f"{API}/users/me")
-    assert me.status_code == 200 and me.get_json()["username"] == "alice"
+    assert me.status_code == 200
+    assert me.get_json()["username"] == "alice"
 
 
 HTTPS = "https://eonyx.example"
@@ -77,14 +82,16 @@ def test_over_https_the_cookie_is_a_host_cookie(client: FlaskClient, alice: Acco
     csrf = response.get_json()["csrf_token"]
     assert client.get(f"{API}/users/me", base_url=HTTPS).get_json()["username"] == "alice"
     made = client.post(f"{API}/sessions", json={}, headers={"X-CSRF-Token": csrf}, base_url=HTTPS)
-    assert made.status_code == 201 and made.get_json()["source"] == "web"
+    assert made.status_code == 201
+    assert made.get_json()["source"] == "web"
 
     signed_out = client.delete(
         f"{API}/auth/session", headers={"X-CSRF-Token": csrf}, base_url=HTTPS
     )
     assert signed_out.status_code == 204
     [cleared] = signed_out.headers.getlist("Set-Cookie")
-    assert cleared.startswith(HOST_COOKIE + "=;") and "Max-Age=0" in cleared
+    assert cleared.startswith(HOST_COOKIE + "=;")
+    assert "Max-Age=0" in cleared
     assert client.get(f"{API}/users/me", base_url=HTTPS).status_code == 401
 
 
@@ -208,7 +215,8 @@ def test_sign_out_revokes_the_sign_in_and_clears_the_cookie(
     response = client.delete(f"{API}/auth/session", headers={"X-CSRF-Token": csrf})
     assert response.status_code == 204
     cleared = [part.strip() for part in cookie_header(response).split(";")]
-    assert cleared[0] == f"{COOKIE}=" and "Max-Age=0" in cleared
+    assert cleared[0] == f"{COOKIE}="
+    assert "Max-Age=0" in cleared
     assert client.get_cookie(COOKIE) is None
     assert client.get(f"{API}/auth/session").status_code == 401
     # the old value, replayed, is refused: the sign-in ended on the server

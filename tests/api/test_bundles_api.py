@@ -94,14 +94,16 @@ def a_rich_session(chat: Chat) -> str:
 def test_export_then_import_round_trips_content_and_images(chat: Chat) -> None:
     original = a_rich_session(chat)
     response = export(chat, original)
-    assert response.status_code == 200 and response.mimetype == "application/zip"
+    assert response.status_code == 200
+    assert response.mimetype == "application/zip"
     assert f"eonyx-{original}.zip" in response.headers["Content-Disposition"]
     data = response.data
     with zipfile.ZipFile(io.BytesIO(data)) as bundle:
         names = set(bundle.namelist())
         manifest = json.loads(bundle.read("manifest.json"))
         everything = b"".join(bundle.read(name) for name in names)
-    assert manifest["format_version"] == 1 and manifest["session"]["id"] == original
+    assert manifest["format_version"] == 1
+    assert manifest["session"]["id"] == original
     assert {"manifest.json", "conversation.jsonl"} < names
     assert len([n for n in names if n.startswith("images/")]) == 2
     for personal in (b"snapshot", b"likes", b"folder_id", b"pinned", chat.user.user_id.encode()):
@@ -131,7 +133,8 @@ def test_export_then_import_round_trips_content_and_images(chat: Chat) -> None:
         mine = chat.client.get(
             f"{API}/sessions/{original}/images/{name}", headers=chat.user.headers
         )
-        assert served.status_code == 200 and served.data == mine.data
+        assert served.status_code == 200
+        assert served.data == mine.data
     listed = chat.client.get(f"{API}/sessions", headers=other.headers).get_json()["items"]
     assert listed[0]["id"] == new["id"]
 
@@ -154,8 +157,10 @@ def test_markdown_export_is_a_readable_transcript(chat: Chat) -> None:
     assert response.mimetype == "text/markdown"
     body = response.get_data(as_text=True)
     assert body.startswith("# Compare\n")
-    assert "## You · " in body and "## Assistant · " in body
-    assert "A green and a red one." in body and "![image](images/" in body
+    assert "## You · " in body
+    assert "## Assistant · " in body
+    assert "A green and a red one." in body
+    assert "![image](images/" in body
     assert "_Calls `memory`_" in body
 
 
@@ -350,7 +355,8 @@ def test_too_many_entries_and_too_much_unpacked_are_refused(
     monkeypatch.setattr(bundles, "MAX_ENTRIES", 10)
     many = good(**{f"images/{n:064x}.png": b"x" for n in range(10)})
     response = import_bundle(chat, zip_of(many))
-    assert response.status_code == 400 and "entries" in response.get_json()["error"]["message"]
+    assert response.status_code == 400
+    assert "entries" in response.get_json()["error"]["message"]
 
     monkeypatch.setattr(bundles, "MAX_ENTRIES", 2000)
     monkeypatch.setattr(bundles, "MIN_UNCOMPRESSED_BUDGET", 1 * MIB)
@@ -488,7 +494,8 @@ def test_message_ids_are_kept_once_and_replaced_when_used_twice(chat: Chat) -> N
     response = import_bundle(chat, data)
     assert response.status_code == 201, response.get_json()
     ids = [m["id"] for m in messages(chat, response.get_json()["session"]["id"])]
-    assert ids[0] == "a" * 16 and len(set(ids)) == 3
+    assert ids[0] == "a" * 16
+    assert len(set(ids)) == 3
 
 
 def test_a_conversation_or_record_over_its_setting_is_413_with_nothing_written(
@@ -516,7 +523,8 @@ def test_a_conversation_or_record_over_its_setting_is_413_with_nothing_written(
     response = import_bundle(chat, one_big)
     assert response.status_code == 413, response.get_json()
     error = response.get_json()["error"]
-    assert error["code"] == "record_too_large" and "line 2" in error["message"]
+    assert error["code"] == "record_too_large"
+    assert "line 2" in error["message"]
     assert stored(chat.rt) == before
 
 
@@ -525,7 +533,7 @@ def test_the_import_bounds_default_to_32_mib_a_session_and_2_mib_a_record(chat: 
     assert chat.rt.settings.session_import_max_session_bytes == 32 * MIB
     assert chat.rt.settings.session_import_max_record_bytes == 2 * MIB
     rng = random.Random(1)
-    words = "alpha beta gamma delta eps zeta eta theta".split()
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
     paragraph = " ".join(rng.choice(words) for _ in range(200))
     expanding = conversation(
         *(line(content=f"{paragraph} {n} " * 190 + rng.randbytes(800).hex()) for n in range(470))

@@ -84,7 +84,8 @@ def test_compaction_starts_at_80_percent_keeps_3_turns_and_the_jsonl_keeps_all(
     # The gauge shows the summary and what the model now sees.
     context = context_of(chat, session_id)
     assert context["summary"]["summary"] == "SUMMARY-1"
-    assert context["window"] == WINDOW and context["percent"] < 80
+    assert context["window"] == WINDOW
+    assert context["percent"] < 80
     assert SUMMARY_HEADING in context["system_prompt"]
 
     # Keep talking: the next compaction folds the previous summary into the new one.
@@ -104,7 +105,9 @@ def test_without_a_window_nothing_is_summarized(chat: Chat) -> None:
         chat.turn(session_id, content=user_message(n) * 5)
     assert summaries == []
     context = context_of(chat, session_id)
-    assert context["window"] is None and context["percent"] is None and context["summary"] is None
+    assert context["window"] is None
+    assert context["percent"] is None
+    assert context["summary"] is None
     assert sum(m["role"] == "user" for m in chat.llm.requests[-1].messages) == 7
 
 
@@ -134,7 +137,8 @@ def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
     # A long answer ends this turn above 80%: the turn enqueues the summary job.
     chat.llm.script(text("y" * 2800))
     chat.turn(session_id, content=user_message(n + 1))
-    assert summaries == [] and context_of(chat, session_id)["percent"] >= 80
+    assert summaries == []
+    assert context_of(chat, session_id)["percent"] >= 80
     assert jobs.PRECOMPUTE_SUMMARY in queued_jobs(chat, session_id)
 
     # What the job runs in a worker:
@@ -217,4 +221,5 @@ def test_cwd_outside_projects_dir_is_refused(
     response = chat.turn(session_id, content="hi", cwd=cwd)
     assert response.status_code == 400
     assert response.get_json()["error"]["message"]
-    assert chat.llm.requests == [] and chat.transcript(session_id) == []
+    assert chat.llm.requests == []
+    assert chat.transcript(session_id) == []

@@ -162,7 +162,8 @@ def test_a_model_failure_is_an_openai_error(facade: Facade) -> None:
         )
     assert exc.value.status_code == 502
     found = _error_of(exc.value)
-    assert found["type"] == "server_error" and found["code"] == "llm_unavailable"
+    assert found["type"] == "server_error"
+    assert found["code"] == "llm_unavailable"
     # not an admin: the kind of failure and the request id, never the provider's own words
     assert found["message"] == (
         "model offering 'default' is unavailable (HTTP 500); an administrator finds the "

@@ -47,8 +47,10 @@ def test_openai_parse_with_a_pydantic_model(facade: Facade) -> None:
     )
     assert completion.choices[0].message.parsed == Weather(city="Oslo", degrees=-3)
     sent = facade.llm.completions[-1].body["response_format"]
-    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "Weather"
-    assert completion.usage is not None and completion.usage.total_tokens > 0
+    assert sent["type"] == "json_schema"
+    assert sent["json_schema"]["name"] == "Weather"
+    assert completion.usage is not None
+    assert completion.usage.total_tokens > 0
 
 
 def test_langchain_bind_tools_round_trip_and_usage(facade: Facade) -> None:
@@ -59,7 +61,8 @@ def test_langchain_bind_tools_round_trip_and_usage(facade: Facade) -> None:
     question = HumanMessage("use get_weather city=Paris")
     call = with_tools.invoke([question])
     assert [(c["name"], c["args"]) for c in call.tool_calls] == [("get_weather", {"city": "Paris"})]
-    assert call.usage_metadata is not None and call.usage_metadata["total_tokens"] > 0
+    assert call.usage_metadata is not None
+    assert call.usage_metadata["total_tokens"] > 0
     result = ToolMessage(get_weather("Paris"), tool_call_id=call.tool_calls[0]["id"])
     answer = with_tools.invoke([question, call, result])
     assert answer.content == "The tool said: sunny in Paris"
@@ -121,7 +124,9 @@ def test_openai_agents_with_its_default_responses_api(facade: Facade) -> None:
     with facade.rt.db.session() as db:  # it spoke the Responses API: two responses kept
         assert db.scalar(select(func.count()).select_from(ApiResponse)) == 2
     usage = result.context_wrapper.usage
-    assert usage.requests == 2 and usage.input_tokens > 0 and usage.output_tokens > 0
+    assert usage.requests == 2
+    assert usage.input_tokens > 0
+    assert usage.output_tokens > 0
     assert one_session(facade) == ["user", "assistant", "tool", "assistant"]
 
 
@@ -135,7 +140,8 @@ def test_litellm_counts_tokens(facade: Facade) -> None:
             messages=[{"role": "user", "content": "Count my tokens."}],
         )
     assert response.choices[0].message.content == "Count my tokens."
-    assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
+    assert response.usage.prompt_tokens > 0
+    assert response.usage.completion_tokens > 0
 
 
 @pytest.mark.slow
@@ -157,4 +163,5 @@ def test_llm_cli_no_stream_and_continue(facade: Facade, tmp_path: Path) -> None:
         timeout=60,
     )
     [entry] = json.loads(logs.stdout)
-    assert entry["input_tokens"] and entry["output_tokens"]  # llm read the usage
+    assert entry["input_tokens"]
+    assert entry["output_tokens"]

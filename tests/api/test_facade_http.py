@@ -68,7 +68,8 @@ def test_a_preflight_is_answered_without_a_key_and_spends_no_budget(
     assert "GET" in models.headers["access-control-allow-methods"]
 
     answer_, session_id = facade.create([user("after the preflights")])
-    assert answer_ == "after the preflights" and session_id
+    assert answer_ == "after the preflights"
+    assert session_id
 
 
 def test_answers_carry_the_origin_and_expose_the_session_header(facade: Facade) -> None:
@@ -114,7 +115,8 @@ def test_listed_origins_are_echoed_and_others_get_no_cors(
     other = "https://evil.example.net"
     assert cors_headers(preflight(facade, "/v1/chat/completions", origin=other)) == {}
     answer = httpx.get(facade.url + "/v1/models", headers={**facade.user.headers, "Origin": other})
-    assert answer.status_code == 200 and cors_headers(answer) == {}
+    assert answer.status_code == 200
+    assert cors_headers(answer) == {}
 
 
 def test_the_cookie_routes_under_api_v1_stay_same_origin(facade: Facade) -> None:
@@ -123,7 +125,8 @@ def test_the_cookie_routes_under_api_v1_stay_same_origin(facade: Facade) -> None
     listed = httpx.get(
         facade.url + "/api/v1/sessions", headers={**facade.user.headers, "Origin": PAGE}
     )
-    assert listed.status_code == 200 and cors_headers(listed) == {}
+    assert listed.status_code == 200
+    assert cors_headers(listed) == {}
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -134,7 +137,8 @@ def test_unknown_routes_and_wrong_methods_under_v1_are_openai_errors(facade: Fac
     unknown = httpx.post(facade.url + "/v1/embeddings", headers=headers, json={})
     assert unknown.status_code == 404
     error = error_of(unknown)
-    assert error["code"] == "unknown_url" and "/v1/embeddings" in error["message"]
+    assert error["code"] == "unknown_url"
+    assert "/v1/embeddings" in error["message"]
     with pytest.raises(openai.NotFoundError) as raised:
         facade.client().embeddings.create(model="default", input="hi")
     assert raised.value.code == "unknown_url"
@@ -142,7 +146,8 @@ def test_unknown_routes_and_wrong_methods_under_v1_are_openai_errors(facade: Fac
     wrong = httpx.get(facade.url + "/v1/chat/completions", headers=headers)
     assert wrong.status_code == 405
     assert error_of(wrong)["code"] == "method_not_allowed"
-    assert "POST" in wrong.headers["allow"] and "use POST" in error_of(wrong)["message"]
+    assert "POST" in wrong.headers["allow"]
+    assert "use POST" in error_of(wrong)["message"]
 
     # /api/v1 keeps Eonyx's own shape
     eonyx = httpx.get(facade.url + "/api/v1/nothing-here", headers=headers)
@@ -156,7 +161,8 @@ def test_a_body_that_is_not_json_or_not_sent_as_json_is_a_clear_error(facade: Fa
     broken = httpx.post(url, headers=json_type, content=b'{"model": "default", "messages": [')
     assert broken.status_code == 400
     error = error_of(broken)
-    assert error["code"] == "invalid_json" and "not valid JSON" in error["message"]
+    assert error["code"] == "invalid_json"
+    assert "not valid JSON" in error["message"]
     assert error["type"] == "invalid_request_error"
 
     as_text = {**facade.user.headers, "Content-Type": "text/plain"}
@@ -164,21 +170,25 @@ def test_a_body_that_is_not_json_or_not_sent_as_json_is_a_clear_error(facade: Fa
     text_body = httpx.post(url, headers=as_text, content=body)
     assert text_body.status_code == 415
     error = error_of(text_body)
-    assert error["code"] == "unsupported_media_type" and "application/json" in error["message"]
+    assert error["code"] == "unsupported_media_type"
+    assert "application/json" in error["message"]
     empty = httpx.post(url, headers=json_type, content=b"")
-    assert empty.status_code == 400 and "needs a JSON body" in error_of(empty)["message"]
+    assert empty.status_code == 400
+    assert "needs a JSON body" in error_of(empty)["message"]
     assert facade.sessions() == []
 
 
 def test_schema_errors_name_the_parameter(facade: Facade) -> None:
     with pytest.raises(openai.BadRequestError) as raised:
         facade.client().chat.completions.create(model="default", messages="hi")  # type: ignore[arg-type]
-    assert raised.value.code == "invalid_request" and raised.value.param == "messages"
+    assert raised.value.code == "invalid_request"
+    assert raised.value.param == "messages"
     assert "messages: not a valid list" in raised.value.message.lower()
     missing = httpx.post(
         facade.url + "/v1/chat/completions", headers=facade.user.headers, json={"model": "x"}
     )
-    assert missing.status_code == 400 and error_of(missing)["param"] == "messages"
+    assert missing.status_code == 400
+    assert error_of(missing)["param"] == "messages"
 
 
 def test_a_model_is_retrieved_by_id(facade: Facade) -> None:
@@ -189,7 +199,8 @@ def test_a_model_is_retrieved_by_id(facade: Facade) -> None:
     assert model.model_dump() == next(m for m in client.models.list()).model_dump()
     with pytest.raises(openai.NotFoundError) as raised:
         client.models.retrieve("gpt-imaginary")
-    assert raised.value.code == "model_not_found" and raised.value.param is None
+    assert raised.value.code == "model_not_found"
+    assert raised.value.param is None
     with pytest.raises(openai.AuthenticationError):
         facade.client(api_key="eyx_wrong").models.retrieve("default")
 

@@ -162,7 +162,8 @@ def test_a_stream_that_asks_for_usage_ends_with_it(facade: Facade) -> None:
         )
     )
     assert chunks[-1].choices == []
-    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 44
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == 44
     assert facade.llm.completions[-1].body["stream_options"] == {"include_usage": True}
     assert all(c.usage is None for c in chunks[:-1])
 
@@ -180,7 +181,8 @@ def test_a_client_tool_round_trip_stays_in_one_session(facade: Facade) -> None:
     assert (call.id, call.function.name) == ("call_w1", "get_weather")
     assert json.loads(call.function.arguments) == {"city": "Paris"}
     offered = [t["function"]["name"] for t in facade.llm.completions[-1].body["tools"]]
-    assert "get_weather" in offered and "manage_memory" in offered
+    assert "get_weather" in offered
+    assert "manage_memory" in offered
     assert facade.llm.completions[-1].body["tool_choice"] == "auto"
 
     facade.llm.script(text("It is sunny in Paris."))

@@ -64,7 +64,8 @@ def test_a_streamed_response_sends_the_responses_events(facade: Facade) -> None:
     assert kinds.count("response.output_text.delta") > 1
     assert kinds[-1] == "response.completed"
     assert final.output_text == "Streaming in pieces."
-    assert final.usage is not None and final.usage.total_tokens > 0
+    assert final.usage is not None
+    assert final.usage.total_tokens > 0
     assert facade.client().responses.retrieve(final.id).output_text == "Streaming in pieces."
 
 

@@ -50,13 +50,15 @@ def test_create_rename_recolor_and_order_folders(client: FlaskClient, alice: Acc
     bad = client.post(
         f"{API}/folders", json={"name": "X", "color": "#123456"}, headers=alice.headers
     )
-    assert bad.status_code == 422 and "palette" in str(bad.get_json()["error"]["details"])
+    assert bad.status_code == 422
+    assert "palette" in str(bad.get_json()["error"]["details"])
     blank = client.post(f"{API}/folders", json={"name": "   "}, headers=alice.headers)
     assert blank.status_code == 400
 
     url = f"{API}/folders/{home['id']}"
     patched = client.patch(url, json={"name": "Home", "color": "pink"}, headers=alice.headers)
-    assert patched.status_code == 200 and patched.get_json()["name"] == "Home"
+    assert patched.status_code == 200
+    assert patched.get_json()["name"] == "Home"
 
     order = client.put(
         f"{API}/folders/order", json={"ids": [trips["id"], work["id"]]}, headers=alice.headers
@@ -108,7 +110,8 @@ def test_filing_sessions_and_deleting_a_folder_unfiles_them(
     patched = client.patch(
         f"{API}/sessions/{moved}", json={"folder_id": work["id"]}, headers=alice.headers
     )
-    assert patched.status_code == 200 and patched.get_json()["folder_id"] == work["id"]
+    assert patched.status_code == 200
+    assert patched.get_json()["folder_id"] == work["id"]
     outside = new_session(client, alice)["id"]
 
     listed = client.get(f"{API}/sessions?folder_id={work['id']}", headers=alice.headers)

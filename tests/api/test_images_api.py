@@ -74,7 +74,8 @@ def test_content_parts_images_reach_the_model_and_come_back_to_their_owner(chat:
     served = chat.client.get(
         f"{API}/sessions/{session_id}/images/{names[0]}", headers=chat.user.headers
     )
-    assert served.status_code == 200 and served.data == png
+    assert served.status_code == 200
+    assert served.data == png
     assert served.mimetype == "image/png"
     assert served.headers["X-Content-Type-Options"] == "nosniff"
     other = create_account(chat.rt, "other")
@@ -91,7 +92,8 @@ def test_content_parts_images_reach_the_model_and_come_back_to_their_owner(chat:
     chat.llm.script(text("Still blue."))
     chat.turn(session_id, content="And now?")
     history = chat.llm.requests[-1].messages
-    assert len(history[1]["content"]) == 3 and history[-1]["content"] == "And now?"
+    assert len(history[1]["content"]) == 3
+    assert history[-1]["content"] == "And now?"
 
 
 def test_a_multipart_upload_carries_images(chat: Chat) -> None:
@@ -209,4 +211,5 @@ def test_an_image_over_max_image_bytes_is_refused(make_chat: Callable[..., Chat]
     )
     assert as_file.status_code == 400
     assert as_file.get_json()["error"]["code"] == "image_too_large"
-    assert chat.transcript(session_id) == [] and images_on_disk(chat, session_id) == []
+    assert chat.transcript(session_id) == []
+    assert images_on_disk(chat, session_id) == []

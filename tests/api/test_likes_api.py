@@ -109,7 +109,8 @@ def test_liking_both_messages_of_a_turn_curates_it_once(chat: Chat) -> None:
 
     with live_events(chat) as seen:
         outcome = run_job(chat, session_id, user_id)
-    assert outcome.status == "saved" and outcome.changes == 1
+    assert outcome.status == "saved"
+    assert outcome.changes == 1
     assert chat.rt.memory.read("agent", chat.user.user_id).content == "- This project uses pnpm\n"
     assert run_job(chat, session_id, user_id).status == "skipped"  # a retried job does nothing
     assert len(model.curations) == 1
@@ -118,7 +119,8 @@ def test_liking_both_messages_of_a_turn_curates_it_once(chat: Chat) -> None:
     assert {"type": "memory.updated", "file": "MEMORY.md", "action": "added",
             "entry": "This project uses pnpm"} in seen  # fmt: skip
     (pushed,) = [e for e in seen if e["type"] == "like.updated"]
-    assert pushed["status"] == "saved" and pushed["pair_id"] == user_id
+    assert pushed["status"] == "saved"
+    assert pushed["pair_id"] == user_id
     assert pushed["session_id"] == session_id
 
     # The curation request held the pair and the (empty) notes.
@@ -150,7 +152,8 @@ def test_the_like_status_is_listed_with_the_messages_after_a_reload(chat: Chat) 
     like(chat, session_id, answer_id)
     listed = {m["id"]: m.get("like") for m in messages(chat, session_id)}
     assert listed[user_id] == listed[answer_id] == {"status": "saving", "pair_id": user_id}
-    assert listed[first_user] is None and listed[first_answer] is None
+    assert listed[first_user] is None
+    assert listed[first_answer] is None
 
     run_job(chat, session_id, user_id)
     # A reload, by another API process, with the index dropped: the status is in the file.
@@ -167,13 +170,14 @@ def test_the_like_status_is_listed_with_the_messages_after_a_reload(chat: Chat) 
         runtime_of(other).close()
     listed = {m["id"]: m.get("like") for m in items}
     assert listed[user_id] == listed[answer_id] == {"status": "saved", "pair_id": user_id}
-    assert listed[first_user] is None and listed[first_answer] is None
+    assert listed[first_user] is None
+    assert listed[first_answer] is None
     item = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers).get_json()
     assert item["message_count"] == 4
 
 
 @pytest.mark.parametrize(
-    "answer, why",
+    ("answer", "why"),
     [
         # what the like shows its user: the kind of failure, not the provider's words
         (error(500, "down at 10.0.3.7"), "model failed: model offering 'default' is unavailable"),
@@ -197,10 +201,12 @@ def test_a_failing_curation_shows_failed_and_changes_nothing(
     with live_events(chat) as seen:
         outcome = run_job(chat, session_id, user_id)
 
-    assert outcome.status == "failed" and why in outcome.detail, outcome
+    assert outcome.status == "failed", outcome
+    assert why in outcome.detail, outcome
     assert memory_bytes(chat, "agent") == before
     listed = {m["id"]: m.get("like") for m in messages(chat, session_id)}
-    assert listed[answer_id]["status"] == "failed" and why in listed[answer_id]["detail"]
+    assert listed[answer_id]["status"] == "failed"
+    assert why in listed[answer_id]["detail"]
     assert "10.0.3.7" not in listed[answer_id]["detail"]
     assert [e["status"] for e in seen if e["type"] == "like.updated"] == ["failed"]
     assert not [e for e in seen if e["type"] == "memory.updated"]
@@ -208,7 +214,8 @@ def test_a_failing_curation_shows_failed_and_changes_nothing(
 
     # Liking a failed turn again tries again.
     retry = like(chat, session_id, answer_id)
-    assert retry.status_code == 202 and retry.get_json()["status"] == "saving"
+    assert retry.status_code == 202
+    assert retry.get_json()["status"] == "saving"
     assert len(jobs(chat).of(job_names.CURATE_MEMORY)) == 2
 
 
@@ -277,7 +284,8 @@ def test_unliking_before_the_job_runs_cancels_the_curation(chat: Chat) -> None:
     like(chat, session_id, user_id)
     like(chat, session_id, user_id, "delete")
     assert run_job(chat, session_id, user_id).status == "skipped"
-    assert model.curations == [] and memory_bytes(chat, "agent") is None
+    assert model.curations == []
+    assert memory_bytes(chat, "agent") is None
 
 
 def test_the_sweep_resends_a_lost_curation(chat: Chat, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,7 +325,7 @@ def test_the_sweep_resends_a_curation_lost_with_its_worker_once(
 
 
 @pytest.mark.parametrize(
-    "env, temporary, status, code",
+    ("env", "temporary", "status", "code"),
     [
         ({}, True, 409, "temporary_chat"),
         ({"DEMO_MODE": "true"}, False, 403, "demo_mode"),
@@ -342,7 +350,8 @@ def test_likes_are_refused_where_nothing_is_remembered(
         response = like(chat, session_id, message_id)
         assert response.status_code == status
         assert response.get_json()["error"]["code"] == code
-    assert jobs(chat).sent == [] and model.curations == []
+    assert jobs(chat).sent == []
+    assert model.curations == []
     assert all("like" not in m for m in messages(chat, session_id))
     assert (memory_bytes(chat, "agent"), memory_bytes(chat, "user")) == before
 

@@ -98,7 +98,8 @@ def test_a_batch_is_all_or_nothing(chat: Chat) -> None:
             {"action": "remove", "old_text": "yarn"},
         ],
     )
-    assert "operation 3: no entry contains 'yarn'" in result and "batch was not saved" in result
+    assert "operation 3: no entry contains 'yarn'" in result
+    assert "batch was not saved" in result
     assert file_of(chat, "agent") == before
     body, result = use_tool(
         chat,
@@ -126,7 +127,8 @@ def test_secrets_are_refused_by_rule_without_echo(chat: Chat) -> None:
     sid = chat.new_session()
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     _, result = use_tool(chat, sid, "manage_memory", action="add", content=f"token is {secret}")
-    assert result.startswith("error: not saved:") and secret[4:12] not in result
+    assert result.startswith("error: not saved:")
+    assert secret[4:12] not in result
     assert not chat.rt.memory.path("agent", chat.user.user_id).exists()
 
 
@@ -177,7 +179,8 @@ def test_a_fresh_memory_adds_nothing_to_the_prompt(chat: Chat) -> None:
     sid = chat.new_session()
     chat.turn(sid, content="hi")
     system = chat.llm.requests[-1].messages[0]["content"]
-    assert "<user-profile>" not in system and "<agent-memory>" not in system
+    assert "<user-profile>" not in system
+    assert "<agent-memory>" not in system
 
 
 def memory_bytes(chat: Chat) -> dict[str, bytes | None]:
@@ -248,10 +251,12 @@ def test_panel_saves_exactly_as_written_with_a_backup_first(chat: Chat) -> None:
     # The operator's own words, secret-looking or not, are saved as written.
     written = "# About me\npassword=hunter2hunter2 is my test fixture\n"
     saved = chat.client.put(url, json={"content": written}, headers=headers).get_json()
-    assert saved["content"] == written and saved["chars"] == len(written)
+    assert saved["content"] == written
+    assert saved["chars"] == len(written)
     chat.client.put(url, json={"content": "- v2\n"}, headers=headers)
     backups = chat.client.get(f"{url}/backups", headers=headers).get_json()
-    assert len(backups) == 1 and backups[0]["name"].startswith("USER.md.")
+    assert len(backups) == 1
+    assert backups[0]["name"].startswith("USER.md.")
 
     restored = chat.client.post(f"{url}/backups/{backups[0]['name']}/restore", headers=headers)
     assert restored.get_json()["content"] == written
@@ -300,7 +305,8 @@ def test_panel_refuses_an_edit_of_a_file_that_changed_meanwhile(chat: Chat) -> N
 
     # Without a version the edit is saved as before, over whatever is there.
     plain = chat.client.put(url, json={"content": "- Uses yarn\n"}, headers=headers)
-    assert plain.status_code == 200 and file_of(chat, "agent") == "- Uses yarn\n"
+    assert plain.status_code == 200
+    assert file_of(chat, "agent") == "- Uses yarn\n"
     too_long = chat.client.put(url, json={"content": "x", "version": "v" * 65}, headers=headers)
     assert too_long.status_code == 422
 
@@ -314,11 +320,13 @@ def test_panel_edits_and_restores_are_pushed_to_the_users_clients(chat: Chat) ->
     name = chat.client.get(f"{url}/backups", headers=headers).get_json()[0]["name"]
     with live_events(chat) as seen:
         restored = chat.client.post(f"{url}/backups/{name}/restore", headers=headers)
-    assert restored.status_code == 200 and restored.get_json()["content"] == "- v1\n"
+    assert restored.status_code == 200
+    assert restored.get_json()["content"] == "- v1\n"
     assert seen == [{"type": "memory.updated", "file": "USER.md", "action": "restored"}]
     with live_events(chat) as seen:
         missing = chat.client.post(f"{url}/backups/USER.md.nope/restore", headers=headers)
-    assert missing.status_code == 404 and seen == []
+    assert missing.status_code == 404
+    assert seen == []
 
 
 def test_everyone_reads_the_identity_and_only_admins_change_it(chat: Chat) -> None:
@@ -327,7 +335,8 @@ def test_everyone_reads_the_identity_and_only_admins_change_it(chat: Chat) -> No
     before = path.read_text()  # written at start from the default
     shown = chat.client.get(url, headers=user)
     assert shown.status_code == 200
-    assert shown.get_json()["name"] == "IDENTITY.md" and shown.get_json()["content"] == before
+    assert shown.get_json()["name"] == "IDENTITY.md"
+    assert shown.get_json()["content"] == before
 
     assert chat.client.put(url, json={"content": "I am Bob."}, headers=user).status_code == 403
     assert chat.client.get(f"{url}/backups", headers=user).status_code == 403
@@ -383,7 +392,8 @@ def test_memory_cli_show_edit_backups(chat: Chat, live: str, tmp_path: Path) -> 
     assert shown.output.startswith("- Answer in German\n")
     runner.invoke(main, ["memory", "edit", "user"])
     backups = runner.invoke(main, ["memory", "backups", "user"])
-    assert backups.exit_code == 0 and backups.output.startswith("USER.md.")
+    assert backups.exit_code == 0
+    assert backups.output.startswith("USER.md.")
 
 
 def test_memory_cli_edit_does_not_overwrite_a_change_made_meanwhile(
@@ -398,5 +408,6 @@ def test_memory_cli_edit_does_not_overwrite_a_change_made_meanwhile(
         'printf -- "- typed by the person\\n" >> "$1"\n',
     )
     result = runner.invoke(main, ["memory", "edit", "user"])
-    assert result.exit_code == 1 and "stale_version" in result.output
+    assert result.exit_code == 1
+    assert "stale_version" in result.output
     assert real.read_text() == "- saved by the model\n"

@@ -203,7 +203,8 @@ def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
     assert "summarization           big" in roles
     assert "session_title           (none)  (falls back to chat)" in roles
     bad = runner.invoke(main, ["models", "role", "set", "chat", "nope"])
-    assert bad.exit_code == 1 and "no offering 'nope'" in bad.output
+    assert bad.exit_code == 1
+    assert "no offering 'nope'" in bad.output
 
 
 def test_a_catalog_change_by_another_process_is_used_by_the_next_lookup(
@@ -286,13 +287,15 @@ def test_url_credentials_and_the_key_variable_are_for_admins_only(
     )
     seen_by_admin = client.get(f"{API}/models/offerings/big", headers=admin.headers).get_json()
     assert seen_by_admin["base_url"] == body["base_url"]
-    assert seen_by_admin["api_key_env"] == "EONYX_KEY_BIG" and seen_by_admin["api_key_set"]
+    assert seen_by_admin["api_key_env"] == "EONYX_KEY_BIG"
+    assert seen_by_admin["api_key_set"]
     for url in (f"{API}/models/offerings/big", f"{API}/models/offerings"):
         shown = client.get(url, headers=alice.headers)
         seen = shown.get_json()
         seen = seen[0] if isinstance(seen, list) else seen
         assert seen["base_url"] == "https://***@llm.example/v1"
-        assert "api_key_env" not in seen and "api_key_set" not in seen
+        assert "api_key_env" not in seen
+        assert "api_key_set" not in seen
         for secret in (b"user:pw", b"EONYX_KEY_BIG", b"sk-secret-value"):
             assert secret not in shown.data
 

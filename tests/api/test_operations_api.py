@@ -262,7 +262,8 @@ def test_a_request_id_is_in_the_response_the_log_lines_and_the_jobs_it_sends(
     assert response.status_code == 200
     assert response.headers["X-Request-Id"] == "trip-42"
     turn_lines = [line for line in log_lines() if line.get("outcome") == "ok"]
-    assert turn_lines and turn_lines[-1]["request_id"] == "trip-42"
+    assert turn_lines
+    assert turn_lines[-1]["request_id"] == "trip-42"
     assert turn_lines[-1]["session_id"] == session_id
     assert {"time", "level", "logger", "message"} <= set(turn_lines[-1])
     # The title job waits in Redis with the request id in its Celery headers.

@@ -28,7 +28,8 @@ def test_search_pages_and_filters_like_the_list(
         cursor = body["next_cursor"]
         if not cursor:
             break
-    assert sorted(seen) == sorted(ids[2:]) and len(seen) == 3
+    assert sorted(seen) == sorted(ids[2:])
+    assert len(seen) == 3
     archived = client.get(f"{API}/sessions?q=koala&archived=true", headers=alice.headers)
     assert [item["id"] for item in archived.get_json()["items"]] == [ids[0]]
 

@@ -99,8 +99,10 @@ def test_every_item_carries_what_a_sidebar_shows(
         "folder_id": f1,
     }
     assert (item["message_count"], item["image_count"], item["title_pending"]) == (1, 0, False)
-    assert item["forked_from"] == session_id and item["deleted_at"] is None
-    assert item["created_at"].endswith("+00:00") and item["updated_at"].endswith("+00:00")
+    assert item["forked_from"] == session_id
+    assert item["deleted_at"] is None
+    assert item["created_at"].endswith("+00:00")
+    assert item["updated_at"].endswith("+00:00")
 
 
 def test_filters_by_folder_archive_trash_and_source(
@@ -127,7 +129,8 @@ def test_filters_by_folder_archive_trash_and_source(
     assert ids(client, alice, "?source=api") == [by_api]
     assert ids(client, alice, "?source=web&folder_id=none") == [unfiled]
     bad = client.get(f"{API}/sessions?source=fax", headers=alice.headers)
-    assert bad.status_code == 422 and "source" in bad.get_json()["error"]["message"]
+    assert bad.status_code == 422
+    assert "source" in bad.get_json()["error"]["message"]
 
 
 def test_a_cursor_is_refused_with_other_filters_or_after_the_index_is_dropped(
@@ -139,12 +142,14 @@ def test_a_cursor_is_refused_with_other_filters_or_after_the_index_is_dropped(
     other = client.get(
         f"{API}/sessions?limit=1&archived=true&cursor={cursor}", headers=alice.headers
     )
-    assert other.status_code == 400 and other.get_json()["error"]["code"] == "invalid_cursor"
+    assert other.status_code == 400
+    assert other.get_json()["error"]["code"] == "invalid_cursor"
     with rt.db.session() as db:
         index.drop(db)
     assert len(ids(client, alice)) == 3  # rebuilt from the files
     expired = client.get(f"{API}/sessions?limit=1&cursor={cursor}", headers=alice.headers)
-    assert expired.status_code == 400 and expired.get_json()["error"]["code"] == "cursor_expired"
+    assert expired.status_code == 400
+    assert expired.get_json()["error"]["code"] == "cursor_expired"
 
 
 def test_pages_neither_repeat_nor_skip_while_sessions_move_between_them(

@@ -65,7 +65,8 @@ def test_a_rename_is_final_even_a_rename_to_nothing(chat: Chat) -> None:
 
     assert (title(renamed), title(untitled), title(plain)) == ("My plan", None, "write a haiku")
     state, _ = chat.rt.store.load(chat.user.user_id, renamed)
-    assert state.title_locked and not state.title_pending
+    assert state.title_locked
+    assert not state.title_pending
 
 
 # -- fork -----------------------------------------------------------------------------------
@@ -155,7 +156,8 @@ def test_another_users_session_cannot_be_forked_cleared_trashed_or_restored(
         response = getattr(client, method)(url + path, json={}, headers=bob.headers)
         assert response.status_code == 404, (method, path)
     assert transcript(client, alice, secret["id"]) == [("user", "secret")]
-    assert listed(client, bob) == [] and listed(client, alice) == [secret["id"]]
+    assert listed(client, bob) == []
+    assert listed(client, alice) == [secret["id"]]
 
 
 # -- clear ----------------------------------------------------------------------------------
@@ -182,7 +184,8 @@ def test_clear_wipes_the_history_and_keeps_id_title_pin_and_folder(
     assert not rt.store.sidecar_dir(alice.user_id, session["id"]).exists()
     assert listed(client, alice) == [session["id"], other["id"]]
     records = rt.store.path(alice.user_id, session["id"]).read_text().splitlines()
-    assert len(records) == 2 and "old words" not in "".join(records)  # rewritten, not appended
+    assert len(records) == 2
+    assert "old words" not in "".join(records)
 
     # The session goes on; the empty-session sweep leaves a cleared session alone.
     say(rt, alice, session["id"], message("user", "fresh start"))
@@ -233,7 +236,8 @@ def test_delete_moves_to_the_trash_and_restore_brings_it_back_in_place(
     assert client.delete(url, headers=alice.headers).status_code == 204
     assert listed(client, alice) == [newer["id"], older["id"]]
     trash = client.get(f"{API}/sessions?trash=true", headers=alice.headers).get_json()["items"]
-    assert [item["id"] for item in trash] == [doomed["id"]] and trash[0]["deleted_at"]
+    assert [item["id"] for item in trash] == [doomed["id"]]
+    assert trash[0]["deleted_at"]
     assert client.get(url, headers=alice.headers).get_json()["deleted_at"] == trash[0]["deleted_at"]
     assert listed(client, alice, "?q=platypus") == []
     assert listed(client, alice, "?q=platypus&trash=true") == [doomed["id"]]
@@ -245,7 +249,8 @@ def test_delete_moves_to_the_trash_and_restore_brings_it_back_in_place(
     assert client.delete(url, headers=alice.headers).status_code == 204  # again: no change
 
     restored = client.post(f"{url}/restore", headers=alice.headers)
-    assert restored.status_code == 200 and restored.get_json()["deleted_at"] is None
+    assert restored.status_code == 200
+    assert restored.get_json()["deleted_at"] is None
     assert listed(client, alice) == order
     assert listed(client, alice, "?q=platypus") == [doomed["id"]]
     assert client.post(f"{url}/restore", headers=alice.headers).status_code == 200
@@ -292,7 +297,8 @@ def test_purge_removes_at_once_with_the_sessions_files(
     url = f"{API}/sessions/{session['id']}"
     assert client.delete(f"{url}?purge=yes-please", headers=alice.headers).status_code == 422
     assert client.delete(f"{url}?purge=true", headers=alice.headers).status_code == 204
-    assert not folder.exists() and not rt.store.path(alice.user_id, session["id"]).exists()
+    assert not folder.exists()
+    assert not rt.store.path(alice.user_id, session["id"]).exists()
     assert listed(client, alice, "?trash=true") == []
     body = client.post(f"{url}/restore", headers=alice.headers).get_json()
     assert body["error"]["code"] == "not_found"

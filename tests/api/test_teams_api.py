@@ -126,7 +126,8 @@ class Teams:
         """No job queued, nothing posted, no session, binding or new link or user."""
         self.jobs.join()
         assert self.jobs.sent == []
-        assert self.bf.posts == [] and self.bf.connector_attempts == []
+        assert self.bf.posts == []
+        assert self.bf.connector_attempts == []
         assert not list(self.rt.settings.data_dir.glob("users/*/sessions/*.jsonl"))
         with self.rt.db.session() as db:
             assert db.scalar(select(func.count()).select_from(SessionBinding)) == 0
@@ -290,7 +291,8 @@ def test_a_model_failure_is_told_without_the_providers_words(teams: Teams) -> No
     assert reply.text.startswith(
         "Sorry, I could not answer that: model offering 'default' refused the request (HTTP 401)"
     )
-    assert "sk-live" not in reply.text and "Incorrect API key" not in reply.text
+    assert "sk-live" not in reply.text
+    assert "Incorrect API key" not in reply.text
     assert teams.jobs.join()[0]["outcome"] == "failed"
 
 
@@ -356,7 +358,8 @@ def test_auto_provision_gives_an_unknown_user_an_account(make_teams: Callable[..
     teams.jobs.join()
     with teams.rt.db.session() as db:
         user = links.linked_user(db, stranger)
-        assert user is not None and user.username == "teams-ada-lovelace"
+        assert user is not None
+        assert user.username == "teams-ada-lovelace"
     sessions = list(teams.rt.settings.data_dir.glob(f"users/{user.id}/sessions/*.jsonl"))
     assert len(sessions) == 1
 
@@ -498,7 +501,8 @@ def test_the_signing_key_must_endorse_the_activitys_channel(
         assert [p.text for p in teams.bf.wait_for_replies(1)] == ["hello"]  # the model echoes
     else:
         error = response.get_json()["error"]
-        assert error["code"] == "invalid_token" and "endorse" in error["message"]
+        assert error["code"] == "invalid_token"
+        assert "endorse" in error["message"]
         teams.nothing_saved()
 
 

@@ -191,7 +191,8 @@ def test_odd_text_already_in_the_files_never_breaks_listing_reads_renames_or_del
     kept, _ = rt.store.load(alice.user_id, state.id)
     assert (kept.title, kept.folder_id) == (odd + "!", "f\x00")  # the file keeps the exact text
     renamed = client.patch(url, json={"title": "fixed"}, headers=alice.headers)
-    assert renamed.status_code == 200 and renamed.get_json()["title"] == "fixed"
+    assert renamed.status_code == 200
+    assert renamed.get_json()["title"] == "fixed"
     assert client.delete(url, headers=alice.headers).status_code == 204
 
 

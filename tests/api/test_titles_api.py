@@ -87,8 +87,10 @@ def test_llm_mode_lists_a_session_as_pending_then_names_it_and_pushes_the_title(
         }
     ]
     request = chat.llm.requests[-1].messages
-    assert request[0]["role"] == "system" and "title" in request[0]["content"]
-    assert OPENING in request[1]["content"] and "Jardin du Luxembourg" in request[1]["content"]
+    assert request[0]["role"] == "system"
+    assert "title" in request[0]["content"]
+    assert OPENING in request[1]["content"]
+    assert "Jardin du Luxembourg" in request[1]["content"]
 
     # Done: running the job again (a duplicate, the sweep) changes nothing.
     assert title_job.generate_title(chat.rt, chat.user.user_id, session_id)["written"] is False
@@ -115,7 +117,8 @@ def test_a_failing_title_job_keeps_the_truncated_title_and_ends_pending(
     chat.llm.script(reply)
     with live_events(chat) as pushed:
         outcome = title_job.generate_title(chat.rt, chat.user.user_id, session_id)
-    assert outcome["written"] is True and outcome["reason"]
+    assert outcome["written"] is True
+    assert outcome["reason"]
     assert title_of(chat, session_id) == (TRUNCATED, False)
     assert [(e["title"], e["title_pending"]) for e in pushed] == [(TRUNCATED, False)]
 
@@ -255,7 +258,8 @@ def test_sequential_titles_count_per_user(make_chat: Callable[..., Chat]) -> Non
     assert create(chat.user.headers, title="Named")["title"] == "Named"  # takes no number
     assert create(chat.user.headers, temporary=True)["title"] is None
     last = create(chat.user.headers)
-    assert last["title"] == "4" and last["title_pending"] is False
+    assert last["title"] == "4"
+    assert last["title_pending"] is False
     chat.client.delete(f"{API}/sessions/{last['id']}", headers=chat.user.headers)
     assert create(chat.user.headers)["title"] == "5"  # a number is never given twice
 

@@ -39,7 +39,7 @@ print("LOADED", " ".join(loaded) or "-")
 class Collector(BaseHTTPRequestHandler):
     received: list[tuple[str, bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the base class's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         Collector.received.append((self.path, body))
         self.send_response(200)
@@ -85,7 +85,8 @@ def test_with_an_endpoint_the_requests_spans_are_exported(tmp_path: Path, collec
     assert "opentelemetry.instrumentation.flask" in output
     assert "prometheus_client" not in output  # metrics stay off without their token
     paths = [path for path, _ in Collector.received]
-    assert paths and set(paths) == {"/v1/traces"}
+    assert paths
+    assert set(paths) == {"/v1/traces"}
     body = b"".join(body for _, body in Collector.received)
     assert b"eonyx-api" in body  # the service name
     assert b"/api/v1/sessions" in body  # the server span of the request

@@ -27,14 +27,17 @@ def test_a_turn_saves_both_messages_and_reports_the_context(chat: Chat) -> None:
     body = response.get_json()
     assert body["user_message"]["content"] == "Hi, I am Ada"
     assert body["assistant_message"]["content"] == "Hello, Ada."
-    assert body["context"]["tokens"] > 0 and body["context"]["window"] is None
+    assert body["context"]["tokens"] > 0
+    assert body["context"]["window"] is None
     assert chat.transcript(session_id) == [("user", "Hi, I am Ada"), ("assistant", "Hello, Ada.")]
 
     sent = chat.llm.requests[-1].messages
-    assert sent[0]["role"] == "system" and "Eonyx" in sent[0]["content"]
+    assert sent[0]["role"] == "system"
+    assert "Eonyx" in sent[0]["content"]
     assert sent[1:] == [{"role": "user", "content": "Hi, I am Ada"}]
     item = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers).get_json()
-    assert item["message_count"] == 2 and item["title"] == "Hi, I am Ada"
+    assert item["message_count"] == 2
+    assert item["title"] == "Hi, I am Ada"
 
 
 def test_tool_calls_loop_until_a_final_answer_and_every_step_is_saved(chat: Chat) -> None:
@@ -168,12 +171,14 @@ def test_a_model_error_body_is_shown_to_admins_only(
                 json={"content": "hello", "stream": stream},
                 headers={**who.headers, "X-Request-Id": f"req-{who.username}"},
             )
-        assert response.status_code == 502 and response.mimetype == "application/json"
+        assert response.status_code == 502
+        assert response.mimetype == "application/json"
         assert response.headers["X-Request-Id"] == f"req-{who.username}"
         assert response.get_json()["error"]["code"] == "llm_rejected"
         shown[who.username] = response.get_json()["error"]["message"]
     user_sees = shown[chat.user.username]
-    assert PROVIDER_TEXT not in user_sees and "10.0.3.7" not in user_sees
+    assert PROVIDER_TEXT not in user_sees
+    assert "10.0.3.7" not in user_sees
     assert user_sees == (
         "model offering 'default' refused the request (HTTP 401); an administrator finds the "
         f"details in the log (request id req-{chat.user.username})"
@@ -182,7 +187,8 @@ def test_a_model_error_body_is_shown_to_admins_only(
     failed = [r for r in caplog.records if "request failed" in r.getMessage()]
     logged = {getattr(r, "request_id", None): r for r in failed}
     user_line = logged[f"req-{chat.user.username}"]
-    assert user_line.levelno == logging.WARNING and PROVIDER_TEXT in user_line.getMessage()
+    assert user_line.levelno == logging.WARNING
+    assert PROVIDER_TEXT in user_line.getMessage()
 
 
 def test_a_500_then_success_is_retried(chat: Chat) -> None:
@@ -223,9 +229,11 @@ def test_streaming_sends_tokens_then_the_turn_and_saves_the_same(chat: Chat) -> 
     assert response.mimetype == "text/event-stream"
     events = sse_events(response)
     tokens = [data["text"] for name, data in events if name == "token"]
-    assert len(tokens) > 1 and "".join(tokens) == "Streaming works fine."
+    assert len(tokens) > 1
+    assert "".join(tokens) == "Streaming works fine."
     name, done = events[-1]
-    assert name == "done" and done["assistant_message"]["content"] == "Streaming works fine."
+    assert name == "done"
+    assert done["assistant_message"]["content"] == "Streaming works fine."
     assert chat.transcript(session_id) == [
         ("user", "stream please"),
         ("assistant", "Streaming works fine."),
@@ -245,18 +253,23 @@ def test_the_stream_carries_tool_steps_and_memory_writes_as_they_happen(chat: Ch
     events = sse_events(chat.turn(session_id, content="Time in Oslo?", stream=True))
     names = [name for name, _ in events]
     assert names[:5] == ["tool_call", "tool_result", "tool_call", "tool_result", "memory_write"]
-    assert set(names[5:-1]) == {"token"} and names[-1] == "done"
+    assert set(names[5:-1]) == {"token"}
+    assert names[-1] == "done"
     call, result, _, _, write = (data for _, data in events[:5])
     done = events[-1][1]
-    assert call["id"] == "call_1" and call["function"] == {
+    assert call["id"] == "call_1"
+    assert call["function"] == {
         "name": "clock",
         "arguments": '{"city": "Oslo"}',
     }
     assert call["message_id"] == done["steps"][0]["id"]  # the assistant message with the call
-    assert result == done["steps"][1] and result["content"] == "12:00"
-    assert result["tool_call_id"] == "call_1" and result["name"] == "clock"
+    assert result == done["steps"][1]
+    assert result["content"] == "12:00"
+    assert result["tool_call_id"] == "call_1"
+    assert result["name"] == "clock"
     assert write == done["memory_writes"][0]
-    assert write["file"] == "MEMORY.md" and write["entry"] == "Lives in Oslo"
+    assert write["file"] == "MEMORY.md"
+    assert write["entry"] == "Lives in Oslo"
 
 
 def test_the_openapi_description_names_the_stream_events(chat: Chat) -> None:
@@ -271,7 +284,8 @@ def test_a_model_dying_mid_stream_leaves_a_consistent_session(chat: Chat) -> Non
     chat.llm.script(broken_stream("This answer will never finish", after=2))
     events = sse_events(chat.turn(session_id, content="go", stream=True))
     name, data = events[-1]
-    assert name == "error" and data["status"] == 502
+    assert name == "error"
+    assert data["status"] == 502
     assert data["error"]["code"] == "llm_unavailable"  # the detail (ended early) is in the log
     assert "'default' is unavailable" in data["error"]["message"]
     assert "request id" in data["error"]["message"]
@@ -379,9 +393,11 @@ def test_a_message_bigger_than_the_window_is_413_before_it_is_saved_or_sent(
     assert "more than the model's context window of 2,000 tokens" in message
     over = int(message.split(" tokens, ")[1].split(" more")[0].replace(",", ""))
     assert over > 500  # says by how much
-    assert chat.transcript(session_id) == [] and chat.llm.requests == []
+    assert chat.transcript(session_id) == []
+    assert chat.llm.requests == []
     streamed = chat.turn(session_id, content="word " * 2_000, stream=True)
-    assert streamed.status_code == 413 and streamed.mimetype == "application/json"
+    assert streamed.status_code == 413
+    assert streamed.mimetype == "application/json"
     assert chat.turn(session_id, content="a short one").status_code == 200
 
 

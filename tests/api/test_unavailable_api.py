@@ -97,5 +97,6 @@ def test_a_worker_precomputing_a_summary_during_an_outage_logs_one_line(
     with caplog.at_level(logging.WARNING):
         assert precompute_summary(chat.rt, chat.user.user_id, session_id) is False
     lines = [r for r in caplog.records if "not precomputed" in r.getMessage()]
-    assert len(lines) == 1 and "the summarizer is down" in lines[0].getMessage()
+    assert len(lines) == 1
+    assert "the summarizer is down" in lines[0].getMessage()
     assert all(r.exc_info is None for r in caplog.records)

@@ -129,12 +129,14 @@ def test_an_admin_lists_users_and_a_non_admin_can_do_none_of_it(chat: Chat, root
     assert listed.status_code == 200
     users = {u["username"]: u for u in listed.get_json()}
     assert set(users) == {alice.username, "root"}
-    assert users["root"]["is_admin"] and not users[alice.username]["is_admin"]
+    assert users["root"]["is_admin"]
+    assert not users[alice.username]["is_admin"]
     assert not users[alice.username]["disabled"]
 
     assert chat.client.get(f"{API}/users", headers=alice.headers).status_code == 403
     refused = patch(chat, alice, root.user_id, disabled=True)
-    assert refused.status_code == 403 and error_code(refused) == "forbidden"
+    assert refused.status_code == 403
+    assert error_code(refused) == "forbidden"
     assert patch(chat, alice, alice.user_id, is_admin=True).status_code == 403
     deleting = chat.client.delete(f"{API}/users/{root.user_id}", headers=alice.headers)
     assert deleting.status_code == 403
@@ -158,12 +160,14 @@ def test_changing_your_password_ends_your_other_sign_ins_but_not_this_one(
         json={"current_password": "not it", "new_password": NEW_PASSWORD},
         headers=alice.headers,
     )
-    assert wrong.status_code == 403 and error_code(wrong) == "wrong_password"
+    assert wrong.status_code == 403
+    assert error_code(wrong) == "wrong_password"
     short = chat.client.put(
         url, json={"current_password": PASSWORD, "new_password": "short"}, headers=alice.headers
     )
     assert short.status_code == 422
-    assert status(chat, key) == 200 and login(chat.client, alice.username).status_code == 200
+    assert status(chat, key) == 200
+    assert login(chat.client, alice.username).status_code == 200
 
     changed = chat.client.put(
         url,
@@ -211,7 +215,8 @@ def test_wrong_current_passwords_are_throttled_like_failed_logins(
         accounts.ACCOUNT_POLICY.free + 1
     )
     blocked = answers[-1]
-    assert blocked.status_code == 429 and error_code(blocked) == "too_many_logins"
+    assert blocked.status_code == 429
+    assert error_code(blocked) == "too_many_logins"
     assert int(blocked.headers["Retry-After"]) >= 1
     # the account's logins wait too: guessing through a stolen token is no faster
     assert login(chat.client, alice.username).status_code == 429
@@ -227,23 +232,28 @@ def test_a_disabled_user_is_cut_off_at_once_and_enabled_again(
     socket = open_socket(sockets, key)
 
     disabled = patch(chat, root, alice.user_id, disabled=True)
-    assert disabled.status_code == 200 and disabled.get_json()["disabled"] is True
+    assert disabled.status_code == 200
+    assert disabled.get_json()["disabled"] is True
 
     refused = chat.client.get(f"{API}/sessions", headers=alice.headers)
-    assert refused.status_code == 401 and error_code(refused) == "account_disabled"
+    assert refused.status_code == 401
+    assert error_code(refused) == "account_disabled"
     assert_cut_off(chat, key, browser, socket, "account_disabled")
     url, _ = sockets
     again, code = connect(f"{url}?token={key}").until_closed()
     assert code == api.events.POLICY_VIOLATION
     right_password = login(chat.client, alice.username)
-    assert right_password.status_code == 403 and error_code(right_password) == "account_disabled"
+    assert right_password.status_code == 403
+    assert error_code(right_password) == "account_disabled"
     assert login(chat.client, alice.username, "wrong password").status_code == 401
     listed = chat.client.get(f"{API}/users", headers=root.headers).get_json()
     assert next(u for u in listed if u["id"] == alice.user_id)["disabled"] is True
 
     enabled = patch(chat, root, alice.user_id, disabled=False)
-    assert enabled.status_code == 200 and enabled.get_json()["disabled"] is False
-    assert status(chat, alice.token) == 200 and status(chat, key) == 200
+    assert enabled.status_code == 200
+    assert enabled.get_json()["disabled"] is False
+    assert status(chat, alice.token) == 200
+    assert status(chat, key) == 200
     assert browser.get(f"{API}/auth/session").status_code == 200
     assert login(chat.client, alice.username).status_code == 200
 
@@ -273,7 +283,8 @@ def test_an_admin_sets_a_password_which_ends_the_users_sign_ins(chat: Chat, root
     key = api_key(chat, alice)
     changed = patch(chat, root, alice.user_id, password=NEW_PASSWORD)
     assert changed.status_code == 200
-    assert status(chat, alice.token) == 401 and status(chat, key) == 401
+    assert status(chat, alice.token) == 401
+    assert status(chat, key) == 401
     assert login(chat.client, alice.username).status_code == 401
     assert login(chat.client, alice.username, NEW_PASSWORD).status_code == 200
 
@@ -288,10 +299,12 @@ def test_the_last_enabled_admin_cannot_be_demoted_disabled_or_deleted(
     alice = chat.user
     for body in ({"disabled": True}, {"is_admin": False}):
         refused = patch(chat, root, root.user_id, **body)
-        assert refused.status_code == 409 and error_code(refused) == "last_admin"
+        assert refused.status_code == 409
+        assert error_code(refused) == "last_admin"
         assert "last enabled administrator" in refused.get_json()["error"]["message"]
     deleting = chat.client.delete(f"{API}/users/{root.user_id}", headers=root.headers)
-    assert deleting.status_code == 409 and error_code(deleting) == "last_admin"
+    assert deleting.status_code == 409
+    assert error_code(deleting) == "last_admin"
 
     # A disabled administrator does not count.
     other = create_account(chat.rt, "other-admin", admin=True)
@@ -313,7 +326,8 @@ def test_the_last_enabled_admin_cannot_be_demoted_disabled_or_deleted(
 def test_bad_changes_are_refused(chat: Chat, root: Account) -> None:
     alice = chat.user
     unknown = patch(chat, root, "0" * 32, disabled=True)
-    assert unknown.status_code == 404 and error_code(unknown) == "user_not_found"
+    assert unknown.status_code == 404
+    assert error_code(unknown) == "user_not_found"
     assert patch(chat, root, "not-an-id", disabled=True).status_code == 404
     assert patch(chat, root, alice.user_id, username="mallory").status_code == 422
     assert patch(chat, root, alice.user_id, disabled="yes").status_code == 422
@@ -376,7 +390,8 @@ def test_deleting_a_user_removes_their_files_and_rows_and_logs_who_did_it(
     before = rows_of(alice.user_id)
     for name in ("tokens", "folders", "device_ui_state", "teams_user_links", "session_bindings"):
         assert before[name] >= 1, name
-    assert before["session_index"] == 1 and before["session_text"] >= 2
+    assert before["session_index"] == 1
+    assert before["session_text"] >= 2
 
     with caplog.at_level(logging.WARNING, logger="shared.accounts"):
         deleted = chat.client.delete(f"{API}/users/{alice.user_id}", headers=root.headers)
@@ -390,7 +405,8 @@ def test_deleting_a_user_removes_their_files_and_rows_and_logs_who_did_it(
     with chat.rt.db.session() as db:
         assert db.get(User, alice.user_id) is None
         assert links.linked_user(db, AAD) is None
-    assert status(chat, alice.token) == 401 and status(chat, key) == 401
+    assert status(chat, alice.token) == 401
+    assert status(chat, key) == 401
     assert login(chat.client, alice.username).status_code == 401
     again = chat.client.delete(f"{API}/users/{alice.user_id}", headers=root.headers)
     assert again.status_code == 404

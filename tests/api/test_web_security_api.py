@@ -110,7 +110,8 @@ class _Refs(HTMLParser):
 
 def test_the_docs_page_loads_everything_from_this_server(client: FlaskClient) -> None:
     page = client.get(f"{API}/docs")
-    assert page.status_code == 200 and page.mimetype == "text/html"
+    assert page.status_code == 200
+    assert page.mimetype == "text/html"
     html = page.get_data(as_text=True)
     assert not re.search(r"(https?:)?//", html), "the page names another host"
     refs = _Refs()

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,18 +118,14 @@ class Served:
         left = descendants_of(self.process.pid) if self.process.poll() is None else []
         if grace is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                pass
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
         for pid in left:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if self.reader is not None:
             self.reader.join(10)
         if self.process.stdout is not None:

@@ -115,7 +115,8 @@ def test_it_resumes_the_most_recently_updated_session(live: Live) -> None:
     seed_title = live.api("GET", f"/sessions/{recent}")["title"]
 
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
-        assert app.session is not None and app.session["id"] == recent
+        assert app.session is not None
+        assert app.session["id"] == recent
         assert header_title(app) == seed_title
         assert entries(app) == [("user", "q0"), ("answer", "the **latest** answer")]
         assert not app.query_one(Gauge).display  # no context window: no gauge
@@ -129,12 +130,14 @@ def test_a_given_session_or_a_new_one(live: Live) -> None:
     seed(live, "second")
 
     async def given(app: ChatApp, pilot: Pilot[None]) -> None:
-        assert app.session is not None and app.session["id"] == first
+        assert app.session is not None
+        assert app.session["id"] == first
 
     drive(live, given, session_id=first)
 
     async def fresh(app: ChatApp, pilot: Pilot[None]) -> None:
-        assert app.session is None and header_title(app) == "new session"
+        assert app.session is None
+        assert header_title(app) == "new session"
         assert entries(app) == []
         live.llm.script(text("hello there"))
         await type_line(pilot, "hi")
@@ -185,8 +188,10 @@ def test_the_gauge_text_and_highlight_at_79_and_80_percent(make_live: Callable[.
         app.project = {"system_prompt": calm}
         await type_line(pilot, "hi")
         await idle(app, pilot)
-        assert gauge.display and text_of(gauge) == "{ctx 79%}"
-        assert not gauge.has_class("-high") and not gauge.has_class("-alarm")
+        assert gauge.display
+        assert text_of(gauge) == "{ctx 79%}"
+        assert not gauge.has_class("-high")
+        assert not gauge.has_class("-alarm")
 
         await type_line(pilot, "/new")
         await idle(app, pilot)
@@ -195,7 +200,8 @@ def test_the_gauge_text_and_highlight_at_79_and_80_percent(make_live: Callable[.
         app.project = {"system_prompt": high}
         await type_line(pilot, "hi")
         await idle(app, pilot)
-        assert text_of(gauge) == "{ctx 80%}" and gauge.has_class("-high")
+        assert text_of(gauge) == "{ctx 80%}"
+        assert gauge.has_class("-high")
 
     drive(live, scenario, new=True)
 
@@ -208,7 +214,8 @@ def test_the_gauge_is_shown_when_resuming(make_live: Callable[..., Live]) -> Non
 
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         gauge = app.query_one(Gauge)
-        assert text_of(gauge) == f"{{ctx {math.floor(percent)}%}}" and gauge.has_class("-alarm")
+        assert text_of(gauge) == f"{{ctx {math.floor(percent)}%}}"
+        assert gauge.has_class("-alarm")
 
     drive(live, scenario)
 
@@ -234,7 +241,8 @@ def test_a_streamed_answer_with_a_tool_step_and_a_memory_write(live: Live) -> No
         assert shown[0] == ("user", "What time is it in Oslo?")
         assert shown[1] == ("answer", "Let me look.")
         assert shown[2] == ("step", '✓ clock({"city": "Oslo"})')
-        assert shown[3][0] == "step" and shown[3][1].startswith("✓ manage_memory(")
+        assert shown[3][0] == "step"
+        assert shown[3][1].startswith("✓ manage_memory(")
         assert shown[4] == ("memory", "memory: added 'Lives in Oslo' to MEMORY.md")
         assert shown[5] == ("answer", "It is **noon**:\n\n```python\nprint('12:00')\n```\n")
         step = app.query(StepEntry).first()
@@ -242,7 +250,8 @@ def test_a_streamed_answer_with_a_tool_step_and_a_memory_write(live: Live) -> No
         assert "result:\n12:00" in text_of(step.query_one(".step-body", Static))
         # the answer is Markdown with a highlighted code block, and it can be liked
         answer = app.query(AnswerEntry).last()
-        assert answer.query("MarkdownFence") and answer.message_id is not None
+        assert answer.query("MarkdownFence")
+        assert answer.message_id is not None
         assert live.llm.completions[-1].streamed
 
     drive(live, scenario)
@@ -268,9 +277,11 @@ def test_a_model_failure_shows_the_reason_and_ctrl_r_retries(live: Live) -> None
         await type_line(pilot, "a long question")
         await idle(app, pilot)
         kind, message = entries(app)[-1]
-        assert kind == "error" and "'default' refused the request (HTTP 400)" in message
+        assert kind == "error"
+        assert "'default' refused the request (HTTP 400)" in message
         assert "maximum context length" not in message  # the provider's words: in the log
-        assert "Ctrl+R" in message and app.can_retry
+        assert "Ctrl+R" in message
+        assert app.can_retry
         assert app.session is not None
         session_id = app.session["id"]
         assert live.transcript(session_id) == [("user", "a long question")]
@@ -304,9 +315,11 @@ def test_stopping_a_stream_keeps_what_was_saved(live: Live, key: str) -> None:
         assert entries(app)[-1][1] == "/new: an answer is still coming; Esc stops it first"
         await pilot.press(key)
         await idle(app, pilot)
-        assert not app.streaming and app.return_code is None  # stopped, not quit
+        assert not app.streaming
+        assert app.return_code is None
         kind, message = entries(app)[-1]
-        assert kind == "info" and message.startswith("stopped: your message is saved")
+        assert kind == "info"
+        assert message.startswith("stopped: your message is saved")
         assert app.session is not None
         session_id = app.session["id"]
         assert live.transcript(session_id)[0] == ("user", "tell me a long story")
@@ -330,7 +343,8 @@ def test_a_message_can_be_liked_with_its_live_status(live: Live) -> None:
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         await pilot.press("ctrl+up")
         answer = app.focused
-        assert isinstance(answer, AnswerEntry) and answer.message_id
+        assert isinstance(answer, AnswerEntry)
+        assert answer.message_id
         await pilot.press("l")
         await until(pilot, lambda: answer.like_status == "saving", "the like to be saving")
         assert text_of(answer.query_one(".like", Static)) == "♥ saving…"
@@ -367,7 +381,8 @@ def test_typing_a_slash_lists_the_commands_and_tab_completes(live: Live) -> None
         menu = app.query_one("#commands", OptionList)
         assert not menu.display
         await pilot.press("/")
-        assert menu.display and menu.option_count == 8
+        assert menu.display
+        assert menu.option_count == 8
         await pilot.press("r", "e")
         assert [menu.get_option_at_index(i).id for i in range(menu.option_count)] == ["rename"]
         await pilot.press("tab")
@@ -390,25 +405,30 @@ def test_new_rename_help_and_an_unknown_command(live: Live) -> None:
 
         await type_line(pilot, "/rename")
         await idle(app, pilot)
-        assert entries(app)[-1][0] == "error" and "/rename <title>" in entries(app)[-1][1]
+        assert entries(app)[-1][0] == "error"
+        assert "/rename <title>" in entries(app)[-1][1]
 
         await type_line(pilot, "/frobnicate")
         await idle(app, pilot)
         kind, message = entries(app)[-1]
-        assert kind == "error" and message.startswith("unknown command /frobnicate")
+        assert kind == "error"
+        assert message.startswith("unknown command /frobnicate")
         assert "/sessions, /new, /clear, /rename, /fork, /export, /help, /quit" in message
 
         await type_line(pilot, "/help")
         await idle(app, pilot)
-        assert "`/rename <title>`" in entries(app)[-1][1] and "Ctrl+S" in entries(app)[-1][1]
+        assert "`/rename <title>`" in entries(app)[-1][1]
+        assert "Ctrl+S" in entries(app)[-1][1]
 
         await type_line(pilot, "/new")
         await idle(app, pilot)
-        assert app.session is None and entries(app) == []
+        assert app.session is None
+        assert entries(app) == []
         live.llm.script(text("fresh"))
         await type_line(pilot, "a new topic")
         await idle(app, pilot)
-        assert app.session is not None and app.session["id"] != first
+        assert app.session is not None
+        assert app.session["id"] != first
         assert live.transcript(app.session["id"]) == [
             ("user", "a new topic"),
             ("assistant", "fresh"),
@@ -427,10 +447,12 @@ def test_clear_wipes_the_history_and_keeps_id_and_title(live: Live) -> None:
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         await type_line(pilot, "/clear")
         await idle(app, pilot)
-        assert entries(app)[-1][0] == "info" and entries(app)[-1][1].startswith("cleared")
+        assert entries(app)[-1][0] == "info"
+        assert entries(app)[-1][1].startswith("cleared")
         assert live.transcript(session_id) == []
         assert live.api("GET", f"/sessions/{session_id}")["title"] == "Keep me"
-        assert app.session is not None and app.session["id"] == session_id
+        assert app.session is not None
+        assert app.session["id"] == session_id
         assert header_title(app) == "Keep me"
 
     drive(live, scenario)
@@ -442,7 +464,8 @@ def test_fork_continues_in_a_copy(live: Live) -> None:
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         await type_line(pilot, "/fork")
         await idle(app, pilot)
-        assert app.session is not None and app.session["id"] != origin
+        assert app.session is not None
+        assert app.session["id"] != origin
         fork = app.session["id"]
         assert live.transcript(fork) == live.transcript(origin)
         assert ("answer", "the original answer") in entries(app)
@@ -466,7 +489,8 @@ def test_export_writes_the_markdown_under_the_current_directory(live: Live, tmp_
         path = workdir / ".eonyx" / "exports" / f"eonyx-{session_id}.md"
         assert entries(app)[-1] == ("info", f"exported to {path}")
         exported = path.read_text()
-        assert "q0" in exported and "an answer worth keeping" in exported
+        assert "q0" in exported
+        assert "an answer worth keeping" in exported
         served = live.api("GET", f"/sessions/{session_id}/export", params={"format": "markdown"})
         assert without_export_time(exported) == without_export_time(served)
 
@@ -507,12 +531,14 @@ def test_manager_lists_in_the_servers_order_and_enter_opens(live: Live) -> None:
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         manager = await open_manager(app, pilot)
         shown = rows(manager)
-        assert shown[0] == "* Pinned one" and shown[1] == "Recent one!"
+        assert shown[0] == "* Pinned one"
+        assert shown[1] == "Recent one!"
         assert manager.query_one(DataTable).get_row_at(1)[2].plain == "2"
         await pilot.press("down", "enter")
         await until(pilot, lambda: not isinstance(app.screen, SessionManager))
         await idle(app, pilot)
-        assert app.session is not None and app.session["id"] == newer
+        assert app.session is not None
+        assert app.session["id"] == newer
         assert entries(app)[-1] == ("answer", "newer answer")
 
     drive(live, scenario)
@@ -546,7 +572,8 @@ def test_manager_keys_rename_pin_archive_delete(live: Live) -> None:
         await until(pilot, lambda: isinstance(app.screen, Confirm))
         await pilot.press("n")
         await pilot.pause()
-        assert rows(manager) == ["Renamed here"] and second in live.session_ids()
+        assert rows(manager) == ["Renamed here"]
+        assert second in live.session_ids()
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, Confirm))
         await pilot.press("y")
@@ -626,7 +653,8 @@ def test_manager_loads_pages_as_you_scroll(live: Live) -> None:
         await pilot.press("end")
         await until(pilot, lambda: table.row_count == 120, "the last page")
         assert manager.next_cursor is None
-        assert rows(manager)[0] == "session 119" and rows(manager)[-1] == "session 000"
+        assert rows(manager)[0] == "session 119"
+        assert rows(manager)[-1] == "session 000"
 
     drive(live, scenario, new=True)
 

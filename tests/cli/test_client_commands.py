@@ -64,7 +64,8 @@ def test_sessions_lists_id_date_count_and_title(runner: CliRunner, client, alice
     ), line
 
     found = runner.invoke(main, ["sessions", "--search", "parser"])
-    assert found.output.count("\n") == 1 and "Parser work" in found.output
+    assert found.output.count("\n") == 1
+    assert "Parser work" in found.output
     none = runner.invoke(main, ["sessions", "--search", "zebra"])
     assert "no sessions matching 'zebra'" in none.output
 
@@ -88,7 +89,8 @@ def test_sessions_delete_goes_to_the_trash_restore_and_purge(
     created = client.post("/api/v1/sessions", json={"title": "bye"}, headers=alice.headers)
     session_id = created.get_json()["id"]
     result = runner.invoke(main, ["sessions", "delete", session_id])
-    assert result.exit_code == 0 and f"deleted {session_id} (in the trash" in result.output
+    assert result.exit_code == 0
+    assert f"deleted {session_id} (in the trash" in result.output
     assert runner.invoke(main, ["sessions"]).output.strip() == "no sessions"
     trash = runner.invoke(main, ["sessions", "--trash"]).output
     assert re.match(
@@ -100,16 +102,20 @@ def test_sessions_delete_goes_to_the_trash_restore_and_purge(
     assert runner.invoke(main, ["sessions", "--trash"]).output.strip() == "no sessions in the trash"
 
     refused = runner.invoke(main, ["sessions", "delete", session_id, "--purge"], input="n\n")
-    assert refused.exit_code == 1 and session_id in runner.invoke(main, ["sessions"]).output
+    assert refused.exit_code == 1
+    assert session_id in runner.invoke(main, ["sessions"]).output
     purged = runner.invoke(main, ["sessions", "delete", session_id, "--purge", "--yes"])
-    assert purged.exit_code == 0 and f"deleted {session_id} for good" in purged.output
+    assert purged.exit_code == 0
+    assert f"deleted {session_id} for good" in purged.output
     again = runner.invoke(main, ["sessions", "delete", session_id])
-    assert again.exit_code == 1 and "session not found (not_found)" in again.output
+    assert again.exit_code == 1
+    assert "session not found (not_found)" in again.output
 
 
 def test_not_logged_in(runner: CliRunner) -> None:
     result = runner.invoke(main, ["sessions"])
-    assert result.exit_code == 1 and "eonyx login" in result.output
+    assert result.exit_code == 1
+    assert "eonyx login" in result.output
 
 
 def test_unreachable_server(tmp_path: Path) -> None:
@@ -121,4 +127,5 @@ def test_unreachable_server(tmp_path: Path) -> None:
         }
     )
     result = runner.invoke(main, ["sessions"])
-    assert result.exit_code == 1 and "cannot reach Eonyx at http://127.0.0.1:9" in result.output
+    assert result.exit_code == 1
+    assert "cannot reach Eonyx at http://127.0.0.1:9" in result.output

@@ -59,9 +59,11 @@ def test_folders_commands(runner: CliRunner, chat: Chat) -> None:
         f"{work}    1  blue    Work",
     ]
     bad = runner.invoke(main, ["folders", "create", "X", "--color", "mauve"])
-    assert bad.exit_code == 1 and "color" in bad.output
+    assert bad.exit_code == 1
+    assert "color" in bad.output
     missing = runner.invoke(main, ["folders", "delete", "f" * 32])
-    assert missing.exit_code == 1 and "folder not found" in missing.output
+    assert missing.exit_code == 1
+    assert "folder not found" in missing.output
     assert "unfiled" in run(runner, "folders", "delete", work)
     assert run(runner, "folders", "list").splitlines() == [f"{home}    0  pink    Household"]
 
@@ -78,14 +80,16 @@ def test_sessions_export_writes_markdown_under_the_current_directory_and_import_
     written = tmp_path / ".eonyx" / "exports" / f"eonyx-{session_id}.md"
     assert str(Path(".eonyx/exports") / f"eonyx-{session_id}.md") in output
     transcript = written.read_text()
-    assert transcript.startswith("# What do you drink?") and "Tea, mostly." in transcript
+    assert transcript.startswith("# What do you drink?")
+    assert "Tea, mostly." in transcript
 
     run(runner, "sessions", "export", session_id, "--format", "zip")
     bundle = tmp_path / ".eonyx" / "exports" / f"eonyx-{session_id}.zip"
     assert "manifest.json" in zipfile.ZipFile(bundle).namelist()
 
     imported = run(runner, "sessions", "import", str(bundle))
-    assert imported.startswith("imported as ") and "2 messages  What do you drink?" in imported
+    assert imported.startswith("imported as ")
+    assert "2 messages  What do you drink?" in imported
     new_id = imported.split()[2]
     assert new_id != session_id
     listed = chat.client.get(f"{API}/sessions", headers=chat.user.headers).get_json()["items"]
@@ -93,6 +97,8 @@ def test_sessions_export_writes_markdown_under_the_current_directory_and_import_
 
     (tmp_path / "notes.txt").write_text("not a bundle")
     refused = runner.invoke(main, ["sessions", "import", str(tmp_path / "notes.txt")])
-    assert refused.exit_code == 1 and "not a zip" in refused.output
+    assert refused.exit_code == 1
+    assert "not a zip" in refused.output
     gone = runner.invoke(main, ["sessions", "export", "20990101T000000-00000000"])
-    assert gone.exit_code == 1 and "session not found" in gone.output
+    assert gone.exit_code == 1
+    assert "session not found" in gone.output

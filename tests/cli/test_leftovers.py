@@ -47,7 +47,8 @@ def test_a_dead_servers_run_files_are_removed(tmp_path: Path, pointers: Path) ->
     data_dir = written(tmp_path, DEAD_PID, {"worker": DEAD_PID})
     assert len(list(pointers.iterdir())) == 1
     cleared = leftovers.clear(data_dir)
-    assert cleared is not None and cleared.pid == DEAD_PID
+    assert cleared is not None
+    assert cleared.pid == DEAD_PID
     assert not (data_dir / "run" / "settings.json").exists()
     assert not list(pointers.iterdir())
     assert leftovers.clear(data_dir) is None

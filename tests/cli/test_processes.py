@@ -42,7 +42,8 @@ def test_a_killed_child_is_restarted_with_backoff_and_its_group_killed_first() -
 
         wait_for(lambda: (supervised.check(), child.pid != first)[1], 10, "a restart")
         second = child.pid
-        assert second is not None and group_alive(second)
+        assert second is not None
+        assert group_alive(second)
         grandchildren(child)
 
         os.kill(second, signal.SIGTERM)  # dies young again: a longer wait
@@ -54,4 +55,5 @@ def test_a_killed_child_is_restarted_with_backoff_and_its_group_killed_first() -
         wait_for(lambda: (supervised.check(), child.pid != second)[1], 10, "a second restart")
     finally:
         supervised.stop(grace=5)
-    assert child.pid is not None and not group_alive(child.pid)
+    assert child.pid is not None
+    assert not group_alive(child.pid)

@@ -108,7 +108,8 @@ def test_session_flag_continues_a_given_session_and_reads_stdin(live: Live) -> N
         {"role": "user", "content": "What is the code word?\n"},
     ]
     dash = live.run("-s", first, "-", input="from a pipe")
-    assert dash.exit_code == 0 and live.transcript(first)[-2] == ("user", "from a pipe")
+    assert dash.exit_code == 0
+    assert live.transcript(first)[-2] == ("user", "from a pipe")
 
     assert live.run("-s", "20990101T000000-deadbeef", "hi").exit_code == 1
     assert live.run(input="   \n").exit_code == 2  # an empty message is a usage error
@@ -173,7 +174,8 @@ def test_a_bad_eonyx_json_is_a_clear_error(
     result = live.run("hi")
     assert result.exit_code == 1
     assert "eonyx.json is not valid JSON" in result.output
-    assert live.session_ids() == [] and live.llm.completions == []
+    assert live.session_ids() == []
+    assert live.llm.completions == []
 
 
 def gauge(result: Result) -> tuple[int, str]:
@@ -190,17 +192,20 @@ def test_the_context_gauge_is_printed_and_highlighted_from_80_percent(
     calm = live.run("--system-prompt", "Be brief.", "hi")
     assert calm.exit_code == 0, calm.output
     percent, raw = gauge(calm)
-    assert percent < 80 and raw == f"{{ctx {percent}%}}"  # plain
+    assert percent < 80
+    assert raw == f"{{ctx {percent}%}}"
 
     live.llm.script(text("ok"))
     high = live.run("--system-prompt", "x" * 3300, "hi")
     percent, raw = gauge(high)
-    assert 80 <= percent < 90 and raw.startswith(YELLOW_BOLD), repr(raw)
+    assert 80 <= percent < 90, repr(raw)
+    assert raw.startswith(YELLOW_BOLD), repr(raw)
 
     live.llm.script(text("ok"))
     full = live.run("--system-prompt", "x" * 3700, "hi")
     percent, raw = gauge(full)
-    assert percent >= 90 and raw.startswith(RED_BOLD), repr(raw)
+    assert percent >= 90, repr(raw)
+    assert raw.startswith(RED_BOLD), repr(raw)
     assert ANSI.sub("", full.stdout) == "ok\n"  # the gauge is not part of the answer
 
 
@@ -220,7 +225,8 @@ def test_json_prints_the_whole_turn(make_live: Callable[..., Live]) -> None:
     assert turn["user_message"]["content"] == "The answer?"
     assert turn["assistant_message"]["content"] == "Forty-two."
     assert turn["steps"] == []
-    assert turn["context"]["window"] == 100000 and turn["context"]["percent"] is not None
+    assert turn["context"]["window"] == 100000
+    assert turn["context"]["percent"] is not None
     assert live.session_ids() == [turn["session_id"]]
     assert result.stderr == ""
 
@@ -240,7 +246,8 @@ def test_streaming_prints_tokens_as_they_arrive(
     live.llm.script(text("Streaming works fine, token by token."))
     result = live.run("stream please")
     assert result.exit_code == 0, result.output
-    assert len(pieces) > 1 and "".join(pieces) == "Streaming works fine, token by token."
+    assert len(pieces) > 1
+    assert "".join(pieces) == "Streaming works fine, token by token."
     assert result.stdout == "Streaming works fine, token by token.\n"
     assert live.llm.completions[-1].streamed
     session_id = session_of(result)
@@ -249,13 +256,16 @@ def test_streaming_prints_tokens_as_they_arrive(
     pieces.clear()
     live.llm.script(text("Plain this time."))
     plain = live.run("--no-stream", "-s", session_id, "no stream")
-    assert plain.stdout == "Plain this time.\n" and pieces == []
+    assert plain.stdout == "Plain this time.\n"
+    assert pieces == []
     assert not live.llm.completions[-1].streamed
 
     monkeypatch.setattr(run_module, "stdout_is_tty", lambda: False)
     live.llm.script(text("Forced."))
     forced = live.run("--stream", "-s", session_id, "force it")
-    assert forced.stdout == "Forced.\n" and len(pieces) > 1 and "".join(pieces) == "Forced."
+    assert forced.stdout == "Forced.\n"
+    assert len(pieces) > 1
+    assert "".join(pieces) == "Forced."
     assert live.llm.completions[-1].streamed
 
 
@@ -277,7 +287,8 @@ def test_a_streamed_token_holding_unicode_line_breaks_arrives_whole(
     live.llm.script(text(LINE_BREAKING, chunk_size=3))
     result = live.run("--stream", "break my lines")
     assert result.exit_code == 0, result.output
-    assert len(pieces) > 1 and "".join(pieces) == LINE_BREAKING
+    assert len(pieces) > 1
+    assert "".join(pieces) == LINE_BREAKING
     # On the terminal U+0085, a C1 control, is shown as an escape (README: "Text Eonyx accepts")
     assert result.stdout == printable(LINE_BREAKING, multiline=True) + "\n"
     assert live.transcript(session_of(result))[-1] == ("assistant", LINE_BREAKING)
@@ -316,7 +327,8 @@ def test_a_model_error_exits_1_with_the_message_and_retry_answers(live: Live) ->
     session_id = session_of(result)
     # A user is told which offering failed and how; the provider's words go to the log only.
     assert "'default' refused the request (HTTP 400)" in result.output
-    assert "request id" in result.output and "maximum context length" not in result.output
+    assert "request id" in result.output
+    assert "maximum context length" not in result.output
     assert "(llm_rejected)" in result.output
     assert f"eonyx run -s {session_id} --retry" in result.output
     assert live.transcript(session_id) == [("user", "a long question")]
@@ -330,7 +342,8 @@ def test_a_model_error_exits_1_with_the_message_and_retry_answers(live: Live) ->
         ("assistant", "A short answer."),
     ]
     again = live.run("-c", "--retry")
-    assert again.exit_code == 1 and "nothing_to_retry" in again.output
+    assert again.exit_code == 1
+    assert "nothing_to_retry" in again.output
     assert live.run("--retry").exit_code == 2  # a new session has nothing to retry
     assert live.run("-s", session_id, "--retry", "text").exit_code == 2
 
@@ -342,7 +355,8 @@ def test_a_stream_dying_midway_is_an_error_and_retry_answers(
     result = live.run("--stream", "go")
     assert result.exit_code == 1
     session_id = session_of(result)
-    assert "'default' is unavailable" in result.output and "request id" in result.output
+    assert "'default' is unavailable" in result.output
+    assert "request id" in result.output
     assert f"eonyx run -s {session_id} --retry" in result.output
 
     live.llm.script(text("Complete answer."))
@@ -359,7 +373,8 @@ def test_no_model_is_an_error_and_leaves_no_empty_session(
     for args in (["hi"], ["--stream", "hi"]):
         result = live.run(*args)
         assert result.exit_code == 1
-        assert "(no_model)" in result.output and "--retry" not in result.output
+        assert "(no_model)" in result.output
+        assert "--retry" not in result.output
         assert live.session_ids() == []
         assert live.api("GET", "/sessions", params={"trash": "true"})["items"] == []
 
@@ -367,4 +382,5 @@ def test_no_model_is_an_error_and_leaves_no_empty_session(
 def test_not_logged_in(live: Live) -> None:
     live.runner.env["EONYX_TOKEN"] = None
     result = live.run("hi")
-    assert result.exit_code == 1 and "eonyx login" in result.output
+    assert result.exit_code == 1
+    assert "eonyx login" in result.output

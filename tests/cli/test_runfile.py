@@ -66,16 +66,19 @@ def test_a_shell_with_another_home_finds_the_server_through_the_pointer(
     assert (settings.data_dir / "run" / "settings.json").stat().st_mode & 0o777 == 0o600
 
     environ, server = runfile.with_server_settings(shell(tmp_path, "other-home"))
-    assert server is not None and server.pid == os.getpid()
+    assert server is not None
+    assert server.pid == os.getpid()
     assert environ["DATA_DIR"] == str(settings.data_dir)
     assert environ["DATABASE_URL"] == settings.database_url
     assert "EONYX_LLM_API_KEY" not in environ
     # What the shell sets itself wins over the server's value.
     own = runfile.with_server_settings(shell(tmp_path, "other-home", USER_CHAR_LIMIT="5"))[0]
-    assert own["USER_CHAR_LIMIT"] == "5" and own["DATABASE_URL"] == settings.database_url
+    assert own["USER_CHAR_LIMIT"] == "5"
+    assert own["DATABASE_URL"] == settings.database_url
 
     runfile.remove(written)
-    assert not pointer.exists() and not written[0].exists()
+    assert not pointer.exists()
+    assert not written[0].exists()
     assert runfile.with_server_settings(shell(tmp_path, "other-home"))[1] is None
 
 
@@ -85,7 +88,8 @@ def test_a_shell_with_another_data_dir_does_not_take_that_servers_settings(
     runfile.write(load_settings(server_env(tmp_path)), "http://127.0.0.1:8000")
     own_dir = str(tmp_path / "mine")
     environ, server = runfile.with_server_settings(shell(tmp_path, "h", DATA_DIR=own_dir))
-    assert server is None and "DATABASE_URL" not in environ
+    assert server is None
+    assert "DATABASE_URL" not in environ
 
 
 def test_a_dead_servers_file_is_ignored_and_its_pointer_removed(
@@ -130,18 +134,21 @@ def test_two_servers_keep_a_pointer_each_and_a_command_without_data_dir_refuses_
     assert f"DATA_DIR={tmp_path / 'one'}  http://127.0.0.1:8001  (pid {os.getpid()})" in message
     assert f"DATA_DIR={tmp_path / 'two'}  http://127.0.0.1:8002  (pid {other_server})" in message
     result = CliRunner(env=shell(tmp_path, "h")).invoke(main, ["users", "list"])
-    assert result.exit_code == 1 and "set DATA_DIR" in result.output
+    assert result.exit_code == 1
+    assert "set DATA_DIR" in result.output
 
     # DATA_DIR names one: that one's settings, whatever else runs.
     chosen = shell(tmp_path, "h", DATA_DIR=str(tmp_path / "two"))
     environ, server = runfile.with_server_settings(chosen)
-    assert server is not None and server.pid == other_server
+    assert server is not None
+    assert server.pid == other_server
     assert environ["DATA_DIR"] == str(tmp_path / "two")
 
     # One of them dies: the other is the one running, and the dead one's pointer goes.
     as_if_run_by(runfile.run_file(second.data_dir), DEAD_PID)
     environ, server = runfile.with_server_settings(shell(tmp_path, "h"))
-    assert server is not None and environ["DATA_DIR"] == str(tmp_path / "one")
+    assert server is not None
+    assert environ["DATA_DIR"] == str(tmp_path / "one")
     assert list(pointers.iterdir()) == [runfile.pointer_file(first.data_dir)]
 
 
@@ -149,7 +156,8 @@ def test_a_masked_database_password_is_asked_for(tmp_path: Path) -> None:
     url = "postgresql+psycopg://eonyx:s3cret@db.internal:5432/eonyx"
     runfile.write(load_settings(server_env(tmp_path, DATABASE_URL=url)), "http://h:8000")
     written = (tmp_path / "server-data" / "run" / "settings.json").read_text()
-    assert "s3cret" not in written and "sk-secret" not in written
+    assert "s3cret" not in written
+    assert "sk-secret" not in written
     with pytest.raises(runfile.MaskedSetting, match="set DATABASE_URL in this shell"):
         runfile.with_server_settings(shell(tmp_path, "h"))
     result = CliRunner(env=shell(tmp_path, "h")).invoke(main, ["users", "list"])

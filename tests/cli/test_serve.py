@@ -7,6 +7,7 @@ their query string, and on Ctrl+C stops everything it started and exits 0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +40,8 @@ def json_lines(output: str) -> list[dict]:
     found = []
     for line in output.splitlines():
         if line.startswith("{"):
-            try:
+            with contextlib.suppress(ValueError):
                 found.append(json.loads(line))
-            except ValueError:
-                pass
     return found
 
 
@@ -116,14 +115,18 @@ def test_the_events_socket_works_under_gunicorn_and_its_token_is_not_logged(
             saved = http.put("/api/v1/memory/user", json={"content": "- Likes tables\n"})
             assert saved.status_code == 200, saved.text
             event = json.loads(ws.receive(10))
-            assert event["type"] == "memory.updated" and event["file"] == "USER.md"
+            assert event["type"] == "memory.updated"
+            assert event["file"] == "USER.md"
         finally:
             ws.close()
         refused = WebSocket.connect(url.replace("http://", "ws://") + "/api/v1/events?token=nope")
-        seen = []
+        seen: list[object] = []
+
+        def receive_five() -> None:
+            seen.extend(json.loads(refused.receive(10) or "null") for _ in range(5))
+
         with pytest.raises(ConnectionClosed):
-            for _ in range(5):
-                seen.append(json.loads(refused.receive(10) or "null"))
+            receive_five()
         assert {"type": "ready"} not in seen  # closed on a bad token, never listening
         # Not a WebSocket: answered, and logged like any request, by its path alone.
         assert httpx.get(f"{url}/api/v1/events?token={token}").status_code == 400
@@ -137,7 +140,8 @@ def test_the_events_socket_works_under_gunicorn_and_its_token_is_not_logged(
 
     wait_for(logged, 10, f"the events request in the access log:\n{served.output}")
     served.stop_with_ctrl_c()
-    assert token not in served.output and "nope" not in served.output
+    assert token not in served.output
+    assert "nope" not in served.output
     assert "?token" not in served.output
 
 
@@ -158,7 +162,8 @@ def test_server_commands_find_the_running_servers_settings(
     url = served.wait_url()
     settings_file = served.data_dir / "run" / "settings.json"
     written = json.loads(settings_file.read_text())
-    assert written["url"] == url and written["pid"] == served.process.pid
+    assert written["url"] == url
+    assert written["pid"] == served.process.pid
     assert written["environment"]["DATABASE_URL"] == f"sqlite:///{database}"
     assert written["environment"]["USER_CHAR_LIMIT"] == "999"
     assert "sk-do-not-write-me" not in settings_file.read_text()
@@ -251,6 +256,7 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
     # The memory-mapped files on the RAM disk, never on DATA_DIR's (where a full disk would
     # kill the HTTP workers with SIGBUS; tests/cli/test_serve_disk.py); gone after a stop.
     directory = metrics_directory(served.data_dir)
-    assert directory.parent == Path("/dev/shm") and any(directory.glob("*.db"))
+    assert directory.parent == Path("/dev/shm")
+    assert any(directory.glob("*.db"))
     served.stop_with_ctrl_c()
     assert not directory.exists()

@@ -137,7 +137,8 @@ def test_behind_a_tls_proxy_the_cookie_is_a_host_cookie(
         )
     assert plain.status_code == proxied.status_code == 200
     plain_cookie = plain.headers["set-cookie"]
-    assert plain_cookie.startswith("eonyx_session=") and "Secure" not in plain_cookie
+    assert plain_cookie.startswith("eonyx_session=")
+    assert "Secure" not in plain_cookie
     host_cookie = [part.strip() for part in proxied.headers["set-cookie"].split(";")]
     assert host_cookie[0].startswith("__Host-eonyx_session=")
     assert {"Secure", "HttpOnly", "Path=/", "SameSite=Strict"} <= set(host_cookie)

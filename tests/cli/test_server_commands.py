@@ -38,9 +38,11 @@ def test_users_create_and_list(rt: Runtime, backend: Backend) -> None:
     assert created.exit_code == 0, created.output
     assert "created user ada" in created.output
     again = runner.invoke(main, ["users", "create", "ada", "--password", "long password"])
-    assert again.exit_code == 1 and "already exists" in again.output
+    assert again.exit_code == 1
+    assert "already exists" in again.output
     short = runner.invoke(main, ["users", "create", "bo", "--password", "short"])
-    assert short.exit_code == 1 and "at least 8 and at most 1024 characters" in short.output
+    assert short.exit_code == 1
+    assert "at least 8 and at most 1024 characters" in short.output
     assert "ada" in runner.invoke(main, ["users", "list"]).output
 
 
@@ -73,14 +75,18 @@ def test_users_link_binds_a_teams_user(rt: Runtime, backend: Backend, alice: Acc
     assert f"Teams user {aad} now chats as alice" in linked.output
     with rt.db.session() as db:
         user = links.linked_user(db, aad.lower())
-        assert user is not None and user.username == "alice"
+        assert user is not None
+        assert user.username == "alice"
     runner.invoke(main, ["users", "create", "bob", "--password", "long password"])
     moved = runner.invoke(main, ["users", "link", "bob", "--teams-aad-id", aad])
-    assert moved.exit_code == 0 and "(was linked to alice)" in moved.output
+    assert moved.exit_code == 0
+    assert "(was linked to alice)" in moved.output
     bad = runner.invoke(main, ["users", "link", "bob", "--teams-aad-id", "not-a-guid"])
-    assert bad.exit_code == 1 and "not an Azure AD object id" in bad.output
+    assert bad.exit_code == 1
+    assert "not an Azure AD object id" in bad.output
     nobody = runner.invoke(main, ["users", "link", "nobody", "--teams-aad-id", aad])
-    assert nobody.exit_code == 1 and "no user 'nobody'" in nobody.output
+    assert nobody.exit_code == 1
+    assert "no user 'nobody'" in nobody.output
 
 
 def test_a_worker_waits_until_the_api_has_migrated_the_database(
@@ -111,7 +117,8 @@ def test_users_list_escapes_what_a_terminal_would_obey(rt: Runtime, backend: Bac
     with rt.db.session() as db:  # a name from before the rules, written straight to the table
         db.add(User(id="f" * 32, username="evil\x1b[2J", password_hash="x", created_at=utcnow()))
     listed = CliRunner(env=server_env(rt, backend)).invoke(main, ["users", "list"])
-    assert "evil\\x1b[2J" in listed.output and "\x1b" not in listed.output
+    assert "evil\\x1b[2J" in listed.output
+    assert "\x1b" not in listed.output
 
 
 def test_index_rebuild_lists_the_files_it_could_not_index(
@@ -153,34 +160,43 @@ def test_users_passwd_disable_enable_delete(
     changed = runner.invoke(main, ["users", "passwd", "alice"], input="new password 1\n" * 2)
     assert changed.exit_code == 0, changed.output
     assert "password of alice changed; 1 sign-in or key ended" in changed.output
-    assert not works(alice.token) and announced() == 1
+    assert not works(alice.token)
+    assert announced() == 1
     with rt.db.session() as db:
         _, token = accounts.login(db, "alice", "new password 1", timedelta(hours=1))
 
     disabled = runner.invoke(main, ["users", "disable", "ALICE"])
-    assert disabled.exit_code == 0 and f"disabled alice ({alice.user_id})" in disabled.output
-    assert not works(token) and announced() == 1
+    assert disabled.exit_code == 0
+    assert f"disabled alice ({alice.user_id})" in disabled.output
+    assert not works(token)
+    assert announced() == 1
     listed = runner.invoke(main, ["users", "list"]).output
     assert f"{alice.user_id}  alice  (disabled)" in listed
     assert f"{admin.user_id}  root  (admin)" in listed
     enabled = runner.invoke(main, ["users", "enable", alice.user_id])
-    assert enabled.exit_code == 0 and works(token)
+    assert enabled.exit_code == 0
+    assert works(token)
 
     last = runner.invoke(main, ["users", "disable", "root"])
-    assert last.exit_code == 1 and "last enabled administrator" in last.output
+    assert last.exit_code == 1
+    assert "last enabled administrator" in last.output
     missing = runner.invoke(main, ["users", "delete", "nobody", "--yes"])
-    assert missing.exit_code == 1 and "no user 'nobody'" in missing.output
+    assert missing.exit_code == 1
+    assert "no user 'nobody'" in missing.output
 
     user_dir = rt.store.users_dir / alice.user_id
     me = Principal(alice.user_id, "alice", False, "web", "")
     session_service.create_session(rt, me, title="kept?")
     assert user_dir.exists()
     kept = runner.invoke(main, ["users", "delete", "alice"], input="n\n")
-    assert kept.exit_code == 1 and user_dir.exists() and works(token)
+    assert kept.exit_code == 1
+    assert user_dir.exists()
+    assert works(token)
     gone = runner.invoke(main, ["users", "delete", "alice"], input="y\n")
     assert gone.exit_code == 0, gone.output
     assert f"deleted alice ({alice.user_id}) and their data" in gone.output
-    assert not user_dir.exists() and not works(token)
+    assert not user_dir.exists()
+    assert not works(token)
     with rt.db.session() as db:
         assert db.get(User, alice.user_id) is None
     pubsub.close()

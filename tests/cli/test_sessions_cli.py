@@ -90,7 +90,8 @@ def test_filters_paging_and_search_with_snippets(
     assert listed_ids(run(runner, "--folder", folder_id)) == [filed]
     assert set(listed_ids(run(runner, "--folder", "none"))) == set(loose)
     first = runner.invoke(main, ["sessions", "--limit", "2"])
-    assert len(listed_ids(first.output)) == 2 and "add --all" in first.output
+    assert len(listed_ids(first.output)) == 2
+    assert "add --all" in first.output
     assert len(listed_ids(run(runner, "--limit", "2", "--all"))) == 4
 
     found = run(runner, "--search", "ocelot")

@@ -130,7 +130,7 @@ def test_context_usage_includes_the_system_prompt() -> None:
     unbounded = context_usage("s" * 400, [], None)
     assert (unbounded.tokens, unbounded.window, unbounded.percent) == (100, None, None)
     assert not unbounded.over_threshold
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="positive number of tokens"):
         context_usage("", [], 0)
 
 
@@ -196,7 +196,8 @@ def test_keeps_exactly_the_last_three_user_turns() -> None:
     )
     assert plan is not None
     assert user_turns(plan.kept) == 3
-    assert plan.kept[0]["role"] == "user" and plan.kept[0]["content"].startswith("U4")
+    assert plan.kept[0]["role"] == "user"
+    assert plan.kept[0]["content"].startswith("U4")
     assert [r["content"][:2] for r in plan.to_summarize] == ["U1", "A1", "U2", "A2", "U3", "A3"]
     assert plan.covered_through == plan.to_summarize[-1]["id"]
     assert list(plan.to_summarize) + list(plan.kept) == history.messages
@@ -231,7 +232,8 @@ def test_a_turn_full_of_tool_calls_is_never_split() -> None:
         history.records, system_prompt="", window=200, previous_summary=None, summarized_upto=None
     )
     assert plan is not None
-    assert plan.kept[0]["role"] == "user" and plan.kept[0]["content"].startswith("U4")
+    assert plan.kept[0]["role"] == "user"
+    assert plan.kept[0]["content"].startswith("U4")
     assert user_turns(plan.kept) == 3
     assert_no_split(plan.kept, plan.to_summarize)
     model = apply_summary(
@@ -290,8 +292,11 @@ def test_summary_request_asks_for_a_running_summary() -> None:
         assert section in system
     user = request[1]["content"]
     assert "(none yet)" in user
-    assert "U1" in user and "A1" in user and "U2" in user
-    assert "[assistant calls tool read]" in user and "[tool result: read]" in user
+    assert "U1" in user
+    assert "A1" in user
+    assert "U2" in user
+    assert "[assistant calls tool read]" in user
+    assert "[tool result: read]" in user
     assert "U3" not in user  # kept verbatim, not summarized
     json.dumps(request)  # plain JSON, ready for the client
 
@@ -328,7 +333,8 @@ def test_previous_summary_feeds_the_next_compaction() -> None:
     assert [r["content"][:2] for r in second.kept if r["role"] == "user"] == ["U7", "U8", "U9"]
     request = summary_request(second)[1]["content"]
     assert "<previous-summary>\nFIRST SUMMARY\n</previous-summary>" in request
-    assert "U1" not in request and "U4" in request
+    assert "U1" not in request
+    assert "U4" in request
 
 
 def test_usage_counts_only_messages_after_the_summary() -> None:

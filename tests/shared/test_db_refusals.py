@@ -53,6 +53,5 @@ def test_a_refused_write_is_a_storage_error_naming_the_reason(
 def test_other_database_errors_are_left_as_they_are(database: Database) -> None:
     with database.engine.begin() as connection:
         connection.execute(text("INSERT INTO refusal_probe VALUES (2)"))
-    with pytest.raises(IntegrityError):
-        with database.engine.begin() as connection:
-            connection.execute(text("INSERT INTO refusal_probe VALUES (2)"))
+    with pytest.raises(IntegrityError), database.engine.begin() as connection:
+        connection.execute(text("INSERT INTO refusal_probe VALUES (2)"))

@@ -96,7 +96,8 @@ def test_the_job_is_sent_after_turns_4_8_and_12_and_no_turn_waits_for_it(chat: C
         expected = [(chat.user.user_id, session_id, k) for k in (4, 8, 12) if k <= n]
         assert jobs(chat).of(job_names.EXTRACT_MEMORY) == expected, f"after turn {n}"
     # Twelve turns, twelve chat calls: no extraction ran inside a request.
-    assert len(chat.llm.completions) == 12 and model.extractions == []
+    assert len(chat.llm.completions) == 12
+    assert model.extractions == []
 
 
 def test_a_contradiction_is_reconciled_to_one_line(chat: Chat) -> None:
@@ -107,7 +108,8 @@ def test_a_contradiction_is_reconciled_to_one_line(chat: Chat) -> None:
 
     outcome = extract(chat, session_id, 4)  # what the worker runs
 
-    assert outcome.status == "saved" and outcome.marker == 4
+    assert outcome.status == "saved"
+    assert outcome.marker == 4
     assert user_md(chat).read_text() == "- Answer in German\n- Prefers short answers\n"
     assert chat.rt.memory.backups("user", chat.user.user_id)  # the old file was kept
     assert marker(chat, session_id) == 4
@@ -168,7 +170,8 @@ def test_a_flagged_new_entry_is_left_out_and_the_rest_saved(chat: Chat) -> None:
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d")
     outcome = extract(chat, session_id, 4)
-    assert outcome.status == "saved" and "safety filter" in outcome.detail
+    assert outcome.status == "saved"
+    assert "safety filter" in outcome.detail
     assert user_md(chat).read_text() == "- Answer in German\n- Likes tables\n"
 
 
@@ -182,7 +185,8 @@ def test_a_duplicated_or_retried_job_changes_nothing_more(chat: Chat) -> None:
 
     again = extract(chat, session_id, 4)
 
-    assert again.status == "skipped" and len(model.extractions) == 1
+    assert again.status == "skipped"
+    assert len(model.extractions) == 1
     assert user_md(chat).read_bytes() == after
     assert chat.rt.store.path(chat.user.user_id, session_id).read_bytes() == session_file
 
@@ -195,7 +199,8 @@ def test_the_next_run_covers_only_the_new_turns(chat: Chat) -> None:
     talk(chat, session_id, "five", "six", "seven", "answer in German")
     assert extract(chat, session_id, 8).status == "saved"
     second = model.extractions[1].messages[1]["content"]
-    assert "User: five" in second and "User: four" not in second
+    assert "User: five" in second
+    assert "User: four" not in second
     assert "- Likes tables" in second
     assert user_md(chat).read_text() == "- Likes tables\n- Answer in German\n"
     assert marker(chat, session_id) == 8
@@ -212,8 +217,10 @@ def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(
 
     outcome = extract(chat, session_id, 4)
 
-    assert outcome.status == "failed" and "model failed" in outcome.detail
-    assert marker(chat, session_id) is None and user_md(chat).exists() == before
+    assert outcome.status == "failed"
+    assert "model failed" in outcome.detail
+    assert marker(chat, session_id) is None
+    assert user_md(chat).exists() == before
     sweeper = RecordingJobs()
     assert sweep_extraction(chat.rt, sweeper) == 1
     assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 4)]
@@ -240,7 +247,8 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(
     assert extract(chat, session_id, 5).marker == 5
 
     sweeper.sent.clear()
-    assert sweep_extraction(chat.rt, sweeper) == 0 and sweeper.sent == []
+    assert sweep_extraction(chat.rt, sweeper) == 0
+    assert sweeper.sent == []
 
 
 def test_the_sweep_leaves_a_running_job_alone_and_resends_a_lost_one_once_a_minute(
@@ -298,7 +306,8 @@ def test_temporary_chats_never_trigger_extraction(chat: Chat) -> None:
     assert jobs(chat).sent == []
     assert sweep_extraction(chat.rt, RecordingJobs()) == 0
     assert extract(chat, session_id, 8).status == "skipped"  # even if a job were sent
-    assert model.extractions == [] and memory_files(chat) == before
+    assert model.extractions == []
+    assert memory_files(chat) == before
 
 
 @pytest.mark.parametrize(
@@ -325,7 +334,8 @@ def test_extraction_never_runs_when_off_or_in_demo_mode(
     assert jobs(chat).sent == []
     assert sweep_extraction(chat.rt, RecordingJobs()) == 0
     assert extract(chat, session_id, 8).status == "skipped"
-    assert model.extractions == [] and memory_files(chat) == before
+    assert model.extractions == []
+    assert memory_files(chat) == before
 
 
 def test_the_extraction_role_picks_its_own_model(chat: Chat) -> None:

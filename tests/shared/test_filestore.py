@@ -176,8 +176,11 @@ def test_backups_are_timestamped_copies(tmp_path: Path) -> None:
     first = filestore.backup_file(target, tmp_path / "backups")
     target.write_text("v2")
     second = filestore.backup_file(target, tmp_path / "backups")
-    assert first and second and first != second
-    assert first.read_text() == "v1" and second.read_text() == "v2"
+    assert first
+    assert second
+    assert first != second
+    assert first.read_text() == "v1"
+    assert second.read_text() == "v2"
     assert sorted(p.name for p in (tmp_path / "backups").iterdir()) == [first.name, second.name]
 
 

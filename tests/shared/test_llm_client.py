@@ -87,10 +87,12 @@ def test_plain_completion(fake_llm: FakeLLM, client: LLMClient) -> None:  # noqa
     assert answer.content == "Hello there!"
     assert answer.tool_calls == []
     assert answer.finish_reason == "stop"
-    assert answer.usage is not None and answer.usage["total_tokens"] > 0
+    assert answer.usage is not None
+    assert answer.usage["total_tokens"] > 0
     assert answer.message() == {"role": "assistant", "content": "Hello there!"}
     [seen] = fake_llm.requests
-    assert seen.method == "POST" and seen.path == "/v1/chat/completions"
+    assert seen.method == "POST"
+    assert seen.path == "/v1/chat/completions"
     assert seen.body == {
         "model": "fake-model",
         "messages": HELLO,
@@ -119,7 +121,8 @@ def test_tool_call_completion(fake_llm: FakeLLM, client: LLMClient) -> None:  # 
     assert answer.tool_calls == [ToolCall("call_1", "get_weather", '{"city": "Paris"}')]
     assert answer.message()["tool_calls"][0]["function"]["name"] == "get_weather"
     body = fake_llm.last_request.body
-    assert body["tools"] == [WEATHER_TOOL] and body["tool_choice"] == "auto"
+    assert body["tools"] == [WEATHER_TOOL]
+    assert body["tool_choice"] == "auto"
 
 
 def test_streaming_text(fake_llm: FakeLLM, client: LLMClient) -> None:  # noqa: F811
@@ -130,7 +133,8 @@ def test_streaming_text(fake_llm: FakeLLM, client: LLMClient) -> None:  # noqa: 
     assert len(texts) == 7
     assert "".join(texts) == completion.content == "Streaming, one piece at a time."
     assert completion.finish_reason == "stop"
-    assert completion.usage is not None and completion.usage["completion_tokens"] > 0
+    assert completion.usage is not None
+    assert completion.usage["completion_tokens"] > 0
     seen = fake_llm.last_request
     assert seen.body["stream"] is True
     assert seen.body["stream_options"] == {"include_usage": True}
@@ -169,14 +173,17 @@ def test_read_timeout_is_retried_then_raises_llm_timeout(
 ) -> None:
     fake_llm.script(*[text("too late", delay=5.0) for _ in range(3)])
 
-    with make_client(sleeps, read=0.2, retries=2) as slow_client:
-        with pytest.raises(LLMTimeout) as caught:
-            slow_client.complete(fake_llm.offering("slowpoke"), HELLO)
+    with (
+        make_client(sleeps, read=0.2, retries=2) as slow_client,
+        pytest.raises(LLMTimeout) as caught,
+    ):
+        slow_client.complete(fake_llm.offering("slowpoke"), HELLO)
 
     assert caught.value.offering_id == "slowpoke"
     assert "'slowpoke'" in str(caught.value)
     assert "0.2s read timeout" in str(caught.value)
-    assert caught.value.attempts == 3 and "after 3 attempts" in str(caught.value)
+    assert caught.value.attempts == 3
+    assert "after 3 attempts" in str(caught.value)
     assert isinstance(caught.value.__cause__, httpx.ReadTimeout)
     assert len(fake_llm.completions) == 3
     assert len(sleeps) == 2
@@ -205,7 +212,8 @@ def test_retry_after_is_honoured_on_429(
     )
 
     assert client.complete(fake_llm.offering(), HELLO).content == "Finally"
-    assert len(sleeps) == 1 and sleeps[0] >= 1
+    assert len(sleeps) == 1
+    assert sleeps[0] >= 1
     assert len(fake_llm.completions) == 2
 
 
@@ -220,7 +228,8 @@ def test_429_after_retries_raises_rate_limited(
     with pytest.raises(LLMRateLimited) as caught:
         client.complete(fake_llm.offering(), HELLO)
 
-    assert caught.value.status == 429 and caught.value.retry_after == 2
+    assert caught.value.status == 429
+    assert caught.value.retry_after == 2
     assert "Rate limit reached" in str(caught.value)
     assert sleeps == [2, 2]
 
@@ -265,12 +274,15 @@ def test_stream_dying_midway_raises_unavailable(
     fake_llm.script(broken_stream("This answer will not get to its end.", after=3))
     texts: list[str] = []
 
+    def read_all() -> None:
+        texts.extend(event.text for event in client.stream(fake_llm.offering(), HELLO))
+
     with pytest.raises(LLMUnavailable, match="'fake' broke off: stream ended early") as caught:
-        for event in client.stream(fake_llm.offering(), HELLO):
-            texts.append(event.text)
+        read_all()
 
     assert texts == ["This", " ans"]  # the role chunk, then two pieces of four
-    assert caught.value.partial is not None and caught.value.partial.content == "This ans"
+    assert caught.value.partial is not None
+    assert caught.value.partial.content == "This ans"
     assert len(fake_llm.completions) == 1  # data had arrived: no retry
 
 
@@ -319,7 +331,8 @@ def test_unreachable_server_raises_unavailable(client: LLMClient, sleeps: list[f
     with pytest.raises(LLMUnavailable, match="'gone' could not be reached") as caught:
         client.complete(offering, HELLO)
 
-    assert caught.value.attempts == 3 and len(sleeps) == 2
+    assert caught.value.attempts == 3
+    assert len(sleeps) == 2
 
 
 # -- on httpx.MockTransport --
@@ -400,9 +413,11 @@ def test_retry_after_as_http_date_on_503(sleeps: list[float]) -> None:
 
 
 def test_status_without_a_provider_message(sleeps: list[float]) -> None:
-    with mock_client(lambda request: httpx.Response(404), sleeps) as mocked:
-        with pytest.raises(LLMRejected) as caught:
-            mocked.complete(MOCK, HELLO)
+    with (
+        mock_client(lambda request: httpx.Response(404), sleeps) as mocked,
+        pytest.raises(LLMRejected) as caught,
+    ):
+        mocked.complete(MOCK, HELLO)
     assert str(caught.value) == "model offering 'mock' rejected the request (HTTP 404 Not Found)"
     assert caught.value.provider_message is None
 
@@ -410,7 +425,8 @@ def test_status_without_a_provider_message(sleeps: list[float]) -> None:
 def test_unusable_base_url_is_not_retried(client: LLMClient, sleeps: list[float]) -> None:
     with pytest.raises(LLMError, match="'odd' cannot be reached at 'ftp://x/v1'") as caught:
         client.complete(Offering("odd", "ftp://x/v1", "m"), HELLO)
-    assert type(caught.value) is LLMError and sleeps == []
+    assert type(caught.value) is LLMError
+    assert sleeps == []
 
 
 def test_request_shape_on_the_wire(sleeps: list[float]) -> None:
@@ -455,12 +471,15 @@ def test_stream_read_error_midway(sleeps: list[float]) -> None:
         body = Pieces(sse(delta("Hal")), then=httpx.ReadError("connection reset"))
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
-    with mock_client(handler, sleeps) as mocked:
-        with pytest.raises(
+    with (
+        mock_client(handler, sleeps) as mocked,
+        pytest.raises(
             LLMUnavailable, match="'mock' broke off: stream ended early after 1 chunk"
-        ) as caught:
-            collect(mocked.stream(MOCK, HELLO))
-    assert caught.value.partial is not None and caught.value.partial.content == "Hal"
+        ) as caught,
+    ):
+        collect(mocked.stream(MOCK, HELLO))
+    assert caught.value.partial is not None
+    assert caught.value.partial.content == "Hal"
     assert sleeps == []
 
 
@@ -469,9 +488,8 @@ def test_stream_stall_midway_is_a_timeout(sleeps: list[float]) -> None:
         body = Pieces(sse(delta("Hal")), then=httpx.ReadTimeout("stalled"))
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
-    with mock_client(handler, sleeps) as mocked:
-        with pytest.raises(LLMTimeout, match="stream stalled"):
-            collect(mocked.stream(MOCK, HELLO))
+    with mock_client(handler, sleeps) as mocked, pytest.raises(LLMTimeout, match="stream stalled"):
+        collect(mocked.stream(MOCK, HELLO))
 
 
 def test_stream_without_done_but_finished_is_accepted(sleeps: list[float]) -> None:
@@ -488,9 +506,11 @@ def test_stream_error_event_raises(sleeps: list[float]) -> None:
         body = Pieces(sse(delta("Hi"), {"error": {"message": "model overloaded"}}))
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
-    with mock_client(handler, sleeps) as mocked:
-        with pytest.raises(LLMUnavailable, match="model overloaded"):
-            collect(mocked.stream(MOCK, HELLO))
+    with (
+        mock_client(handler, sleeps) as mocked,
+        pytest.raises(LLMUnavailable, match="model overloaded"),
+    ):
+        collect(mocked.stream(MOCK, HELLO))
 
 
 def test_stream_answered_as_plain_json(sleeps: list[float]) -> None:
@@ -499,16 +519,19 @@ def test_stream_answered_as_plain_json(sleeps: list[float]) -> None:
 
     with mock_client(handler, sleeps) as mocked:
         texts, completion = collect(mocked.stream(MOCK, HELLO))
-    assert texts == ["whole"] and completion.content == "whole"
+    assert texts == ["whole"]
+    assert completion.content == "whole"
 
 
 def test_invalid_success_body(sleeps: list[float]) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, text="<html>captive portal</html>")
 
-    with mock_client(handler, sleeps) as mocked:
-        with pytest.raises(LLMInvalidResponse, match="'mock'.*not a chat completion"):
-            mocked.complete(MOCK, HELLO)
+    with (
+        mock_client(handler, sleeps) as mocked,
+        pytest.raises(LLMInvalidResponse, match="'mock'.*not a chat completion"),
+    ):
+        mocked.complete(MOCK, HELLO)
     assert sleeps == []
 
 

@@ -57,9 +57,8 @@ def test_a_busy_lock_is_a_conflict_after_waiting(
 ) -> None:
     first = make_locks(kind, tmp_path, backend)
     second = make_locks(kind, tmp_path, backend)
-    with first.hold("x"):
-        with pytest.raises(Conflict, match="busy"), second.hold("x", wait=0.2):
-            pass
+    with first.hold("x"), pytest.raises(Conflict, match="busy"), second.hold("x", wait=0.2):
+        pass
     with second.hold("x", wait=0.2):
         pass
 

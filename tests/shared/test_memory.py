@@ -104,7 +104,8 @@ def test_a_writer_whose_redis_lock_expired_cannot_overwrite(
     time.sleep(0.5)
     fast.update("agent", USER, add("from the fast writer"))  # gets the expired lock
     thread.join(10)
-    assert len(failures) == 1 and isinstance(failures[0], StaleVersion)
+    assert len(failures) == 1
+    assert isinstance(failures[0], StaleVersion)
     assert fast.read("agent", USER).entries == ["from the fast writer"]
 
 
@@ -134,13 +135,15 @@ def test_20_concurrent_writers_in_several_processes_lose_no_entry(
 def test_identity_is_regenerated_when_deleted(settings: Settings) -> None:
     with Runtime.build(settings) as rt:
         path = rt.memory.path("identity", None)
-        assert rt.identity == DEFAULT_IDENTITY and path.read_text() == DEFAULT_IDENTITY
+        assert rt.identity == DEFAULT_IDENTITY
+        assert path.read_text() == DEFAULT_IDENTITY
         path.write_text("You are Quill, a terse assistant.")
     with Runtime.build(settings) as rt:
         assert rt.identity == "You are Quill, a terse assistant."
         path.unlink()
     with Runtime.build(settings) as rt:
-        assert rt.identity == DEFAULT_IDENTITY and path.exists()
+        assert rt.identity == DEFAULT_IDENTITY
+        assert path.exists()
 
 
 def test_a_read_only_store_falls_back_to_the_built_in_identity(

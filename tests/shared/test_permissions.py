@@ -79,7 +79,8 @@ def test_an_old_store_is_made_private_and_said_in_one_line(
 
     assert open_paths(data) == []
     assert changed == 11  # 6 folders (data, users, u1, sessions, .agent, run) and 5 files
-    assert mode(made["session"]) == 0o600 and mode(made["tool"]) == 0o700  # owner bits kept
+    assert mode(made["session"]) == 0o600
+    assert mode(made["tool"]) == 0o700
     assert mode(data / "users") == 0o700
     assert mode(outside) == 0o644
     [line] = caplog.records
@@ -102,7 +103,8 @@ def test_a_fresh_store_has_no_group_or_other_bits(tmp_path: Path, usual_umask: N
     settings = load_settings({"HOME": str(tmp_path), "DATA_DIR": str(data)})
     with Runtime.build(settings) as rt:
         rt.db.migrate()
-        assert (data / "eonyx.db-wal").exists() and (data / "eonyx.db-shm").exists()
+        assert (data / "eonyx.db-wal").exists()
+        assert (data / "eonyx.db-shm").exists()
         assert mode(data) == mode(data.parent) == 0o700
         for name in ("eonyx.db", "eonyx.db-wal", "eonyx.db-shm"):
             assert mode(data / name) == 0o600, name

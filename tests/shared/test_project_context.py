@@ -30,7 +30,7 @@ def write(path: Path, text: str = "") -> Path:
     return path
 
 
-@pytest.fixture()
+@pytest.fixture
 def projects(tmp_path: Path) -> Path:
     root = tmp_path / "projects"
     root.mkdir()
@@ -210,7 +210,8 @@ def test_large_agents_file_is_truncated_with_a_marker(projects: Path) -> None:
     assert file.content.endswith(TRUNCATION_MARKER)
     assert len(file.content.encode()) <= MAX_AGENTS_FILE_BYTES
     kept = file.content[: -len(TRUNCATION_MARKER)]
-    assert kept and set(kept) == {"é"}
+    assert kept
+    assert set(kept) == {"é"}
     # what discovery produces is always accepted back from a client
     assert validate_project_context([file.to_dict()]) == [file]
 
@@ -369,7 +370,8 @@ def test_load_server_context(projects: Path) -> None:
 
     write(projects / "plain" / "AGENTS.md", "plain")
     plain = load_server_context(projects, "plain")
-    assert plain.config == {} and plain.system_prompt is None
+    assert plain.config == {}
+    assert plain.system_prompt is None
     assert paths(plain.files) == ["plain/AGENTS.md"]
 
 

@@ -68,7 +68,8 @@ def test_a_snippet_surrounds_the_match_with_its_highlights(rt: Runtime, alice: A
     assert [r.row.id for r in results] == [session_id]
     hit = results[0].hit
     snippet = hit.snippet
-    assert snippet["text"].startswith("…") and snippet["text"].endswith("…")
+    assert snippet["text"].startswith("…")
+    assert snippet["text"].endswith("…")
     assert len(snippet["text"]) <= search.SNIPPET_CHARS + 2
     marked = [snippet["text"][a:b] for a, b in snippet["highlights"]]
     assert marked == ["Brown", "dog"]
@@ -82,8 +83,10 @@ def test_a_snippet_surrounds_the_match_with_its_highlights(rt: Runtime, alice: A
 def test_another_users_text_is_never_found(rt: Runtime, alice: Account, bob: Account) -> None:
     chat_in(rt, alice, "Alice's secret", "my zeppelin plans")
     mine = chat_in(rt, bob, "Bob", "nothing about airships")
-    assert found(rt, bob, "zeppelin") == [] and found(rt, bob, "secret") == []
-    assert found(rt, bob, "zeppelin*") == [] and found(rt, bob, "airships") == [mine]
+    assert found(rt, bob, "zeppelin") == []
+    assert found(rt, bob, "secret") == []
+    assert found(rt, bob, "zeppelin*") == []
+    assert found(rt, bob, "airships") == [mine]
     assert len(found(rt, alice, "zeppelin")) == 1
 
 
@@ -100,14 +103,16 @@ def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice
     session_service.append_records(rt, me(alice), session_id, [chat_in_again])
     assert found(rt, alice, "okapi") == [session_id]
     session_service.update_session(rt, me(alice), session_id, {"title": "Zoo"})
-    assert found(rt, alice, "zoo") == [session_id] and found(rt, alice, "notes") == []
+    assert found(rt, alice, "zoo") == [session_id]
+    assert found(rt, alice, "notes") == []
 
     with rt.db.session() as db:  # the index is a cache: dropped, it comes back with the text
         index.drop(db)
     assert found(rt, alice, "narwhal") == [session_id]
 
     lifecycle.clear_session(rt, me(alice), session_id)
-    assert found(rt, alice, "narwhal") == [] and found(rt, alice, "zoo") == [session_id]
+    assert found(rt, alice, "narwhal") == []
+    assert found(rt, alice, "zoo") == [session_id]
     fork = lifecycle.fork_session(rt, me(alice), session_id, title="Zoo 2").id
     lifecycle.delete_session(rt, me(alice), session_id, purge=True)
     assert found(rt, alice, "zoo") == [fork]

@@ -84,7 +84,8 @@ class Child:
         )
 
     def ask(self, line: str) -> str:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
         return self.process.stdout.readline().strip()
@@ -96,7 +97,8 @@ class Child:
         return json.loads(self.ask("load"))
 
     def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         self.process.stdin.close()
         self.process.wait(timeout=30)
         self.process.stdout.close()
@@ -132,7 +134,8 @@ def test_a_clear_that_rewrites_the_file_is_seen(store: SessionStore, session_id:
     # A clear: the header and the title kept, the history gone, atomically (a new inode).
     filestore.atomic_write(path, filestore.encode_records([header]))
     state, info = store.load(USER, session_id)
-    assert state.messages == [] and state.title == "cached"
+    assert state.messages == []
+    assert state.title == "cached"
     assert info.size == path.stat().st_size
 
     store.append(USER, session_id, [message("after the clear")])
@@ -251,7 +254,8 @@ def test_changing_a_loaded_state_does_not_change_the_next_load(
     state.sizes.clear()
     again, _ = store.load(USER, session_id)
     assert again == from_file(store, session_id)
-    assert contents(again) == ["one", "two"] and again.title == "cached"
+    assert contents(again) == ["one", "two"]
+    assert again.title == "cached"
     assert "k" not in again.extra
 
 

@@ -69,7 +69,8 @@ def test_an_invalid_value_names_the_variable(name: str, value: str) -> None:
 
 def test_the_teams_endpoint_needs_its_secret_with_its_app_id() -> None:
     off = load_settings({"HOME": "/nonexistent"})
-    assert off.teams_app_id is None and off.teams_auto_provision is False
+    assert off.teams_app_id is None
+    assert off.teams_auto_provision is False
     assert off.teams_openid_metadata_url.startswith("https://login.botframework.com/")
     with pytest.raises(SettingsError, match="TEAMS_APP_PASSWORD must be set"):
         load_settings({"HOME": "/nonexistent", "TEAMS_APP_ID": "6a1c3f0e"})

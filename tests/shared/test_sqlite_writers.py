@@ -78,9 +78,11 @@ def test_a_writer_stuck_elsewhere_is_waited_for_a_bounded_time(
     other = os.open(f"{database.engine.url.database}-writers", os.O_RDWR)
     try:
         fcntl.flock(other, fcntl.LOCK_EX)  # another process's writer, hung holding the gate
-        with pytest.raises(OperationalError, match="database is locked"):
-            with database.transaction() as connection:
-                connection.execute(text("INSERT INTO notes (body) VALUES ('waits')"))
+        with (
+            pytest.raises(OperationalError, match="database is locked"),
+            database.transaction() as connection,
+        ):
+            connection.execute(text("INSERT INTO notes (body) VALUES ('waits')"))
     finally:
         os.close(other)
     with database.transaction() as connection:  # once it is gone, writes go on
@@ -98,7 +100,7 @@ def test_writers_in_many_threads_all_land(database: Database) -> None:
                     connection.execute(
                         text("INSERT INTO notes (body) VALUES (:b)"), {"b": f"{n}:{i}"}
                     )
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001 - a thread's failure, reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]

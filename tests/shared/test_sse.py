@@ -39,10 +39,12 @@ def test_awkward_text_survives_a_round_trip_and_any_line_splitting_reader(text: 
     assert encoded.count("\n") == 3  # event line, data line, blank line: nothing else breaks
     # What httpx's iter_lines and Python's splitlines see: one event, its JSON whole.
     lines = encoded.splitlines()
-    assert lines == [lines[0], lines[1], ""] and lines[0] == "event: token"
+    assert lines == [lines[0], lines[1], ""]
+    assert lines[0] == "event: token"
     assert json.loads(lines[1].removeprefix("data: ")) == data
     [event] = sse.iter_events([encoded.encode()])
-    assert event == Event("token", event.data) and event.json() == data
+    assert event == Event("token", event.data)
+    assert event.json() == data
 
 
 def test_an_httpx_stream_read_with_the_decoder_keeps_u2028_whole() -> None:

@@ -23,7 +23,8 @@ def test_redis_counters_are_shared_by_every_process(backend: Backend) -> None:
     assert 1 <= one.blocked_for("k") <= 2
     assert other.blocked_for("someone else") == 0
     other.reset("k")
-    assert one.blocked_for("k") == 0 and one.fail("k", POLICY) == 0
+    assert one.blocked_for("k") == 0
+    assert one.fail("k", POLICY) == 0
     client.close()
 
 

@@ -30,7 +30,8 @@ def test_jobs_survive_a_lost_worker(celery_app: Celery) -> None:
     assert conf.task_acks_late is True
     assert conf.task_reject_on_worker_lost is True
     assert conf.worker_prefetch_multiplier == 1
-    assert conf.task_time_limit and conf.task_time_limit > 0
+    assert conf.task_time_limit
+    assert conf.task_time_limit > 0
 
 
 def test_a_cold_shutdown_gives_running_jobs_a_moment_then_requeues_them(
@@ -197,4 +198,5 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
     finally:
         celery_app.close_runtime()  # type: ignore[attr-defined]
     assert result["purged"] == 1
-    assert not rt.store.path(user, ids[0]).exists() and rt.store.path(user, ids[1]).exists()
+    assert not rt.store.path(user, ids[0]).exists()
+    assert rt.store.path(user, ids[1]).exists()

@@ -66,11 +66,13 @@ def test_the_request_id_is_in_the_api_line_and_in_its_jobs_line(
 
     line = wait_for(job_line, timeout=WORKER_START, what="the title job's log line")
     assert line["request_id"] == "lisbon-7"
-    assert line["state"] == "SUCCESS" and line["job_id"]
+    assert line["state"] == "SUCCESS"
+    assert line["job_id"]
     # Every line the job wrote while it ran carries the id (Celery's own included).
     during = [
         entry
         for entry in json_lines(log_file.read_text(errors="replace"))
         if entry.get("job_id") == line["job_id"]
     ]
-    assert during and all(entry["request_id"] == "lisbon-7" for entry in during)
+    assert during
+    assert all(entry["request_id"] == "lisbon-7" for entry in during)

@@ -101,7 +101,11 @@ def inbound_message(activity: Activity) -> Inbound | None:
     ]
     if missing:
         raise InvalidInput(f"the message lacks {', '.join(missing)}", code="invalid_activity")
-    assert sender and bot and conversation and activity.id and activity.service_url
+    assert sender
+    assert bot
+    assert conversation
+    assert activity.id
+    assert activity.service_url
     return Inbound(
         activity_id=activity.id,
         service_url=activity.service_url,

@@ -108,7 +108,8 @@ class TokenVerifier:
                         cooldown_duration=self.jwks_cooldown,
                     )
                 self._metadata, self._metadata_at = metadata, time.monotonic()
-            assert self._metadata is not None and self._jwks is not None
+            assert self._metadata is not None
+            assert self._jwks is not None
             self._jwks.cooldown_duration = self.jwks_cooldown
             return self._metadata["issuer"], self._jwks
 

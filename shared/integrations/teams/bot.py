@@ -73,7 +73,7 @@ def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
         raise Unavailable("no job queue is configured: Teams messages cannot be answered")
     try:
         return rt.jobs.enqueue(TEAMS_TURN, inbound.to_dict())
-    except Exception as exc:  # noqa: BLE001 - whatever the broker raises: the channel retries
+    except Exception as exc:  # whatever the broker raises: the channel retries
         raise Unavailable(f"the message could not be queued ({exc})") from exc
 
 
@@ -118,9 +118,8 @@ def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
     with rt.db.session() as db:
         user = links.linked_user(db, aad)
     if user is None and rt.settings.teams_auto_provision:
-        with rt.locks.hold(f"teams:provision:{aad}"):
-            with rt.db.session() as db:
-                user = links.linked_user(db, aad) or links.provision(db, aad, inbound.user_name)
+        with rt.locks.hold(f"teams:provision:{aad}"), rt.db.session() as db:
+            user = links.linked_user(db, aad) or links.provision(db, aad, inbound.user_name)
     if user is None:
         return None
     if user.disabled:
