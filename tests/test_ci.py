@@ -1,0 +1,53 @@
+"""CI enforces what the project configures: .ci/run lints before it tests, its test command
+is the README's, and the pre-commit hooks run the same tools as `make lint`."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _commands(script: str) -> list[str]:
+    """The script's command lines, comments and blank lines left out."""
+    lines = (line.split("#", 1)[0].strip() for line in script.splitlines())
+    return [line for line in lines if line]
+
+
+def _lint_tools() -> list[str]:
+    """The tools `make lint` runs, in order (`$(BIN)/ruff check .` gives `ruff check`)."""
+    recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe, "the Makefile has no lint target"
+    tools = []
+    for line in recipe.group(1).splitlines():
+        words = shlex.split(line.strip())
+        name = words[0].removeprefix("$(BIN)/")
+        tools.append(" ".join([name, *(w for w in words[1:2] if not w.startswith(("-", ".")))]))
+    return tools
+
+
+def test_ci_lints_then_runs_the_readmes_test_command() -> None:
+    commands = _commands((ROOT / ".ci" / "run").read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(r"^make test\b", readme, re.M), "the README names `make test`"
+    lint = next(i for i, c in enumerate(commands) if c == "if ! make lint; then")
+    test = next(i for i, c in enumerate(commands) if re.match(r"make test\b", c))
+    assert lint < test, "lint runs before the tests"
+    failing = commands[lint : commands.index("fi", lint)]
+    assert "exit 1" in failing, "a lint failure fails the run"
+
+
+def test_make_lint_covers_ruff_mypy_and_the_import_contracts() -> None:
+    assert _lint_tools() == ["ruff check", "ruff format", "mypy", "lint-imports"]
+
+
+def test_pre_commit_runs_what_make_lint_runs() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    entries = [hook["entry"] for repo in config["repos"] for hook in repo["hooks"]]
+    hooked = [" ".join(shlex.split(e)[0].split("/")[-1:] + shlex.split(e)[1:2]) for e in entries]
+    for tool in _lint_tools():
+        assert any(h == tool for h in hooked), f"pre-commit does not run {tool}: {hooked}"
