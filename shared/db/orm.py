@@ -54,7 +54,10 @@ class SessionRow(Base):
     """One session's listing data, folded from its JSONL file; rebuildable at any time."""
 
     __tablename__ = "session_index"
-    __table_args__ = (Index("ix_session_index_listing", "user_id", "pinned", "updated_at", "id"),)
+    __table_args__ = (
+        Index("ix_session_index_listing", "user_id", "pinned", "updated_at", "id"),
+        Index("ix_session_index_deleted", "deleted_at"),  # the trash sweep's scan
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(32))
