@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cli.client import Client
+from cli.api_client import ApiClient
 
 EXPORTS = Path(".eonyx") / "exports"
 
@@ -29,7 +29,7 @@ EXPORTS = Path(".eonyx") / "exports"
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 def export_session(session_id: str, fmt: str, output: Path | None) -> None:
     """Export a session to .eonyx/exports/eonyx-<id>.<md|zip>."""
-    response = Client.from_config().send(
+    response = ApiClient.from_config().send(
         "GET",
         f"/sessions/{session_id}/export",
         params={"format": "markdown" if fmt == "md" else "zip"},
@@ -45,7 +45,7 @@ def export_session(session_id: str, fmt: str, output: Path | None) -> None:
 def import_session(bundle: Path) -> None:
     """Import a zip bundle as a new session (never over an existing one)."""
     with bundle.open("rb") as data:
-        result = Client.from_config().request(
+        result = ApiClient.from_config().request(
             "POST",
             "/sessions/import",
             content=data.read(),

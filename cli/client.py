@@ -1,21 +1,18 @@
-"""Client commands: they talk HTTP to EONYX_URL with a token saved by `eonyx login`.
+"""`eonyx login` and where the client commands find the server and the token it saved.
 
-What they print of stored text (titles, names, the server's messages) goes through
-`shared.core.text.printable`: a control character or a bidirectional override shows as an
-escape such as `\x1b`, so a stored title cannot recolour the terminal or reorder a line.
+The client commands talk HTTP to EONYX_URL through cli/api_client.py with that token.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
+from cli.api_client import ApiClient, ApiError
 from shared.core.text import printable
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -57,57 +54,6 @@ def saved_login() -> tuple[str, str]:
     return server_url(), token
 
 
-class Client:
-    """A thin httpx wrapper that turns API errors into readable click errors."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=url + "/api/v1", headers=headers, timeout=30)
-        self.url = url
-
-    @classmethod
-    def from_config(cls) -> Client:
-        return cls(*saved_login())
-
-    def request(self, method: str, path: str, *, login_hint: bool = True, **kwargs: Any) -> Any:
-        """The JSON answer; an API error becomes a click error with the server's reason
-        (and, on a 401, a hint to log in again unless `login_hint` is off)."""
-        response = self.send(method, path, login_hint=login_hint, **kwargs)
-        return response.json() if response.content else None
-
-    def send(
-        self, method: str, path: str, *, login_hint: bool = True, **kwargs: Any
-    ) -> httpx.Response:
-        """The raw response of a successful call (a download); errors as `request` gives."""
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise click.ClickException(f"cannot reach Eonyx at {self.url}: {exc}") from None
-        if response.status_code >= 400:
-            code, message = error_of(response)
-            message = f"{message} ({code})" if code else message
-            if response.status_code == 401 and login_hint:
-                message += "; run `eonyx login`"
-            raise click.ClickException(message)
-        return response
-
-
-def error_of(response: httpx.Response) -> tuple[str, str]:
-    """(code, message) of an API error, safe to print; the raw text when the body is not
-    Eonyx's JSON."""
-    try:
-        error = response.json()["error"]
-        return printable(str(error["code"])), printable(str(error["message"]))
-    except (ValueError, KeyError, TypeError):
-        return "", printable(response.text[:200] or response.reason_phrase)
-
-
-def format_time(iso: str) -> str:
-    """`YYYY/MM/DD HH:mm`, 24-hour, in local time: the same on every machine."""
-    moment = datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone()
-    return moment.strftime("%Y/%m/%d %H:%M")
-
-
 @click.command()
 @click.option("--url", help="Eonyx server URL (default: EONYX_URL or http://127.0.0.1:8000).")
 @click.option("--username", prompt=True)
@@ -115,12 +61,12 @@ def format_time(iso: str) -> str:
 def login(url: str | None, username: str, password: str) -> None:
     """Log in and save a token for the other client commands."""
     base = server_url(url)
-    result = Client(base, None).request(
-        "POST",
-        "/auth/login",
-        json={"username": username, "password": password},
-        login_hint=False,  # this is `eonyx login`: the server's reason says it all
-    )
+    try:
+        result = ApiClient(base, None).request(
+            "POST", "/auth/login", json={"username": username, "password": password}
+        )
+    except ApiError as exc:  # this is `eonyx login`: the server's reason says it all
+        raise ApiError(exc.status, exc.code, exc.reason, hint="") from None
     save_config({**load_config(), "url": base, "token": result["token"]})
     click.echo(f"logged in to {base} as {printable(result['user']['username'])}")
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli.client import Client
+from cli.api_client import ApiClient
 
 
 def _show(folder: dict[str, Any]) -> str:
@@ -21,7 +21,7 @@ def folders() -> None:
 @folders.command("list")
 def folders_list() -> None:
     """List folders in their order: id, position, color, name."""
-    items = Client.from_config().request("GET", "/folders")["items"]
+    items = ApiClient.from_config().request("GET", "/folders")["items"]
     if not items:
         click.echo("no folders")
     for folder in items:
@@ -34,7 +34,7 @@ def folders_list() -> None:
 def folders_create(name: str, color: str | None) -> None:
     """Create a folder, last in the order."""
     body: dict[str, Any] = {"name": name} | ({"color": color} if color else {})
-    click.echo(_show(Client.from_config().request("POST", "/folders", json=body)))
+    click.echo(_show(ApiClient.from_config().request("POST", "/folders", json=body)))
 
 
 @folders.command("rename")
@@ -42,7 +42,7 @@ def folders_create(name: str, color: str | None) -> None:
 @click.argument("name")
 def folders_rename(folder_id: str, name: str) -> None:
     """Rename a folder."""
-    folder = Client.from_config().request("PATCH", f"/folders/{folder_id}", json={"name": name})
+    folder = ApiClient.from_config().request("PATCH", f"/folders/{folder_id}", json={"name": name})
     click.echo(_show(folder))
 
 
@@ -51,7 +51,9 @@ def folders_rename(folder_id: str, name: str) -> None:
 @click.argument("color")
 def folders_color(folder_id: str, color: str) -> None:
     """Give a folder another palette color."""
-    folder = Client.from_config().request("PATCH", f"/folders/{folder_id}", json={"color": color})
+    folder = ApiClient.from_config().request(
+        "PATCH", f"/folders/{folder_id}", json={"color": color}
+    )
     click.echo(_show(folder))
 
 
@@ -59,7 +61,7 @@ def folders_color(folder_id: str, color: str) -> None:
 @click.argument("folder_id")
 def folders_delete(folder_id: str) -> None:
     """Delete a folder; its sessions become unfiled, never deleted."""
-    Client.from_config().request("DELETE", f"/folders/{folder_id}")
+    ApiClient.from_config().request("DELETE", f"/folders/{folder_id}")
     click.echo(f"deleted folder {folder_id}; its sessions are unfiled")
 
 
@@ -67,6 +69,8 @@ def folders_delete(folder_id: str) -> None:
 @click.argument("folder_ids", nargs=-1, required=True)
 def folders_order(folder_ids: tuple[str, ...]) -> None:
     """Put folders in this order (those not named follow, as they were)."""
-    result = Client.from_config().request("PUT", "/folders/order", json={"ids": list(folder_ids)})
+    result = ApiClient.from_config().request(
+        "PUT", "/folders/order", json={"ids": list(folder_ids)}
+    )
     for folder in result["items"]:
         click.echo(_show(folder))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.client import Client
+from cli.api_client import ApiClient
 from shared.core.text import printable
 
 KINDS = click.Choice(["identity", "user", "agent"])
@@ -23,7 +23,7 @@ def memory() -> None:
 @click.argument("kind", type=KINDS)
 def memory_show(kind: str) -> None:
     """Print a memory file and how full it is."""
-    file = Client.from_config().request("GET", f"/memory/{kind}")
+    file = ApiClient.from_config().request("GET", f"/memory/{kind}")
     content = printable(file["content"], multiline=True)
     click.echo(content, nl=not content.endswith("\n"))
     click.echo(_usage(file), err=True)
@@ -33,7 +33,7 @@ def memory_show(kind: str) -> None:
 @click.argument("kind", type=KINDS)
 def memory_edit(kind: str) -> None:
     """Open a memory file in $EDITOR and save it (a backup of the old one is kept)."""
-    client = Client.from_config()
+    client = ApiClient.from_config()
     file = client.request("GET", f"/memory/{kind}")
     text = file["content"]
     while True:
@@ -58,7 +58,7 @@ def memory_edit(kind: str) -> None:
 @click.option("--restore", "name", help="Put this backup back (the current file is kept too).")
 def memory_backups(kind: str, name: str | None) -> None:
     """List the backups of a memory file, newest first, or restore one."""
-    client = Client.from_config()
+    client = ApiClient.from_config()
     if name:
         restored = client.request("POST", f"/memory/{kind}/backups/{name}/restore")
         click.echo(f"restored {name}: {_usage(restored)}")

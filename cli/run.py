@@ -38,47 +38,26 @@ when the turn failed before anything was saved in it (no model configured, a bad
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
-import httpx
 
-from cli.client import Client, error_of
-from cli.stream import (
-    gauge_level,
-    gauge_text,
-    memory_line,
-    one_line,
-    tool_call_line,
-    turn_event,
-)
+from cli.api_client import MODEL_FAILED, ApiClient, ApiError, retry_hint
+from cli.stream import gauge_level, gauge_text, memory_line, one_line, tool_call_line
 from shared.chat.project_context import (
     choose_override,
     collect_agents_files,
     read_project_config,
     walk_up,
 )
-from shared.core import sse
 from shared.core.errors import EonyxError
 from shared.core.text import printable
 
-TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
-LIST_PAGE = 50
-MODEL_FAILED = 502
 STEP_EVENTS = ("tool_call", "tool_result", "memory_write")
-
-
-class TurnError(click.ClickException):
-    """A turn the server refused or could not finish: its status, code and message."""
-
-    def __init__(self, status: int, code: str, message: str, hint: str = "") -> None:
-        text = f"{message} ({code})" if code else message
-        super().__init__(text + hint)
-        self.status, self.code = status, code
 
 
 def stdout_is_tty() -> bool:
@@ -116,29 +95,6 @@ def project_part(system_prompt: str | None, cwd: Path | None = None) -> dict[str
         raise click.ClickException(f"project context: {exc.message}") from None
 
 
-def _updated(item: dict[str, Any]) -> tuple[datetime, str]:
-    return datetime.fromisoformat(item["updated_at"].replace("Z", "+00:00")), item["id"]
-
-
-def most_recent_session(client: Client) -> dict[str, Any] | None:
-    """The non-archived session updated last, whether pinned or not (see the module doc)."""
-    best: dict[str, Any] | None = None
-    cursor: str | None = None
-    while True:
-        params: dict[str, Any] = {"limit": LIST_PAGE}
-        if cursor:
-            params["cursor"] = cursor
-        page = client.request("GET", "/sessions", params=params)
-        for item in page["items"]:
-            if best is None or _updated(item) > _updated(best):
-                best = item
-            if not item["pinned"]:
-                return best  # unpinned ones follow newest first: none after this is newer
-        cursor = page.get("next_cursor")
-        if not cursor:
-            return best
-
-
 def format_gauge(percent: float | None) -> str | None:
     """`{ctx N%}`, yellow and bold from 80%, red from 90%; None without a window."""
     text = gauge_text(percent)
@@ -159,50 +115,7 @@ def echo_step(name: str, data: dict[str, Any]) -> None:
     click.echo(line, err=True)
 
 
-def retry_hint(session_id: str) -> str:
-    return (
-        f"\nyour message is saved in session {session_id}; to answer it again run: "
-        f"eonyx run -s {session_id} --retry"
-    )
-
-
-def _error(status: int, code: str, message: str, session_id: str) -> TurnError:
-    hint = ""
-    if status == MODEL_FAILED:
-        hint = retry_hint(session_id)
-    elif status == 401:
-        hint = "; run `eonyx login`"
-    return TurnError(status, code, message, hint)
-
-
-def _error_from_response(response: httpx.Response, session_id: str) -> TurnError:
-    code, message = error_of(response)
-    return _error(response.status_code, code, message, session_id)
-
-
-def _transport_error(client: Client, exc: httpx.HTTPError, session_id: str) -> TurnError:
-    if isinstance(exc, httpx.ConnectError):
-        return TurnError(0, "", f"cannot reach Eonyx at {client.url}: {exc}")
-    return TurnError(
-        0,
-        "",
-        f"the connection to Eonyx at {client.url} failed during the turn: {exc or type(exc)}"
-        + retry_hint(session_id).replace("is saved", "may be saved"),
-    )
-
-
-def post_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A whole turn as one JSON request."""
-    try:
-        response = client.http.post(f"/sessions/{session_id}/turns", json=body)
-    except httpx.HTTPError as exc:
-        raise _transport_error(client, exc, session_id) from None
-    if response.status_code >= 400:
-        raise _error_from_response(response, session_id)
-    return response.json()
-
-
-def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+def stream_turn(client: ApiClient, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
     """A turn as server-sent events: print `token` text as it arrives, return `done`."""
     printed = ""
 
@@ -211,56 +124,44 @@ def stream_turn(client: Client, session_id: str, body: dict[str, Any]) -> dict[s
             click.echo()
 
     try:
-        with client.http.stream(
-            "POST", f"/sessions/{session_id}/turns", json={**body, "stream": True}
-        ) as response:
-            if response.status_code >= 400:
-                response.read()
-                raise _error_from_response(response, session_id)
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                response.read()
-                return response.json()
-            for name, data in map(turn_event, sse.iter_events(response.iter_bytes())):
-                if name == "token":
-                    echo_token(data["text"])
-                    printed = (printed + data["text"])[-1:]
-                elif name in STEP_EVENTS:
-                    end_line()
-                    printed = ""
-                    echo_step(name, data)
-                elif name == "done":
-                    end_line()
-                    return data
-                elif name == "error":
-                    end_line()
-                    error = data.get("error") or {}
-                    raise _error(
-                        int(data.get("status") or MODEL_FAILED),
-                        printable(str(error.get("code", ""))),
-                        printable(str(error.get("message", "the turn failed"))),
-                        session_id,
-                    )
-    except httpx.HTTPError as exc:
+        for name, data in client.stream_turn(session_id, body):
+            if name == "token":
+                echo_token(data["text"])
+                printed = (printed + data["text"])[-1:]
+                continue
+            end_line()
+            printed = ""
+            if name in STEP_EVENTS:
+                echo_step(name, data)
+            elif name == "done":
+                return cast(dict[str, Any], data)
+            elif name == "error":
+                raise _streamed_error(data, session_id)
+    except ApiError:
         end_line()
-        raise _transport_error(client, exc, session_id) from None
-    end_line()
-    raise TurnError(
-        0,
-        "",
-        "the answer stream ended before the turn was complete"
-        + retry_hint(session_id).replace("is saved", "may be saved"),
+        raise
+    raise AssertionError("the stream ends with done or error")
+
+
+def _streamed_error(data: dict[str, Any], session_id: str) -> ApiError:
+    """The `error` event of a stream that had started: a failed model call, most often."""
+    error = data.get("error") or {}
+    status = int(data.get("status") or MODEL_FAILED)
+    return ApiError(
+        status,
+        printable(str(error.get("code", ""))),
+        printable(str(error.get("message", "the turn failed"))),
+        retry_hint(session_id) if status == MODEL_FAILED else None,
     )
 
 
-def _discard_if_empty(client: Client, session_id: str) -> None:
+def _discard_if_empty(client: ApiClient, session_id: str) -> None:
     """Delete a session this command created when the failed turn left nothing in it."""
-    try:
+    with contextlib.suppress(ApiError):  # best effort: the server also cleans up empty sessions
         item = client.request("GET", f"/sessions/{session_id}")
         if item and item.get("message_count") == 0:
             # Purged, not trashed: the user never saw this session.
             client.request("DELETE", f"/sessions/{session_id}", params={"purge": "true"})
-    except click.ClickException:
-        pass  # best effort: the server also cleans up empty sessions
 
 
 def print_answer(turn: dict[str, Any]) -> None:
@@ -324,10 +225,10 @@ def run(
     body |= project_part(system_prompt)
     streaming = (stdout_is_tty() if stream is None else stream) and not as_json
 
-    client = Client.from_config()
+    client = ApiClient.from_config()
     created = False
     if continue_:
-        latest = most_recent_session(client)
+        latest = client.latest_session()
         if latest is None:
             raise click.ClickException("no session to continue: run `eonyx run MESSAGE` first")
         session_id = latest["id"]
@@ -335,15 +236,10 @@ def run(
         session_id = client.request("POST", "/sessions", json={})["id"]
         created = True
     assert session_id is not None
-    client.http.timeout = httpx.Timeout(30.0, read=TURN_READ_TIMEOUT)
 
     try:
-        turn = (
-            stream_turn(client, session_id, body)
-            if streaming
-            else post_turn(client, session_id, body)
-        )
-    except TurnError:
+        turn = stream_turn(client, session_id, body) if streaming else client.turn(session_id, body)
+    except ApiError:
         if created:
             _discard_if_empty(client, session_id)
         raise

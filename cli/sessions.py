@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from cli import bundles
-from cli.client import Client, format_time
+from cli.api_client import ApiClient, format_time
 from shared.core.messages import content_text
 from shared.core.text import printable
 
@@ -67,7 +67,7 @@ def sessions_list(
         raise click.UsageError("--archived and --trash are two different lists; pick one")
     params: dict[str, Any] = {"limit": limit, "archived": archived, "trash": trash}
     params |= {k: v for k, v in {"q": query, "folder_id": folder_id, "source": source}.items() if v}
-    client = Client.from_config()
+    client = ApiClient.from_config()
     shown = 0
     while True:
         page = client.request("GET", "/sessions", params=params)
@@ -117,7 +117,7 @@ def _highlighted(snippet: dict[str, Any]) -> str:
 @click.argument("session_id")
 def sessions_show(session_id: str) -> None:
     """Print a session's transcript."""
-    client = Client.from_config()
+    client = ApiClient.from_config()
     item = client.request("GET", f"/sessions/{session_id}")
     messages = client.request("GET", f"/sessions/{session_id}/messages")["items"]
     title = printable(item["title"]) if item["title"] else "(untitled)"
@@ -156,7 +156,7 @@ def _transcript_entry(message: dict[str, Any]) -> str:
 
 
 def _patch(session_id: str, body: dict[str, Any], done: str) -> None:
-    item = Client.from_config().request("PATCH", f"/sessions/{session_id}", json=body)
+    item = ApiClient.from_config().request("PATCH", f"/sessions/{session_id}", json=body)
     click.echo(f"{done} {item['id']}")
 
 
@@ -165,7 +165,7 @@ def _patch(session_id: str, body: dict[str, Any], done: str) -> None:
 @click.argument("title", nargs=-1, required=True)
 def sessions_rename(session_id: str, title: tuple[str, ...]) -> None:
     """Rename a session; the title then never changes by itself."""
-    item = Client.from_config().request(
+    item = ApiClient.from_config().request(
         "PATCH", f"/sessions/{session_id}", json={"title": " ".join(title)}
     )
     click.echo(f"renamed {item['id']}: {printable(item['title'] or '(untitled)')}")
@@ -206,7 +206,7 @@ def sessions_unarchive(session_id: str) -> None:
 def sessions_fork(session_id: str, title: str | None, message_id: str | None) -> None:
     """Copy a session into a new one (a save point); the original stays as it is."""
     body = {k: v for k, v in {"title": title, "message_id": message_id}.items() if v is not None}
-    item = Client.from_config().request("POST", f"/sessions/{session_id}/fork", json=body)
+    item = ApiClient.from_config().request("POST", f"/sessions/{session_id}/fork", json=body)
     click.echo(f"forked {session_id} into {item['id']} ({item['message_count']} messages)")
 
 
@@ -217,7 +217,7 @@ def sessions_clear(session_id: str, yes: bool) -> None:
     """Wipe a session's history, keeping its id and title."""
     if not yes:
         click.confirm(f"Clear every message of {session_id}? This cannot be undone", abort=True)
-    Client.from_config().request("POST", f"/sessions/{session_id}/clear")
+    ApiClient.from_config().request("POST", f"/sessions/{session_id}/clear")
     click.echo(f"cleared {session_id}")
 
 
@@ -230,7 +230,7 @@ def sessions_delete(session_id: str, purge: bool, yes: bool) -> None:
     if purge and not yes:
         click.confirm(f"Remove {session_id} for good? This cannot be undone", abort=True)
     params = {"purge": "true"} if purge else None
-    Client.from_config().request("DELETE", f"/sessions/{session_id}", params=params)
+    ApiClient.from_config().request("DELETE", f"/sessions/{session_id}", params=params)
     if purge:
         click.echo(f"deleted {session_id} for good")
     else:
@@ -241,7 +241,7 @@ def sessions_delete(session_id: str, purge: bool, yes: bool) -> None:
 @click.argument("session_id")
 def sessions_restore(session_id: str) -> None:
     """Bring a session back from the trash."""
-    Client.from_config().request("POST", f"/sessions/{session_id}/restore")
+    ApiClient.from_config().request("POST", f"/sessions/{session_id}/restore")
     click.echo(f"restored {session_id}")
 
 

@@ -480,6 +480,20 @@ def test_gunicorn_conf_has_the_essentials(monkeypatch: pytest.MonkeyPatch) -> No
     assert conf["wsgi_app"] == "api.wsgi:app"
 
 
+def test_the_console_clients_drop_idle_connections_before_gunicorn_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that reuses a connection just as the server closes it gets "Server
+    disconnected without sending a response" (a CI run failed on it): its idle expiry must
+    be below gunicorn's keep-alive."""
+    from cli.api_client import LIMITS
+
+    monkeypatch.delenv("GUNICORN_KEEPALIVE", raising=False)
+    keepalive = runpy.run_path(str(GUNICORN_CONF))["keepalive"]
+    assert LIMITS.keepalive_expiry is not None
+    assert LIMITS.keepalive_expiry < keepalive
+
+
 def test_gunicorn_conf_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EONYX_BIND", "127.0.0.1:9999")
     monkeypatch.setenv("WEB_CONCURRENCY", "3")

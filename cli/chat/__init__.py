@@ -33,10 +33,10 @@ def chat(session_id: str | None, new: bool, system_prompt: str | None) -> None:
     url, token = saved_login()
     project = project_part(system_prompt)
 
-    from cli.chat.api import ChatAPI
+    from cli.api_client import AsyncApiClient
     from cli.chat.app import ChatApp
 
-    app = ChatApp(ChatAPI(url, token), session_id=session_id, new=new, project=project)
+    app = ChatApp(AsyncApiClient(url, token), session_id=session_id, new=new, project=project)
     app.run()
     if app.return_code:
         raise click.exceptions.Exit(app.return_code)

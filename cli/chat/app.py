@@ -4,7 +4,7 @@ It resumes the session updated last (or the one given, or none with --new: the f
 then creates it). A message is sent as a streamed turn; tokens go into a Markdown answer as
 they come, tool steps fold under their call, memory writes show as one line. A failed or
 stopped turn leaves the user's message saved on the server and Ctrl+R answers it again.
-Everything goes through `ChatAPI`; the live events socket runs in a thread and its events
+Everything goes through `AsyncApiClient`; the live events socket runs in a thread and its events
 come back to this loop with `call_from_thread`.
 """
 
@@ -27,8 +27,8 @@ from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
+from cli.api_client import ApiError, AsyncApiClient
 from cli.chat import commands
-from cli.chat.api import ApiError, ChatAPI
 from cli.chat.manager import SessionManager
 from cli.chat.widgets import (
     AnswerEntry,
@@ -78,7 +78,7 @@ class ChatApp(WorkerGroups, App[None]):
 
     def __init__(
         self,
-        api: ChatAPI,
+        api: AsyncApiClient,
         *,
         session_id: str | None = None,
         new: bool = False,
@@ -151,8 +151,7 @@ class ChatApp(WorkerGroups, App[None]):
                 session = await self.api.latest_session()
             await self.open_session(session)
         except ApiError as exc:
-            hint = "; run `eonyx login`" if exc.status == 401 else ""
-            self.exit(return_code=1, message=f"eonyx chat: {exc}{hint}")
+            self.exit(return_code=1, message=f"eonyx chat: {exc}")
 
     async def open_session(self, session: dict[str, Any] | None) -> None:
         """Show `session` (None: a new one, created by the first message)."""

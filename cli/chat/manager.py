@@ -21,9 +21,8 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cli.chat.api import ApiError, ChatAPI
+from cli.api_client import ApiError, AsyncApiClient, format_time
 from cli.chat.widgets import BADGED_SOURCES, WorkerGroups
-from cli.client import format_time
 
 if TYPE_CHECKING:
     from cli.chat.app import ChatApp
@@ -76,7 +75,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         Binding("slash", "search", "Search"),
     ]
 
-    def __init__(self, api: ChatAPI, query: str | None = None) -> None:
+    def __init__(self, api: AsyncApiClient, query: str | None = None) -> None:
         super().__init__()
         self.api = api
         self.query_text = query or ""

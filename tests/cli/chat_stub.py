@@ -1,4 +1,4 @@
-"""A stand-in for `ChatAPI` with fixed sessions and a fixed transcript, for screens that must
+"""A stand-in for `AsyncApiClient` with fixed sessions and a fixed transcript, for screens that must
 look the same on every run (the SVG snapshots and the README's screenshot). Behaviour is
 tested against a live server in test_chat.py; this only feeds pictures."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from cli.chat.api import ChatAPI
+from cli.api_client import AsyncApiClient
 from cli.stream import Event
 
 SESSIONS = [
@@ -82,7 +82,7 @@ MESSAGES = [
 ]
 
 
-class StubAPI(ChatAPI):
+class StubAPI(AsyncApiClient):
     def __init__(self) -> None:
         super().__init__("http://stub.invalid", "token")
 

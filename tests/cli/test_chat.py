@@ -19,7 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 
 from cli import main
-from cli.chat.api import ChatAPI
+from cli.api_client import AsyncApiClient
 from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
@@ -42,7 +42,7 @@ def drive(live: Live, scenario: Scenario, workdir: Path | None = None, **options
     """Run the app against the live server and play `scenario` on it."""
 
     async def play() -> None:
-        api = ChatAPI(live.url, live.user.token)
+        api = AsyncApiClient(live.url, live.user.token)
         options.setdefault("project", project_part(None))
         app = ChatApp(api, workdir=workdir, **options)
         async with app.run_test(size=SIZE) as pilot:
@@ -162,7 +162,7 @@ def test_a_refused_token_or_an_unknown_session_ends_with_the_reason(live: Live) 
         pytest.fail("the app should have exited")
 
     async def play(token: str, **options: Any) -> ChatApp:
-        app = ChatApp(ChatAPI(live.url, token), **options)
+        app = ChatApp(AsyncApiClient(live.url, token), **options)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.return_code is not None, "the app to exit")
         return app

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cli.api_client import LIMITS
 from shared.sessions.titles import INSTRUCTIONS as TITLE_INSTRUCTIONS
 from tests.cli.serving import (
     Served,
@@ -100,7 +101,8 @@ class Server:
         return account
 
     def _login(self, name: str, *, admin: bool) -> dict[str, Any]:
-        http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
+        # Kept across tests: idle connections expire before gunicorn closes them (LIMITS).
+        http = httpx.Client(base_url=self.url + "/api/v1", timeout=30, limits=LIMITS)
         login = http.post("/auth/login", json={"username": name, "password": PASSWORD})
         assert login.status_code == 200, login.text
         http.headers["Authorization"] = f"Bearer {login.json()['token']}"
