@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.reactive import var
 from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Markdown, OptionList, Static
 from textual.widgets.markdown import MarkdownStream
@@ -45,7 +47,6 @@ from shared.core.messages import content_text
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
 POLL_SECONDS = 2.0  # without the events socket: how often pending titles and likes are asked
 RECONNECT_SECONDS = 15.0
-SWITCHING = ("new", "clear", "fork")  # commands that replace the conversation
 RETRYABLE = (0, 502)  # a model failure, or a stream cut off: the message is saved, ask again
 
 
@@ -64,8 +65,12 @@ class PromptInput(Input):
 
 
 class ChatApp(WorkerGroups, App[None]):
+    """The open session (`session`, None for a new one) is a reactive variable: whatever
+    changes it (opening, a rename, a title event, the session manager), the header follows."""
+
     CSS_PATH = "chat.tcss"
     TITLE = "eonyx chat"
+    session: var[dict[str, Any] | None] = var(None, always_update=True, init=False)
     BINDINGS = [
         Binding("ctrl+s", "sessions", "Sessions"),
         Binding("ctrl+r", "retry", "Retry"),
@@ -92,7 +97,10 @@ class ChatApp(WorkerGroups, App[None]):
         self.project = project or {}
         self.workdir = workdir or Path.cwd()
         self.live_events = live_events
-        self.session: dict[str, Any] | None = None
+        # The slash commands by name; each is checked against commands.COMMANDS first.
+        self.commands: dict[str, Callable[[str], Awaitable[None]]] = {
+            name: getattr(self, f"{name}_command") for name in commands.NAMES
+        }
         self.turn: Worker[None] | None = None
         self.can_retry = False
         self.events_live = False
@@ -134,6 +142,15 @@ class ChatApp(WorkerGroups, App[None]):
         return self.query_one("#conversation", VerticalScroll)
 
     @property
+    def open_id(self) -> str:
+        """The open session's id, for the commands that need one (`needs_session`)."""
+        assert self.session is not None
+        return str(self.session["id"])
+
+    def watch_session(self, session: dict[str, Any] | None) -> None:
+        self.query_one(SessionHeader).show_session(session)
+
+    @property
     def streaming(self) -> bool:
         return self.turn is not None and self.turn.is_running
 
@@ -158,7 +175,6 @@ class ChatApp(WorkerGroups, App[None]):
         self.session, self.can_retry = session, False
         self.steps.clear()
         await self.conversation.remove_children()
-        self.query_one(SessionHeader).show_session(session)
         gauge = self.query_one("#gauge")
         gauge.display = False
         if session is None:
@@ -250,9 +266,8 @@ class ChatApp(WorkerGroups, App[None]):
         stream: MarkdownStream | None = None
         try:
             if self.session is None:
-                await self.open_created(await self.api.create_session())
-            assert self.session is not None
-            async for name, data in self.api.stream_turn(self.session["id"], body):
+                self.session = await self.api.create_session()
+            async for name, data in self.api.stream_turn(self.open_id, body):
                 if name == "token":
                     if answer is None:
                         answer = AnswerEntry()
@@ -290,10 +305,6 @@ class ChatApp(WorkerGroups, App[None]):
                 await stream.stop()
             conversation.scroll_end(animate=False)
 
-    async def open_created(self, session: dict[str, Any]) -> None:
-        self.session = session
-        self.query_one(SessionHeader).show_session(session)
-
     async def show_step(self, name: str, data: dict[str, Any]) -> None:
         if name == "tool_call":
             step = StepEntry(data)
@@ -319,7 +330,7 @@ class ChatApp(WorkerGroups, App[None]):
         self.show_gauge((turn.get("context") or {}).get("percent"))
         if self.session is not None:
             with contextlib.suppress(ApiError):  # the header keeps what it had
-                await self.open_created(await self.api.session(self.session["id"]))
+                self.session = await self.api.session(self.open_id)
 
     async def turn_failed(self, exc: ApiError) -> None:
         self.can_retry = self.session is not None and exc.status in RETRYABLE
@@ -356,40 +367,52 @@ class ChatApp(WorkerGroups, App[None]):
             await self.say(f"/{name}: {exc}", "error")
 
     async def command(self, name: str, argument: str) -> None:
-        if name not in commands.NAMES:
+        spec = commands.BY_NAME.get(name)
+        if spec is None:
             await self.say(commands.unknown(name), "error")
-        elif name == "quit":
-            self.exit()
-        elif name == "help":
-            await self.conversation.mount(AnswerEntry(commands.help_text()))
-            self.conversation.scroll_end(animate=False)
-        elif name in SWITCHING and self.streaming:
-            await self.say(f"/{name}: an answer is still coming; Esc stops it first", "error")
-        elif name == "new":
-            await self.open_session(None)
-        elif name == "sessions":
-            self.action_sessions(argument or None)
-        elif self.session is None:
-            await self.say(f"/{name}: this session starts with your first message", "error")
-        elif name == "rename":
-            if not argument:
-                await self.say("/rename needs the new title: /rename <title>", "error")
-                return
-            await self.open_created(
-                await self.api.update_session(self.session["id"], title=argument)
-            )
-            await self.say(f"renamed to {self.session['title']!r}")
-        elif name == "clear":
-            await self.api.clear(self.session["id"])
-            await self.open_session(await self.api.session(self.session["id"]))
-            await self.say("cleared: the history is wiped; the id and title stay")
-        elif name == "fork":
-            origin = self.session.get("title") or "untitled"
-            await self.open_session(await self.api.fork(self.session["id"]))
-            await self.say(f"forked {origin!r}: you are in the copy now")
-        elif name == "export":
-            path = await self.export()
-            await self.say(f"exported to {path}")
+            return
+        refused = commands.refusal(
+            spec, streaming=self.streaming, in_session=self.session is not None
+        )
+        if refused:
+            await self.say(refused, "error")
+            return
+        await self.commands[name](argument)
+
+    async def quit_command(self, _argument: str) -> None:
+        self.exit()
+
+    async def help_command(self, _argument: str) -> None:
+        await self.conversation.mount(AnswerEntry(commands.help_text()))
+        self.conversation.scroll_end(animate=False)
+
+    async def new_command(self, _argument: str) -> None:
+        await self.open_session(None)
+
+    async def sessions_command(self, query: str) -> None:
+        self.action_sessions(query or None)
+
+    async def rename_command(self, title: str) -> None:
+        if not title:
+            await self.say("/rename needs the new title: /rename <title>", "error")
+            return
+        renamed = await self.api.update_session(self.open_id, title=title)
+        self.session = renamed
+        await self.say(f"renamed to {renamed['title']!r}")
+
+    async def clear_command(self, _argument: str) -> None:
+        await self.api.clear(self.open_id)
+        await self.open_session(await self.api.session(self.open_id))
+        await self.say("cleared: the history is wiped; the id and title stay")
+
+    async def fork_command(self, _argument: str) -> None:
+        origin = (self.session or {}).get("title") or "untitled"
+        await self.open_session(await self.api.fork(self.open_id))
+        await self.say(f"forked {origin!r}: you are in the copy now")
+
+    async def export_command(self, _argument: str) -> None:
+        path = await self.export()
+        await self.say(f"exported to {path}")
 
     async def export(self) -> Path:
         assert self.session is not None
@@ -425,14 +448,15 @@ class ChatApp(WorkerGroups, App[None]):
         except ApiError as exc:
             await self.say(str(exc), "error")
 
-    def session_changed(self, item: dict[str, Any]) -> None:
+    @on(SessionManager.Changed)
+    def session_changed(self, event: SessionManager.Changed) -> None:
         """The manager changed a session: the header follows when it is this one."""
-        if self.session is not None and self.session["id"] == item["id"]:
-            self.session = item
-            self.query_one(SessionHeader).show_session(item)
+        if self.session is not None and self.session["id"] == event.item["id"]:
+            self.session = event.item
 
-    def session_deleted(self, session_id: str) -> None:
-        if self.session is not None and self.session["id"] == session_id:
+    @on(SessionManager.Deleted)
+    def session_deleted(self, event: SessionManager.Deleted) -> None:
+        if self.session is not None and self.session["id"] == event.session_id:
             self.session = None
             self.call_later(self.open_session, None)
 
@@ -495,7 +519,7 @@ class ChatApp(WorkerGroups, App[None]):
             session_id = str(event.get("session_id") or event.get("id") or "")
             title = event.get("title")
             if self.session is not None and self.session["id"] == session_id:
-                self.session_changed({**self.session, "title": title, "title_pending": False})
+                self.session = {**self.session, "title": title, "title_pending": False}
             for screen in self.screen_stack:
                 if isinstance(screen, SessionManager):
                     screen.title_changed(session_id, title)
@@ -515,7 +539,9 @@ class ChatApp(WorkerGroups, App[None]):
         session_id = self.session["id"]
         try:
             if self.session.get("title_pending"):
-                self.session_changed(await self.api.session(session_id))
+                fresh = await self.api.session(session_id)
+                if self.session is not None and self.session["id"] == fresh["id"]:
+                    self.session = fresh
             if any(e.like_status == "saving" for e in self.conversation.query(Entry)):
                 for message in await self.api.messages(session_id):
                     like = message.get("like") or {}

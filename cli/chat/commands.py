@@ -14,19 +14,41 @@ class Command:
     name: str
     usage: str
     help: str
+    # Replaces the conversation: refused while an answer is still coming.
+    switches: bool = False
+    # Acts on the open session: refused in a new one, before its first message.
+    needs_session: bool = False
 
 
 COMMANDS = (
     Command("sessions", "/sessions [query]", "the session manager, searched over titles and text"),
-    Command("new", "/new", "start a new session"),
-    Command("clear", "/clear", "wipe this session's history (keeps its id and title)"),
-    Command("rename", "/rename <title>", "rename this session"),
-    Command("fork", "/fork", "copy this session into a new one and continue there"),
-    Command("export", "/export", "write .eonyx/exports/eonyx-<id>.md under this directory"),
+    Command("new", "/new", "start a new session", switches=True),
+    Command(
+        "clear",
+        "/clear",
+        "wipe this session's history (keeps its id and title)",
+        switches=True,
+        needs_session=True,
+    ),
+    Command("rename", "/rename <title>", "rename this session", needs_session=True),
+    Command(
+        "fork",
+        "/fork",
+        "copy this session into a new one and continue there",
+        switches=True,
+        needs_session=True,
+    ),
+    Command(
+        "export",
+        "/export",
+        "write .eonyx/exports/eonyx-<id>.md under this directory",
+        needs_session=True,
+    ),
     Command("help", "/help", "commands and keys"),
     Command("quit", "/quit", "leave (the session stays on the server)"),
 )
-NAMES = tuple(command.name for command in COMMANDS)
+BY_NAME = {command.name: command for command in COMMANDS}
+NAMES = tuple(BY_NAME)
 
 KEYS = (
     ("Enter", "send the message (or run the /command)"),
@@ -73,6 +95,15 @@ def completions(prefix: str) -> list[Command]:
         return []
     typed = prefix[1:].lower()
     return [command for command in COMMANDS if command.name.startswith(typed)]
+
+
+def refusal(command: Command, *, streaming: bool, in_session: bool) -> str | None:
+    """Why `command` cannot run now, or None when it can."""
+    if command.switches and streaming:
+        return f"/{command.name}: an answer is still coming; Esc stops it first"
+    if command.needs_session and not in_session:
+        return f"/{command.name}: this session starts with your first message"
+    return None
 
 
 def unknown(name: str) -> str:

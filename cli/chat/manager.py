@@ -62,7 +62,22 @@ def title_cell(item: dict[str, Any]) -> Text:
 
 
 class SessionManager(WorkerGroups, Screen[str | None]):
-    """Dismissed with the id of the session to open, or None to go back."""
+    """Dismissed with the id of the session to open, or None to go back. What it changes on
+    the server it posts as `Changed` and `Deleted`, for the app to follow."""
+
+    class Changed(Message):
+        """A session was renamed, pinned or unpinned: `item` is what the server now holds."""
+
+        def __init__(self, item: dict[str, Any]) -> None:
+            super().__init__()
+            self.item = item
+
+    class Deleted(Message):
+        """A session went to the trash."""
+
+        def __init__(self, session_id: str) -> None:
+            super().__init__()
+            self.session_id = session_id
 
     app: ChatApp
     BINDINGS = [
@@ -270,7 +285,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         self.items.pop(session_id, None)
         self.query_one(SessionTable).remove_row(session_id)
         self.status(f"deleted {title!r} (to the trash)")
-        self.app.session_deleted(session_id)
+        self.post_message(self.Deleted(session_id))
 
     @work(group="change")
     async def action_pin(self) -> None:
@@ -301,7 +316,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
             self.status(str(exc), error=True)
             return
         self._refresh_row(item)
-        self.app.session_changed(item)
+        self.post_message(self.Changed(item))
 
 
 class Prompt(ModalScreen[str | None]):

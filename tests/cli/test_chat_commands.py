@@ -25,3 +25,23 @@ def test_an_unknown_command_lists_the_known_ones() -> None:
     assert message.startswith("unknown command /frob;")
     for name in commands.NAMES:
         assert f"/{name}" in message
+
+
+def test_what_each_command_needs_before_it_runs() -> None:
+    """While an answer streams, the commands that replace the conversation wait; before the
+    first message there is no session to rename, clear, fork or export."""
+    streaming = [
+        name
+        for name, command in commands.BY_NAME.items()
+        if commands.refusal(command, streaming=True, in_session=True)
+    ]
+    assert streaming == ["new", "clear", "fork"]
+    new_session = [
+        name
+        for name, command in commands.BY_NAME.items()
+        if commands.refusal(command, streaming=False, in_session=False)
+    ]
+    assert new_session == ["clear", "rename", "fork", "export"]
+    clear = commands.BY_NAME["clear"]
+    refused = commands.refusal(clear, streaming=True, in_session=False)
+    assert refused == "/clear: an answer is still coming; Esc stops it first"

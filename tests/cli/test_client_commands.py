@@ -129,3 +129,31 @@ def test_unreachable_server(tmp_path: Path) -> None:
     result = runner.invoke(main, ["sessions"])
     assert result.exit_code == 1
     assert "cannot reach Eonyx at http://127.0.0.1:9" in result.output
+
+
+def test_the_console_clients_load_no_server_module() -> None:
+    """`eonyx run`, `eonyx chat` and the client commands talk to the API only: a remote
+    team server works like a local one, and a laptop needs no database driver to use it."""
+    import subprocess
+    import sys
+
+    clients = "cli.api_client cli.client cli.run cli.chat.app cli.sessions cli.folders"
+    clients += " cli.memory cli.bundles"
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {clients.split()!r}: importlib.import_module(name)\n"
+        "print('\\n'.join(sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    servers = ("sqlalchemy", "redis", "flask", "celery", "psycopg", "api", "workers")
+    server_parts = ("files", "db", "index", "infra", "sessions", "accounts", "llm", "runtime")
+    forbidden = [
+        name
+        for name in loaded
+        if name.split(".")[0] in servers
+        or (name.startswith("shared.") and name.split(".")[1] in server_parts)
+    ]
+    assert "cli.chat.app" in loaded
+    assert forbidden == []
