@@ -77,8 +77,9 @@ def check_presented(fallback_token: str | None = None) -> Principal:
     token, by_cookie = presented_token(fallback_token)
     if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
-    with runtime().db.transaction() as db:
-        found = accounts.authenticate(db, token, from_cookie=by_cookie)
+    rt = runtime()
+    with rt.db.transaction() as db:
+        found = accounts.authenticate(db, token, now=rt.clock.now(), from_cookie=by_cookie)
     g.checked_principal = (token, by_cookie, found)
     return found
 

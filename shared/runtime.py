@@ -7,13 +7,14 @@ to the domain functions; nothing in shared/ reaches for globals.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import httpx
 import redis
 
 from shared.accounts.throttle import Throttle
+from shared.core.clock import Clock, SystemClock
 from shared.core.jobs import JobQueue
 from shared.core.settings import Settings
 from shared.db import Database
@@ -48,6 +49,7 @@ class Runtime:
     throttle: Throttle  # failed-login counters (Redis, or per process without it)
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
+    clock: Clock = field(default_factory=SystemClock)  # tests replace it to move time
     closed: bool = False
 
     @classmethod

@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,17 @@ def client(app: Flask) -> FlaskClient:
 
 
 @dataclass
+class MovedClock:
+    """The machine's clock moved by `offset`: a test moves a runtime's time by giving it one
+    (`rt.clock = MovedClock(timedelta(days=2))`)."""
+
+    offset: timedelta
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+
+@dataclass
 class Account:
     user_id: str
     username: str
@@ -200,7 +212,6 @@ def create_account(
     rt: Runtime, username: str, *, admin: bool = False, api: bool = False
 ) -> Account:
     """A user and a token for them: a login token (source web) or an API key (source api)."""
-    from datetime import timedelta
 
     with rt.db.session() as db:
         user = accounts.create_user(db, username, "correct horse", is_admin=admin)

@@ -104,8 +104,9 @@ def _signed_in(token: str) -> Principal | None:
     if not token.strip():
         return None
     try:
-        with runtime().db.transaction() as db:
-            return accounts.authenticate(db, token.strip(), from_cookie=True)
+        rt = runtime()
+        with rt.db.transaction() as db:
+            return accounts.authenticate(db, token.strip(), now=rt.clock.now(), from_cookie=True)
     except Unauthorized:
         return None
 

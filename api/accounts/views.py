@@ -68,8 +68,9 @@ class Tokens(MethodView):
     @login_required
     @blp.response(200, TokenSchema(many=True))
     def get(self) -> list[Any]:
-        with runtime().db.session() as db:
-            return accounts.list_tokens(db, principal())
+        rt = runtime()
+        with rt.db.session() as db:
+            return accounts.list_tokens(db, principal(), now=rt.clock.now())
 
     @login_required
     @blp.arguments(NewTokenSchema)

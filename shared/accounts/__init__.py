@@ -35,7 +35,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlalchemy.orm import Session
@@ -44,6 +44,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 from shared import index
 from shared.accounts.throttle import Policy, Throttle
 from shared.core import text as text_rule
+from shared.core.clock import utcnow
 from shared.core.errors import (
     Conflict,
     Forbidden,
@@ -92,10 +93,6 @@ class Principal:
     token_id: str
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -118,7 +115,7 @@ def create_user(db: Session, username: str, password: str, *, is_admin: bool = F
         username=username,
         password_hash=generate_password_hash(password),
         is_admin=is_admin,
-        created_at=now(),
+        created_at=utcnow(),
     )
     db.add(user)
     db.flush()
@@ -133,7 +130,7 @@ def _issue(
     db: Session, user: User, name: str, source: str, ttl: timedelta | None
 ) -> tuple[ApiToken, str]:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    created = now()
+    created = utcnow()
     row = ApiToken(
         id=uuid.uuid4().hex,
         user_id=user.id,
@@ -237,20 +234,20 @@ def create_api_key(db: Session, principal: Principal, name: str) -> tuple[ApiTok
     return _issue(db, user, name, "api", None)
 
 
-def list_tokens(db: Session, principal: Principal) -> list[ApiToken]:
+def list_tokens(db: Session, principal: Principal, *, now: datetime) -> list[ApiToken]:
     query = (
         select(ApiToken)
         .where(ApiToken.user_id == principal.user_id, ApiToken.revoked_at.is_(None))
         .order_by(ApiToken.created_at)
     )
-    return [t for t in db.scalars(query) if not _expired(t)]
+    return [t for t in db.scalars(query) if not _expired(t, now)]
 
 
 def revoke_token(db: Session, principal: Principal, token_id: str) -> None:
     row = db.get(ApiToken, token_id) if TOKEN_ID_RE.fullmatch(token_id) else None
     if row is None or row.user_id != principal.user_id or row.revoked_at is not None:
         raise NotFound("token not found")
-    row.revoked_at = now()
+    row.revoked_at = utcnow()
 
 
 def revoke_all(db: Session, user_id: str, *, keep: str | None = None) -> int:
@@ -259,7 +256,7 @@ def revoke_all(db: Session, user_id: str, *, keep: str | None = None) -> int:
     query = update(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
     if keep:
         query = query.where(ApiToken.id != keep)
-    return int(db.execute(query.values(revoked_at=now())).rowcount or 0)  # type: ignore[attr-defined]
+    return int(db.execute(query.values(revoked_at=utcnow())).rowcount or 0)  # type: ignore[attr-defined]
 
 
 def get_user(db: Session, user_id: str) -> User:
@@ -382,8 +379,8 @@ def delete_user(database: Database, store: SessionStore, user_id: str, *, actor:
     return user
 
 
-def _expired(row: ApiToken) -> bool:
-    return row.expires_at is not None and row.expires_at <= now()
+def _expired(row: ApiToken, now: datetime) -> bool:
+    return row.expires_at is not None and row.expires_at <= now
 
 
 # Built once (SQLAlchemy then reuses its compiled form): every request runs it. Plain
@@ -412,9 +409,11 @@ _TOUCH = (
 TOUCH_EVERY = timedelta(minutes=5)
 
 
-def authenticate(db: Executor, token: str, *, from_cookie: bool = False) -> Principal:
-    """The principal behind a bearer token (or, `from_cookie`, a browser sign-in), or
-    `Unauthorized`. One query; `last_used_at` is written at most every five minutes. Every
+def authenticate(
+    db: Executor, token: str, *, now: datetime, from_cookie: bool = False
+) -> Principal:
+    """The principal behind a bearer token (or, `from_cookie`, a browser sign-in) at `now`,
+    or `Unauthorized`. One query; `last_used_at` is written at most every five minutes. Every
     request asks this: the API calls it on a bare connection (`Database.transaction`)."""
     connection = connection_of(db)
     found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
@@ -422,7 +421,7 @@ def authenticate(db: Executor, token: str, *, from_cookie: bool = False) -> Prin
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     token_id, source, expires_at, revoked_at, last_used_at = found[:5]
     user_id, username, is_admin, disabled = found[5:]
-    stamp = now()
+    stamp = now
     if (
         revoked_at is not None
         or (expires_at is not None and expires_at <= stamp)

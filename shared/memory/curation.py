@@ -352,7 +352,7 @@ def _finish(
 def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
     """Re-send curation for likes still `saving` LOST_AFTER after they were made whose job is
     not running (a lost job; see extraction's module doc for the timings)."""
-    cutoff = utcnow() - LOST_AFTER
+    cutoff = rt.clock.now() - LOST_AFTER
     sent = 0
     for user_id, session_id in recent_sessions(rt, min_messages=2):
         try:

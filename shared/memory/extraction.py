@@ -310,7 +310,7 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Turn]) -> Outcome:
 
 def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, str]]:
     """(user id, session id) of non-temporary sessions the index shows updated lately."""
-    since = utcnow() - SWEEP_WINDOW
+    since = rt.clock.now() - SWEEP_WINDOW
     query = select(SessionRow.user_id, SessionRow.id).where(
         SessionRow.temporary == false(),
         SessionRow.updated_at >= since,
@@ -326,7 +326,7 @@ def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
     if not extraction_enabled(rt.settings):
         return 0
     every = rt.settings.user_memory_extraction_every_n_turns
-    now = utcnow()
+    now = rt.clock.now()
     quiet_since, lost_since = now - IDLE_AFTER, now - LOST_AFTER
     sent = 0
     for ids in recent_sessions(rt, min_messages=2):

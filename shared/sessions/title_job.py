@@ -113,7 +113,7 @@ def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
     """Titles left pending by a lost job or a worker that died mid-call: the job is sent
     again once the title has waited LOST_AFTER and no job holds its lock, and the truncated
     title is kept (pending ended without the model) once it has waited GIVE_UP_AFTER."""
-    now = utcnow()
+    now = rt.clock.now()
     with rt.db.session() as db:
         candidates = db.execute(
             select(SessionRow.user_id, SessionRow.id)

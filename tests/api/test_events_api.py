@@ -13,10 +13,12 @@ import pytest
 
 import api.events
 from shared import accounts
+from shared.core.clock import utcnow
 from shared.infra import events
 from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
+from tests.conftest import MovedClock
 
 LOOPS = 50
 
@@ -58,13 +60,13 @@ def test_an_event_published_right_after_ready_arrives(chat: Chat) -> None:
 
 def test_a_revoked_token_closes_the_socket_with_1008(chat: Chat) -> None:
     with chat.rt.db.session() as db:
-        principal = accounts.authenticate(db, chat.user.token)
+        principal = accounts.authenticate(db, chat.user.token, now=utcnow())
         _, key = accounts.create_api_key(db, principal, "browser")
     with live(chat.app) as url:
         ws = connect(f"{url}?token={key}")
         assert ws.next_json() == {"type": "ready"}
         with chat.rt.db.session() as db:
-            token_id = accounts.authenticate(db, key).token_id
+            token_id = accounts.authenticate(db, key, now=utcnow()).token_id
         revoked = chat.client.delete(f"{API}/tokens/{token_id}", headers=chat.user.headers)
         assert revoked.status_code == 204
         seen, code = ws.until_closed()
@@ -87,12 +89,11 @@ def test_a_bad_token_is_told_why_and_closed_with_1008(chat: Chat) -> None:
             assert [m["error"]["code"] for m in seen] == ["invalid_token"]
 
 
-def test_an_expired_token_closes_the_socket(chat: Chat, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_expired_token_closes_the_socket(chat: Chat) -> None:
     with live(chat.app) as url:
         ws = connect(f"{url}?token={chat.user.token}")
         assert ws.next_json() == {"type": "ready"}
-        later = accounts.now() + timedelta(days=2)
-        monkeypatch.setattr(accounts, "now", lambda: later)
+        chat.rt.clock = MovedClock(timedelta(days=2))
         assert ws.until_closed()[1] == api.events.POLICY_VIOLATION
 
 

@@ -18,7 +18,7 @@ from shared.llm.tools import Tool
 from shared.memory import curation
 from shared.memory.curation import curate_turn, sweep_likes
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
-from tests.conftest import create_account
+from tests.conftest import MovedClock, create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls
 
 SECRET = "postgres://admin:Xk29dLq7@db.internal:5432/app"  # the safety filter refuses it
@@ -288,14 +288,14 @@ def test_unliking_before_the_job_runs_cancels_the_curation(chat: Chat) -> None:
     assert memory_bytes(chat, "agent") is None
 
 
-def test_the_sweep_resends_a_lost_curation(chat: Chat, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sweep_resends_a_lost_curation(chat: Chat) -> None:
     Model(chat, ADD_PNPM)
     session_id = chat.new_session()
     user_id, _ = one_turn(chat, session_id)
     like(chat, session_id, user_id)
     sweeper = RecordingJobs()
     assert sweep_likes(chat.rt, sweeper) == 0  # just liked: its job is on its way
-    monkeypatch.setattr(curation, "LOST_AFTER", timedelta(0))
+    chat.rt.clock = MovedClock(curation.LOST_AFTER + timedelta(seconds=1))
     assert sweep_likes(chat.rt, sweeper) == 1
     assert sweeper.of(job_names.CURATE_MEMORY) == [(chat.user.user_id, session_id, user_id)]
     run_job(chat, session_id, user_id)
@@ -303,16 +303,14 @@ def test_the_sweep_resends_a_lost_curation(chat: Chat, monkeypatch: pytest.Monke
     assert sweep_likes(chat.rt, sweeper) == 0
 
 
-def test_the_sweep_resends_a_curation_lost_with_its_worker_once(
-    chat: Chat, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_sweep_resends_a_curation_lost_with_its_worker_once(chat: Chat) -> None:
     """A worker killed mid-job leaves its lock behind: it lapses in seconds, not minutes, and
     the sweep then sends the job again (once, however often it runs meanwhile)."""
     Model(chat, ADD_PNPM)
     session_id = chat.new_session()
     user_id, _ = one_turn(chat, session_id)
     like(chat, session_id, user_id)
-    monkeypatch.setattr(curation, "LOST_AFTER", timedelta(0))
+    chat.rt.clock = MovedClock(curation.LOST_AFTER + timedelta(seconds=1))
     sweeper = RecordingJobs()
     lock = f"curate:{session_id}:{user_id}"
     assert curation.JOB_LOCK_TTL <= 30

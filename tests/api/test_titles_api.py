@@ -12,11 +12,12 @@ import pytest
 
 from shared import accounts
 from shared.chat import turns
+from shared.core.clock import utcnow
 from shared.core.jobs import SESSION_TITLE
 from shared.sessions import title_job
 from shared.sessions.titles import clean_reply
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
-from tests.conftest import create_account
+from tests.conftest import MovedClock, create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text
 
 OPENING = "How should I plan a week in Paris in spring, with two kids and a small budget?"
@@ -150,7 +151,7 @@ def test_a_stopped_first_reply_ends_pending(make_chat: Callable[..., Chat]) -> N
     chat = llm_chat(make_chat)
     session_id = chat.new_session()
     with chat.rt.db.session() as db:
-        principal = accounts.authenticate(db, chat.user.token)
+        principal = accounts.authenticate(db, chat.user.token, now=utcnow())
     chat.llm.script(text("A long answer that the user stops early. " * 20, chunk_delay=0.01))
     stream = turns.iter_turn(
         chat.rt, principal, session_id, turns.TurnRequest(content=OPENING), stream=True
@@ -215,16 +216,13 @@ def test_a_session_renamed_to_nothing_is_not_titled_by_its_first_message(chat: C
     assert session(chat, session_id)["title"] is None
 
 
-def test_the_sweep_resends_a_lost_job_then_gives_up_on_it(
-    make_chat: Callable[..., Chat], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_sweep_resends_a_lost_job_then_gives_up_on_it(make_chat: Callable[..., Chat]) -> None:
     chat = llm_chat(make_chat)
     session_id = first_exchange(chat)
     sweeper = RecordingJobs()
     assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 0}  # too soon
 
-    now = title_job.utcnow()
-    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(seconds=45))
+    chat.rt.clock = MovedClock(timedelta(seconds=45))
     # A job that runs (its worker alive, renewing the title's lock) is not sent again.
     lock = title_job.title_lock(session_id)
     with chat.rt.locks.hold(lock, ttl=title_job.JOB_LOCK_TTL, keepalive=True):
@@ -235,7 +233,7 @@ def test_the_sweep_resends_a_lost_job_then_gives_up_on_it(
     assert sweeper.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]
     assert session(chat, session_id)["title_pending"] is True
 
-    monkeypatch.setattr(title_job, "utcnow", lambda: now + timedelta(minutes=7))
+    chat.rt.clock = MovedClock(timedelta(minutes=7))
     with live_events(chat) as pushed:
         assert title_job.sweep_titles(chat.rt, sweeper) == {"resent": 0, "ended": 1}
     assert title_of(chat, session_id) == (TRUNCATED, False)

@@ -22,7 +22,7 @@ from shared.memory.extraction import (
     sweep_extraction,
 )
 from tests.api.conftest import API, Chat, RecordingJobs, make_chat  # noqa: F401  (make_chat is a fixture)
-from tests.conftest import Backend
+from tests.conftest import Backend, MovedClock
 from tests.fake_llm import RecordedRequest, Reply, error, text
 
 EXTRACTING = {"USER_MEMORY_EXTRACTION": "true", "USER_MEMORY_EXTRACTION_EVERY_N_TURNS": "4"}
@@ -206,10 +206,8 @@ def test_the_next_run_covers_only_the_new_turns(chat: Chat) -> None:
     assert marker(chat, session_id) == 8
 
 
-def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(
-    chat: Chat, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
+def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(chat: Chat) -> None:
+    chat.rt.clock = MovedClock(extraction.LOST_AFTER + timedelta(seconds=1))
     model = Model(chat, error(500, "down"), error(500, "down"), entries("Likes tables"))
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d")
@@ -228,9 +226,7 @@ def test_a_model_error_keeps_the_marker_and_the_sweep_sends_the_job_again(
     assert len(model.extractions) == 3  # two tries (one retry) failed, then one succeeded
 
 
-def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(
-    chat: Chat, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(chat: Chat) -> None:
     Model(chat, entries("Likes tables"))
     session_id = chat.new_session()
     other = chat.new_session()
@@ -241,7 +237,7 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(
 
     sweeper = RecordingJobs()
     assert sweep_extraction(chat.rt, sweeper) == 0  # the last turn is recent: still on its way
-    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
+    chat.rt.clock = MovedClock(extraction.LOST_AFTER + timedelta(seconds=1))
     assert sweep_extraction(chat.rt, sweeper) == 1
     assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 5)]
     assert extract(chat, session_id, 5).marker == 5
@@ -252,12 +248,12 @@ def test_the_sweep_sends_a_lost_job_once_and_only_when_n_turns_are_due(
 
 
 def test_the_sweep_leaves_a_running_job_alone_and_resends_a_lost_one_once_a_minute(
-    chat: Chat, monkeypatch: pytest.MonkeyPatch
+    chat: Chat,
 ) -> None:
     Model(chat, entries("Likes tables"))
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d")
-    monkeypatch.setattr(extraction, "LOST_AFTER", timedelta(0))
+    chat.rt.clock = MovedClock(extraction.LOST_AFTER + timedelta(seconds=1))
     sweeper = RecordingJobs()
     lock = extraction.extract_lock(session_id)
     with chat.rt.locks.hold(lock, ttl=extraction.JOB_LOCK_TTL, keepalive=True):
@@ -271,9 +267,7 @@ def test_the_sweep_leaves_a_running_job_alone_and_resends_a_lost_one_once_a_minu
     assert sweep_extraction(chat.rt, sweeper) == 1
 
 
-def test_the_last_turns_of_a_quiet_session_are_extracted_too(
-    chat: Chat, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_last_turns_of_a_quiet_session_are_extracted_too(chat: Chat) -> None:
     Model(chat, entries("Likes tables"))
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d", "e", "f")  # extracted through 4; 2 left
@@ -281,7 +275,7 @@ def test_the_last_turns_of_a_quiet_session_are_extracted_too(
     sweeper = RecordingJobs()
     assert sweep_extraction(chat.rt, sweeper) == 0  # still active: wait for N more turns
 
-    monkeypatch.setattr(extraction, "IDLE_AFTER", timedelta(0))  # the session went quiet
+    chat.rt.clock = MovedClock(extraction.IDLE_AFTER + timedelta(seconds=1))  # quiet now
     assert sweep_extraction(chat.rt, sweeper) == 1
     assert sweeper.of(job_names.EXTRACT_MEMORY) == [(chat.user.user_id, session_id, 6)]
     assert extract(chat, session_id, 6).marker == 6
