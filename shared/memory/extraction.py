@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import false, select
 
-from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import content_text
