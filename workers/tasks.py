@@ -84,11 +84,11 @@ def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[
 
 
 @shared_task(name=jobs.CURATE_MEMORY, bind=True)
-def curate_memory(self, user_id: str, session_id: str, pair_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def curate_memory(self, user_id: str, session_id: str, exchange_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Distill a liked turn into the agent memory."""
-    from shared.memory.curation import curate_turn
+    from shared.memory.curation import curate_exchange
 
-    outcome = curate_turn(_runtime(self), user_id, session_id, pair_id)
+    outcome = curate_exchange(_runtime(self), user_id, session_id, exchange_id)
     return {**outcome.to_dict(), **_where()}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 CHAT_ROLES = ("user", "assistant")
@@ -149,3 +150,30 @@ def model_message(record: Mapping[str, Any]) -> dict[str, Any]:
     if message["content"] is None and role != "assistant":
         message["content"] = ""
     return message
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A user's message and the assistant's final answer to it (None while unanswered): what
+    a like marks, what extraction and curation read."""
+
+    user: dict[str, Any]
+    answer: dict[str, Any] | None
+
+
+def exchanges(messages: list[dict[str, Any]]) -> list[Exchange]:
+    """A session's exchanges in order; tool calls and tool results are not part of them."""
+    found: list[Exchange] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            found.append(Exchange(message, None))
+        elif role == "assistant" and not message.get("tool_calls") and found:
+            found[-1] = Exchange(found[-1].user, message)
+    return found
+
+
+def count_answered(found: list[Exchange]) -> int:
+    """Exchanges that are over: all of them but a last one still waiting for its answer (the
+    user turns the extraction marker counts)."""
+    return len(found) - 1 if found and found[-1].answer is None else len(found)

@@ -1,19 +1,19 @@
 """Remember this turn: a like on a message distills its turn into the agent memory (MEMORY.md).
 
 A like on either message of a turn (the user's message, or the assistant's final answer)
-stands for the pair, keyed by the user message's id. Liking records the like in the session
-file (a meta record `{"likes": {pair_id: {...}}}`, status `saving`), enqueues
-`eonyx.memory.curate(user_id, session_id, pair_id)` and pushes `like.updated`. Liking the
-other message of the pair, or liking again, starts nothing new while the pair is `saving` or
+stands for the exchange, keyed by the user message's id. Liking records the like in the session
+file (a meta record `{"likes": {exchange_id: {...}}}`, status `saving`), enqueues
+`eonyx.memory.curate(user_id, session_id, exchange_id)` and pushes `like.updated`. Liking the
+other message of the exchange, or liking again, starts nothing new while the exchange is `saving` or
 `saved`; a `failed` like is retried by liking it again.
 
-The job asks the `agent_memory_curation` model once, with the pair and the current entries,
+The job asks the `agent_memory_curation` model once, with the exchange and the current entries,
 for operations (add / modify / remove) and applies them all or nothing through
 `MemoryStore.update` (filter, cap, backup, atomic replace, lock). Adds of entries already
 saved are dropped rather than failing the batch. The like ends `saved` (possibly with no
 change, when nothing was worth keeping) or `failed` (model error, unparsable answer, refused
 by the filter or the cap), recorded in the session and pushed as `like.updated`; a write
-also pushes `memory.updated`. A retried job for a pair no longer `saving` does nothing.
+also pushes `memory.updated`. A retried job for an exchange no longer `saving` does nothing.
 Curation never touches USER.md. Unliking removes the like, not what was remembered.
 
 Temporary chats and demo mode (and AGENT_MEMORY_ENABLED=false) refuse the like with a 4xx:
@@ -30,6 +30,7 @@ from shared.core import observability
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import CURATE_MEMORY, JobQueue
+from shared.core.messages import Exchange, exchanges
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
@@ -39,8 +40,6 @@ from shared.memory.extraction import (
     MESSAGE_CHARS,
     TOTAL_CHARS,
     Outcome,
-    Turn,
-    chat_turns,
     parse_json_answer,
     recent_sessions,
     transcript,
@@ -87,7 +86,7 @@ def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
     return dict(likes) if isinstance(likes, dict) else {}
 
 
-def pair_of(state: SessionState, message_id: str) -> Turn:
+def exchange_of(state: SessionState, message_id: str) -> Exchange:
     """The turn a message belongs to, for a like: its user message or its final answer."""
     for message in state.messages:
         if message.get("id") != message_id:
@@ -98,7 +97,7 @@ def pair_of(state: SessionState, message_id: str) -> Turn:
                 "only a user message or the assistant's final answer can be liked",
                 code="not_likeable",
             )
-        for turn in chat_turns(state.messages):
+        for turn in exchanges(state.messages):
             if message_id in (turn.user.get("id"), (turn.answer or {}).get("id")):
                 if turn.answer is None:
                     raise Conflict("this turn has no answer yet", code="turn_unanswered")
@@ -107,11 +106,11 @@ def pair_of(state: SessionState, message_id: str) -> Turn:
     raise NotFound(f"no message {message_id!r} in this session")
 
 
-def _public(pair_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
+def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
     like = like or {}
     return {
-        "pair_id": pair_id,
-        "message_ids": like.get("message_ids", [pair_id]),
+        "pair_id": exchange_id,
+        "message_ids": like.get("message_ids", [exchange_id]),
         "status": like.get("status"),
         "detail": like.get("detail"),
         "changes": like.get("changes"),
@@ -119,23 +118,23 @@ def _public(pair_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _push(
-    rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict[str, Any] | None
+    rt: Runtime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
-    event = {"type": "like.updated", "session_id": session_id, **_public(pair_id, like)}
+    event = {"type": "like.updated", "session_id": session_id, **_public(exchange_id, like)}
     events.publish(rt.redis, user_id, event)
 
 
 def _set_like(
-    rt: Runtime, user_id: str, session_id: str, pair_id: str, like: dict[str, Any] | None
+    rt: Runtime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
-    """Record one pair's like (None: remove it). The caller holds the session's like lock:
+    """Record one exchange's like (None: remove it). The caller holds the session's like lock:
     the meta record carries the whole map, so writers must not interleave."""
     state, _ = rt.store.load(user_id, session_id, keep_messages=False)
     likes = likes_of(state)
     if like is None:
-        likes.pop(pair_id, None)
+        likes.pop(exchange_id, None)
     else:
-        likes[pair_id] = like
+        likes[exchange_id] = like
     session_service.append_meta(rt, user_id, session_id, {LIKES: likes})
 
 
@@ -143,8 +142,8 @@ def _like_lock(session_id: str) -> str:
     return f"likes:{session_id}"
 
 
-def _curate_lock(session_id: str, pair_id: str) -> str:
-    return f"curate:{session_id}:{pair_id}"
+def _curate_lock(session_id: str, exchange_id: str) -> str:
+    return f"curate:{session_id}:{exchange_id}"
 
 
 def check_allowed(rt: Runtime, state: SessionState) -> None:
@@ -167,25 +166,25 @@ def like_message(
     ):
         state, _ = rt.store.load(user_id, session_id)
         check_allowed(rt, state)
-        turn = pair_of(state, message_id)
-        pair_id = turn.user["id"]
-        current = likes_of(state).get(pair_id)
+        turn = exchange_of(state, message_id)
+        exchange_id = turn.user["id"]
+        current = likes_of(state).get(exchange_id)
         if current and current.get("status") in (SAVING, SAVED):
-            return _public(pair_id, current), False
+            return _public(exchange_id, current), False
         if rt.jobs is None:
             raise Unavailable("no worker queue is configured to remember turns", code="no_queue")
         now = isoformat(utcnow())
         like = {
             "status": SAVING,
-            "message_ids": [pair_id, turn.answer["id"]],  # type: ignore[index]
+            "message_ids": [exchange_id, turn.answer["id"]],  # type: ignore[index]
             "liked_at": now,
             "updated_at": now,
         }
-        _set_like(rt, user_id, session_id, pair_id, like)
+        _set_like(rt, user_id, session_id, exchange_id, like)
     # Recorded first: if this send is lost, the sweep finds the like still saving.
-    rt.hint(CURATE_MEMORY, user_id, session_id, pair_id)
-    _push(rt, user_id, session_id, pair_id, like)
-    return _public(pair_id, like), True
+    rt.hint(CURATE_MEMORY, user_id, session_id, exchange_id)
+    _push(rt, user_id, session_id, exchange_id, like)
+    return _public(exchange_id, like), True
 
 
 def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_id: str) -> None:
@@ -196,23 +195,23 @@ def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_i
         _like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=LIKE_LOCK_TTL, keepalive=True
     ):
         state, _ = rt.store.load(user_id, session_id)
-        pair_id = pair_of(state, message_id).user["id"]
-        if pair_id not in likes_of(state):
+        exchange_id = exchange_of(state, message_id).user["id"]
+        if exchange_id not in likes_of(state):
             return
-        _set_like(rt, user_id, session_id, pair_id, None)
-    _push(rt, user_id, session_id, pair_id, None)
+        _set_like(rt, user_id, session_id, exchange_id, None)
+    _push(rt, user_id, session_id, exchange_id, None)
 
 
 def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> list[dict[str, Any]]:
-    """The transcript, both messages of a liked pair carrying `like: {status, ...}`."""
+    """The transcript, both messages of a liked exchange carrying `like: {status, ...}`."""
     session_service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
     by_message: dict[str, dict[str, Any]] = {}
-    for pair_id, like in likes_of(state).items():
-        view = {"status": like.get("status"), "pair_id": pair_id}
+    for exchange_id, like in likes_of(state).items():
+        view = {"status": like.get("status"), "pair_id": exchange_id}
         if like.get("detail"):
             view["detail"] = like["detail"]
-        for message_id in like.get("message_ids") or [pair_id]:
+        for message_id in like.get("message_ids") or [exchange_id]:
             by_message[message_id] = view
     return [
         {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else m
@@ -223,7 +222,7 @@ def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> l
 # -- the job -----------------------------------------------------------------------------------
 
 
-def curation_request(entries: list[str], turn: Turn, limit: int) -> list[dict[str, Any]]:
+def curation_request(entries: list[str], turn: Exchange, limit: int) -> list[dict[str, Any]]:
     notes = render_entries(entries).strip() or "(empty)"
     exchange = transcript([turn], per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
     return [
@@ -261,31 +260,31 @@ def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> li
     return kept
 
 
-def curate_turn(rt: Runtime, user_id: str, session_id: str, pair_id: str) -> Outcome:
+def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str) -> Outcome:
     """Distill a liked turn into MEMORY.md (see the module doc). Idempotent."""
     with rt.locks.hold(
-        _curate_lock(session_id, pair_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
+        _curate_lock(session_id, exchange_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
     ):
         try:
             state, _ = rt.store.load(user_id, session_id)
         except NotFound:
             return Outcome("skipped", "the session is gone")
-        like = likes_of(state).get(pair_id)
+        like = likes_of(state).get(exchange_id)
         if like is None:
             return Outcome("skipped", "the like was removed")
         if like.get("status") != SAVING:
             return Outcome("skipped", f"this turn is already {like.get('status')}")
         try:
             check_allowed(rt, state)
-            turn = pair_of(state, pair_id)
+            turn = exchange_of(state, exchange_id)
         except (Conflict, Forbidden, InvalidInput, NotFound) as exc:
-            return _finish(rt, user_id, session_id, pair_id, FAILED, exc.message)
+            return _finish(rt, user_id, session_id, exchange_id, FAILED, exc.message)
         outcome = _curate(rt, user_id, turn)
         status = FAILED if outcome.status == "failed" else SAVED
-        return _finish(rt, user_id, session_id, pair_id, status, outcome.detail, outcome)
+        return _finish(rt, user_id, session_id, exchange_id, status, outcome.detail, outcome)
 
 
-def _curate(rt: Runtime, user_id: str, turn: Turn) -> Outcome:
+def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read("agent", user_id)
     try:
         offering = catalog.offering_for(rt, "agent_memory_curation")
@@ -325,7 +324,7 @@ def _finish(
     rt: Runtime,
     user_id: str,
     session_id: str,
-    pair_id: str,
+    exchange_id: str,
     status: str,
     detail: str,
     outcome: Outcome | None = None,
@@ -335,14 +334,14 @@ def _finish(
         _like_lock(session_id), wait=LIKE_LOCK_WAIT, ttl=LIKE_LOCK_TTL, keepalive=True
     ):
         state, _ = rt.store.load(user_id, session_id, keep_messages=False)
-        like = likes_of(state).get(pair_id)
+        like = likes_of(state).get(exchange_id)
         if like is not None:
             like = {**like, "status": status, "updated_at": isoformat(utcnow())}
             like["detail"] = detail if status == FAILED else None
             like["changes"] = (outcome.changes or 0) if outcome and status == SAVED else 0
-            _set_like(rt, user_id, session_id, pair_id, like)
+            _set_like(rt, user_id, session_id, exchange_id, like)
     if like is not None:
-        _push(rt, user_id, session_id, pair_id, like)
+        _push(rt, user_id, session_id, exchange_id, like)
     return outcome or Outcome("failed", detail)
 
 
@@ -359,16 +358,16 @@ def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
             state, _ = rt.store.load(user_id, session_id, keep_messages=False)
         except (NotFound, InvalidInput):
             continue
-        for pair_id, like in likes_of(state).items():
+        for exchange_id, like in likes_of(state).items():
             if like.get("status") != SAVING:
                 continue
             try:
                 stale = parse_time(like.get("updated_at") or "") < cutoff
             except ValueError:
                 stale = True
-            if not stale or job_running(rt.locks, _curate_lock(session_id, pair_id)):
+            if not stale or job_running(rt.locks, _curate_lock(session_id, exchange_id)):
                 continue
-            key = f"{CURATE_MEMORY}:{session_id}:{pair_id}"
-            if resend(rt.redis, jobs, key, CURATE_MEMORY, user_id, session_id, pair_id):
+            key = f"{CURATE_MEMORY}:{session_id}:{exchange_id}"
+            if resend(rt.redis, jobs, key, CURATE_MEMORY, user_id, session_id, exchange_id):
                 sent += 1
     return sent

@@ -42,7 +42,7 @@ from sqlalchemy import false, select
 
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
-from shared.core.messages import content_text
+from shared.core.messages import Exchange, content_text, count_answered, exchanges
 from shared.core.settings import Settings
 from shared.db.orm import SessionRow
 from shared.files.session_store import SessionState
@@ -101,34 +101,6 @@ class Outcome:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Turn:
-    """A user message and the assistant's final answer to it (None while unanswered)."""
-
-    user: dict[str, Any]
-    answer: dict[str, Any] | None
-
-
-# -- reading a session -------------------------------------------------------------------------
-
-
-def chat_turns(messages: list[dict[str, Any]]) -> list[Turn]:
-    """The session's turns in order; tool calls and tool results are not part of them."""
-    turns: list[Turn] = []
-    for message in messages:
-        role = message.get("role")
-        if role == "user":
-            turns.append(Turn(message, None))
-        elif role == "assistant" and not message.get("tool_calls") and turns:
-            turns[-1] = Turn(turns[-1].user, message)
-    return turns
-
-
-def answered_turns(turns: list[Turn]) -> int:
-    """User turns that are over: all of them but a last one still waiting for its answer."""
-    return len(turns) - 1 if turns and turns[-1].answer is None else len(turns)
-
-
 def extracted_upto(state: SessionState) -> int:
     value = state.extra.get(MARKER)
     return value if isinstance(value, int) and value >= 0 else 0
@@ -138,7 +110,7 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def transcript(turns: list[Turn], *, per_message: int, total: int) -> str:
+def transcript(turns: list[Exchange], *, per_message: int, total: int) -> str:
     """`User: ...` / `Assistant: ...` lines for `turns`, each message clipped to `per_message`
     characters; over `total`, the oldest messages are left out (newer ones matter more)."""
     lines: list[str] = []
@@ -197,7 +169,9 @@ def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
 # -- the job -----------------------------------------------------------------------------------
 
 
-def extraction_request(entries: list[str], turns: list[Turn], limit: int) -> list[dict[str, Any]]:
+def extraction_request(
+    entries: list[str], turns: list[Exchange], limit: int
+) -> list[dict[str, Any]]:
     profile = render_entries(entries).strip() or "(empty)"
     conversation = transcript(turns, per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
     return [
@@ -246,8 +220,8 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
         done = extracted_upto(state)
         if state.temporary:
             return Outcome("skipped", "temporary chats never shape the profile", done)
-        turns = chat_turns(state.messages)
-        target = min(upto_turn, answered_turns(turns))
+        turns = exchanges(state.messages)
+        target = min(upto_turn, count_answered(turns))
         if target <= done:
             return Outcome("skipped", f"turns up to {done} are already done", done)
         outcome = _reconcile(rt, user_id, turns[done:target])
@@ -257,7 +231,7 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
         return Outcome(outcome.status, outcome.detail, target)
 
 
-def _reconcile(rt: Runtime, user_id: str, turns: list[Turn]) -> Outcome:
+def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
     before = rt.memory.read("user", user_id)
     try:
         offering = catalog.offering_for(rt, "user_memory_extraction")
@@ -334,7 +308,7 @@ def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
             state, _ = rt.store.load(user_id, session_id)
         except (NotFound, InvalidInput):
             continue
-        answered = answered_turns(chat_turns(state.messages))
+        answered = count_answered(exchanges(state.messages))
         done = extracted_upto(state)
         lost = answered >= done + every and state.updated_at <= lost_since
         due = lost or (answered > done and state.updated_at <= quiet_since)

@@ -23,6 +23,7 @@ from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
+from shared.core.messages import count_answered, exchanges
 from shared.db.orm import SessionRow
 from shared.files.filestore import copy_tree, remove_tree
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
@@ -60,7 +61,7 @@ def fork_session(
         changes["project_context"] = original.extra["project_context"]
     mark = original.extra.get(EXTRACTION_MARK)
     if isinstance(mark, int) and mark > 0:
-        changes[EXTRACTION_MARK] = min(mark, _answered_turns(messages))
+        changes[EXTRACTION_MARK] = min(mark, count_answered(exchanges(messages)))
     state, info = rt.store.create(
         user_id,
         source=principal.source,
@@ -100,17 +101,6 @@ def _fork_point(messages: list[dict[str, Any]], message_id: str | None) -> list[
             )
         return messages[: position + 1]
     raise NotFound(f"no message {message_id} in this session")
-
-
-def _answered_turns(messages: list[dict[str, Any]]) -> int:
-    """User turns followed by a final answer (what the extraction mark counts)."""
-    turns = answered = 0
-    for message in messages:
-        if message.get("role") == "user":
-            turns += 1
-        elif message.get("role") == "assistant" and not message.get("tool_calls") and turns:
-            answered = turns
-    return answered
 
 
 def _copy_files(

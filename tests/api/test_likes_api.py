@@ -16,7 +16,7 @@ from shared import index
 from shared.core import jobs as job_names
 from shared.llm.tools import Tool
 from shared.memory import curation
-from shared.memory.curation import curate_turn, sweep_likes
+from shared.memory.curation import curate_exchange, sweep_likes
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import MovedClock, create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls
@@ -78,7 +78,7 @@ def messages(chat: Chat, session_id: str) -> list[dict]:
 
 def run_job(chat: Chat, session_id: str, pair_id: str):  # type: ignore[no-untyped-def]
     """What the worker runs for the job the like sent."""
-    return curate_turn(chat.rt, chat.user.user_id, session_id, pair_id)
+    return curate_exchange(chat.rt, chat.user.user_id, session_id, pair_id)
 
 
 def memory_bytes(chat: Chat, kind: str) -> bytes | None:
