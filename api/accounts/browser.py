@@ -34,23 +34,23 @@ blp = Blueprint(
 )
 
 
-class SessionUserSchema(ma.Schema):
+class SignedInUserSchema(ma.Schema):
     id = ma.fields.String()
     username = ma.fields.String()
     is_admin = ma.fields.Boolean()
 
 
-class BrowserSessionSchema(ma.Schema):
-    user = ma.fields.Nested(SessionUserSchema)
+class SignInSchema(ma.Schema):
+    user = ma.fields.Nested(SignedInUserSchema)
     csrf_token = ma.fields.String(
         metadata={"description": "send it as X-CSRF-Token with every POST, PUT, PATCH, DELETE"}
     )
 
 
 @blp.route("/auth/session")
-class BrowserSession(MethodView):
+class SignIn(MethodView):
     @blp.arguments(LoginSchema)
-    @blp.response(200, BrowserSessionSchema)
+    @blp.response(200, SignInSchema)
     @blp.doc(security=[])
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Sign in and get the session cookie. Failed attempts are throttled as for
@@ -72,7 +72,7 @@ class BrowserSession(MethodView):
         _set_cookie(token, ttl)
         return {"user": me, "csrf_token": accounts.csrf_token(token)}
 
-    @blp.response(200, BrowserSessionSchema)
+    @blp.response(200, SignInSchema)
     @blp.doc(security=[{"cookieAuth": []}])
     def get(self) -> dict[str, Any]:
         """The signed-in user and the CSRF token, while the cookie is valid (401 otherwise)."""

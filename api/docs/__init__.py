@@ -49,7 +49,7 @@ def page() -> Response:
 </head>
 <body>
 <div id="swagger-ui" data-spec-url="{escape(url_for("api-docs.openapi_json"))}"
-     data-session-url="{escape(url_for("browser.BrowserSession"))}"></div>
+     data-session-url="{escape(url_for("browser.SignIn"))}"></div>
 <noscript>The interactive documentation needs JavaScript; the OpenAPI document itself is at
 <a href="{escape(url_for("api-docs.openapi_json"))}">openapi.json</a>.</noscript>
 <script src="{asset("swagger-ui-bundle.js")}"></script>
