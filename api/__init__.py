@@ -13,7 +13,6 @@ from flask import Flask
 from api import docs, health, jobs, teams
 from api.accounts import browser
 from api.accounts import views as accounts_views
-from api.catalog import views as catalog_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
@@ -25,6 +24,7 @@ from api.facade.errors import register_routing_errors
 from api.folders import ui_state
 from api.folders import views as folders_views
 from api.memory import views as memory_views
+from api.models import views as models_views
 from api.observability import register_observability
 from api.paths import register_converters
 from api.ratelimit import register_rate_limits
@@ -103,7 +103,7 @@ def register_api(app: Flask) -> None:
         folders_views.blp,
         ui_state.blp,
         memory_views.blp,
-        catalog_views.blp,
+        models_views.blp,
         jobs.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)

@@ -25,8 +25,8 @@ from api.ratelimit import limit_message, retry_after_seconds
 from shared.accounts import Principal
 from shared.core import errors, observability
 from shared.core.settings import SettingsError
-from shared.llm.catalog import NoModel
 from shared.llm.client import LLMError
+from shared.llm.models import NoModel
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from werkzeug.routing import BaseConverter
 from shared.accounts import TOKEN_ID_RE, USER_ID_RE
 from shared.files.session_store import SESSION_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
-from shared.llm.catalog import OFFERING_ID_RE
+from shared.llm.models import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
 from shared.sessions.images import NAME_RE as IMAGE_NAME_RE
 

@@ -21,7 +21,7 @@ STEPS = [
     ("auth", "authenticate (token check, own transaction)"),
     ("run_turn", "run_turn"),
     ("get_session", "  get_session (ownership check)"),
-    ("offering", "  catalog.offering_for"),
+    ("offering", "  models.offering_for"),
     ("lock_acquire", "  turn lock acquire"),
     ("load", "  SessionStore.load (read + fold)"),
     ("store_append_1", "  SessionStore.append, user message (write + fsync)"),
@@ -107,7 +107,7 @@ def instrument(rec: Recorder, rt: Any) -> None:
     """Wrap what a turn calls, and count what it sends to the database and Redis."""
     import api.context
     import shared.chat.turns
-    import shared.llm.catalog
+    import shared.llm.models
     import shared.memory.extraction
     import shared.sessions.service
 
@@ -115,7 +115,7 @@ def instrument(rec: Recorder, rt: Any) -> None:
         (api.context, "authenticate", "auth"),
         (shared.chat.turns, "run_turn", "run_turn"),
         (shared.sessions.service, "get_session", "get_session"),
-        (shared.llm.catalog, "offering_for", "offering"),
+        (shared.llm.models, "offering_for", "offering"),
         (rt.store, "load", "load"),
         (rt.store, "append", "store_append"),
         (shared.chat.turns, "assemble_context", "assemble"),

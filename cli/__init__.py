@@ -24,7 +24,7 @@ COMMAND_PATHS = {
     "users": "cli.server:users",
     "index": "cli.server:index_group",
     "db": "cli.server:db",
-    "models": "cli.catalog:models",
+    "models": "cli.models:models_group",
     "login": "cli.client:login",
     "sessions": "cli.sessions:sessions",
     "run": "cli.run:run",

@@ -14,7 +14,7 @@ from typing import Any
 
 import schemathesis
 
-from shared.llm.catalog import BASE_URL_RE
+from shared.llm.models import BASE_URL_RE
 
 OWN_TOKEN_ID = os.environ.get("EONYX_FUZZ_OWN_TOKEN_ID", "")
 MODEL_URL = os.environ.get("EONYX_FUZZ_MODEL_URL", "")

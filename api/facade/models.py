@@ -16,8 +16,8 @@ from api.extensions import Blueprint
 from api.facade import PREFIX
 from api.facade.errors import OPENAI_ERRORS, handle_errors_of
 from shared.core.errors import NotFound
-from shared.llm import catalog
-from shared.llm.catalog import OfferingInfo
+from shared.llm import models
+from shared.llm.models import OfferingInfo
 
 blp = Blueprint(
     "openai_models", __name__, url_prefix=PREFIX, description="OpenAI-compatible facade"
@@ -40,7 +40,7 @@ class Model(MethodView):
         rt = runtime()
         try:
             with rt.db.session() as db:
-                offering = catalog.get_offering(db, rt.settings, model_id)
+                offering = models.get_offering(db, rt.settings, model_id)
         except NotFound:
             raise NotFound(
                 f"the model {model_id!r} does not exist (GET /v1/models lists them)",

@@ -27,7 +27,7 @@ from shared.accounts import Principal
 from shared.chat import turns
 from shared.integrations import facade, responses
 from shared.integrations.openai_request import ChatRequest, read_chat_request
-from shared.llm import catalog
+from shared.llm import models
 
 if TYPE_CHECKING:
     from shared.runtime import Runtime
@@ -160,7 +160,7 @@ class Models(MethodView):
     def get(self) -> dict[str, Any]:
         rt = runtime()
         with rt.db.session() as db:
-            offerings = catalog.list_offerings(db, rt.settings)
+            offerings = models.list_offerings(db, rt.settings)
         return {
             "object": "list",
             "data": [model_object(o) for o in offerings],

@@ -37,7 +37,7 @@ from shared.chat.prompt import build_system_prompt
 from shared.core.errors import TooLarge
 from shared.core.messages import is_model_message
 from shared.files.session_store import SessionState
-from shared.llm import catalog
+from shared.llm import models
 from shared.llm.client import LLMError, LLMInvalidResponse, Offering
 from shared.sessions import images
 from shared.sessions import service as session_service
@@ -171,7 +171,7 @@ def assemble_context(
 
 def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
     """Ask the summarization role for the running summary and keep it beside the session."""
-    offering = catalog.offering_for(rt, "summarization")
+    offering = models.offering_for(rt, "summarization")
     completion = rt.llm.complete(offering, summary_request(plan))
     summary_text = (completion.content or "").strip()
     if not summary_text:
@@ -209,7 +209,7 @@ def describe_context(rt: Runtime, principal: Principal, session_id: str) -> Asse
     state, _ = rt.store.load(principal.user_id, session_id)
     project = ProjectInput.from_record(state.extra.get("project_context"))
     try:
-        offering: Offering | None = catalog.offering_for(rt, "chat")
-    except catalog.NoModel:
+        offering: Offering | None = models.offering_for(rt, "chat")
+    except models.NoModel:
         offering = None
     return assemble_context(rt, state, project, offering, summarize=False)

@@ -47,7 +47,7 @@ from shared.core.errors import (
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.files.session_store import FileInfo, SessionState, new_message_id
 from shared.infra import events
-from shared.llm import catalog
+from shared.llm import models
 from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion, UsageSum
@@ -131,7 +131,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
     Idempotent: with nothing to compact (or already done) it does nothing."""
     try:
-        offering = catalog.offering_for(rt, "chat")
+        offering = models.offering_for(rt, "chat")
         # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
         with hold_turn_lock(rt, session_id):
             state, _ = rt.store.load(user_id, session_id)
@@ -139,7 +139,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
             before = rt.store.read_summary(user_id, session_id)
             assemble_context(rt, state, project, offering, summarize=True)
             return rt.store.read_summary(user_id, session_id) != before
-    except (LLMError, catalog.NoModel) as exc:  # an outage: one line; the next turn retries
+    except (LLMError, models.NoModel) as exc:  # an outage: one line; the next turn retries
         log.warning("summary of %s not precomputed: %s", session_id, exc.message)
         return False
 
@@ -253,9 +253,9 @@ def _turn_steps(
             text_rule.check(value, name)
     project = resolve_project(rt, request)  # every 4xx before anything is written
     offering = (
-        catalog.offering_named(rt, request.offering)
+        models.offering_named(rt, request.offering)
         if request.offering
-        else catalog.offering_for(rt, "chat")
+        else models.offering_for(rt, "chat")
     )
     with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)

@@ -39,7 +39,7 @@ from shared.core.messages import content_text, message_chars, tool_call_parts
 from shared.files.session_store import SessionState, check_session_id
 from shared.integrations import bindings
 from shared.integrations.openai_request import ChatRequest
-from shared.llm import catalog
+from shared.llm import models
 from shared.sessions import service as session_service
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -178,7 +178,7 @@ def choose_session(
         if found is not None:
             return found
         break  # an older answer of a session: the client changed its past; start anew
-    catalog.offering_named(rt, request.model)  # NotFound (model_not_found) makes nothing
+    models.offering_named(rt, request.model)  # NotFound (model_not_found) makes nothing
     created = session_service.create_session(rt, principal, temporary=temporary)
     return Continuation(created.id, tuple(messages), None, created=True)
 

@@ -1,6 +1,6 @@
 """The offerings that roles resolve to, kept per process, so a turn need not ask the database.
 
-Every change to the catalog (`catalog.add_offering`, `delete_offering`, `set_role`) marks its
+Every change to the catalog (`models.add_offering`, `delete_offering`, `set_role`) marks its
 database session; when that session commits, the process forgets what it kept and writes a
 new random version to Redis (`VERSION_KEY`). Every lookup reads that version first (one
 Redis command instead of a database transaction) and uses what it kept only while the

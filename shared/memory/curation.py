@@ -34,7 +34,7 @@ from shared.core.messages import Exchange, exchanges
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.llm import catalog
+from shared.llm import models
 from shared.llm.client import LLMError
 from shared.memory.extraction import (
     MESSAGE_CHARS,
@@ -287,9 +287,9 @@ def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str
 def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read("agent", user_id)
     try:
-        offering = catalog.offering_for(rt, "agent_memory_curation")
+        offering = models.offering_for(rt, "agent_memory_curation")
         completion = rt.llm.complete(offering, curation_request(before.entries, turn, before.limit))
-    except (LLMError, catalog.NoModel) as exc:
+    except (LLMError, models.NoModel) as exc:
         log.warning("curation failed for user %s: %s", user_id, exc.message)
         # The like's detail is shown to its user: never the provider's text (api/errors.py).
         said = exc.message

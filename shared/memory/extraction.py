@@ -48,7 +48,7 @@ from shared.db.orm import SessionRow
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.llm import catalog
+from shared.llm import models
 from shared.llm.client import LLMError
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.safety import check_text
@@ -234,11 +234,11 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
 def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
     before = rt.memory.read("user", user_id)
     try:
-        offering = catalog.offering_for(rt, "user_memory_extraction")
+        offering = models.offering_for(rt, "user_memory_extraction")
         completion = rt.llm.complete(
             offering, extraction_request(before.entries, turns, before.limit)
         )
-    except (LLMError, catalog.NoModel) as exc:
+    except (LLMError, models.NoModel) as exc:
         log.warning("preference extraction failed for user %s: %s", user_id, exc.message)
         return Outcome("failed", f"the model failed: {exc.message}")
     proposed = parse_profile(completion.content)

@@ -27,7 +27,7 @@ from shared.db.orm import SessionRow
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.llm import catalog
+from shared.llm import models
 from shared.llm.client import LLMError
 from shared.sessions import service
 from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
@@ -57,11 +57,11 @@ def generate_title(rt: Runtime, user_id: str, session_id: str) -> dict[str, Any]
             reason = "the first reply has no text"
         else:
             try:
-                offering = catalog.offering_for(rt, "session_title")
+                offering = models.offering_for(rt, "session_title")
                 completion = rt.llm.complete(offering, title_request(*exchange))
                 title = clean_reply(completion.content or "")
                 reason = None if title else "the model's reply held no title"
-            except (LLMError, catalog.NoModel) as exc:
+            except (LLMError, models.NoModel) as exc:
                 reason = f"the model failed: {exc}"
         if reason:
             log.info("session %s keeps its truncated title: %s", session_id, reason)

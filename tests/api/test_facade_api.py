@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from shared.llm import catalog
+from shared.llm import models
 from tests.api.conftest import SESSION, Facade
 from tests.conftest import create_account
 from tests.fake_llm import error, text
@@ -97,12 +97,12 @@ def test_a_resent_history_continues_its_session(facade: Facade) -> None:
 
 def test_model_names_an_offering(facade: Facade) -> None:
     with facade.rt.db.session() as db:
-        catalog.add_offering(db, id="small", base_url=facade.llm.base_url, model="small-model")
+        models.add_offering(db, id="small", base_url=facade.llm.base_url, model="small-model")
     answer, _ = facade.create([user("hi")], model="small")
     assert answer == "hi"
     assert facade.llm.completions[-1].body["model"] == "small-model"
-    models = [m.id for m in facade.client().models.list()]
-    assert models == ["default", "small"]
+    listed = [m.id for m in facade.client().models.list()]
+    assert listed == ["default", "small"]
 
 
 def _error_of(exc: openai.APIStatusError) -> dict[str, Any]:

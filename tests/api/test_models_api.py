@@ -12,7 +12,7 @@ from cli import main
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
 from shared.db.orm import OfferingRow, RoleBinding
-from shared.llm import catalog
+from shared.llm import models
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings
 from workers.queue import celery_jobs
@@ -86,8 +86,8 @@ def test_unset_roles_fall_back_to_the_chat_offering(
     }
     assert roles["session_title"]["offering_id"] == "small"
     with rt.db.session() as db:
-        assert catalog.resolve(db, rt.settings, "user_memory_extraction").model == "big-model"
-        assert catalog.resolve(db, rt.settings, "session_title").model == "small-model"
+        assert models.resolve(db, rt.settings, "user_memory_extraction").model == "big-model"
+        assert models.resolve(db, rt.settings, "session_title").model == "small-model"
 
 
 def test_an_unset_role_falls_back_to_the_chat_offering_again(
@@ -108,7 +108,7 @@ def test_an_unset_role_falls_back_to_the_chat_offering_again(
     assert cleared.get_json() == {"role": "session_title", "offering_id": "big", "explicit": False}
     assert client.get(url, headers=admin.headers).get_json() == cleared.get_json()
     with rt.db.session() as db:
-        assert catalog.resolve(db, rt.settings, "session_title").model == "big-model"
+        assert models.resolve(db, rt.settings, "session_title").model == "big-model"
     # unsetting a role that is not set changes nothing
     assert client.put(url, json=unset, headers=admin.headers).get_json()["offering_id"] == "big"
     poetry = client.put(f"{API}/models/roles/poetry", json=unset, headers=admin.headers)
@@ -152,8 +152,8 @@ def test_env_variables_give_a_default_offering_for_every_role(
         }
     ]
     with rt.db.session() as db:
-        for role in catalog.ROLES:
-            offering = catalog.resolve(db, settings, role)
+        for role in models.ROLES:
+            offering = models.resolve(db, settings, role)
             assert (offering.id, offering.api_key, offering.context_window) == (
                 "default",
                 "sk-env",
@@ -163,8 +163,8 @@ def test_env_variables_give_a_default_offering_for_every_role(
 
 
 def test_no_model_configured_is_a_clear_error(rt: Runtime) -> None:
-    with rt.db.session() as db, pytest.raises(catalog.NoModel, match="EONYX_LLM_BASE_URL"):
-        catalog.resolve(db, rt.settings, "chat")
+    with rt.db.session() as db, pytest.raises(models.NoModel, match="EONYX_LLM_BASE_URL"):
+        models.resolve(db, rt.settings, "chat")
 
 
 def test_models_cli(tmp_path: Path, backend: Backend, rt: Runtime) -> None:
@@ -216,20 +216,20 @@ def test_a_catalog_change_by_another_process_is_used_by_the_next_lookup(
     )
     with Runtime.build(settings) as server, Runtime.build(settings) as other:
         server.db.migrate()
-        assert catalog.offering_for(server, "chat").model == "m"
-        assert catalog.offering_for(server, "chat").model == "m"  # kept: no database query
+        assert models.offering_for(server, "chat").model == "m"
+        assert models.offering_for(server, "chat").model == "m"  # kept: no database query
         with other.db.session() as db:
-            catalog.add_offering(db, id="big", base_url="http://127.0.0.1:9/v1", model="big")
-            catalog.set_role(db, other.settings, "chat", "big")
-        assert catalog.offering_for(server, "chat").model == "big"
-        assert catalog.offering_for(server, "summarization").model == "big"
+            models.add_offering(db, id="big", base_url="http://127.0.0.1:9/v1", model="big")
+            models.set_role(db, other.settings, "chat", "big")
+        assert models.offering_for(server, "chat").model == "big"
+        assert models.offering_for(server, "summarization").model == "big"
         with other.db.session() as db:
-            catalog.delete_offering(db, "big")
-        assert catalog.offering_for(server, "chat").model == "m"
+            models.delete_offering(db, "big")
+        assert models.offering_for(server, "chat").model == "m"
         with server.db.session() as db:  # and a change in the same process
-            catalog.add_offering(db, id="small", base_url="http://127.0.0.1:9/v1", model="s")
-            catalog.set_role(db, server.settings, "summarization", "small")
-        assert catalog.offering_for(server, "summarization").model == "s"
+            models.add_offering(db, id="small", base_url="http://127.0.0.1:9/v1", model="s")
+            models.set_role(db, server.settings, "summarization", "small")
+        assert models.offering_for(server, "summarization").model == "s"
 
 
 @pytest.mark.parametrize(
@@ -268,11 +268,11 @@ def test_an_offering_naming_another_variable_is_never_sent_its_value(
         )
         db.flush()
         db.add(RoleBinding(role="chat", offering_id="old"))
-    with rt.db.session() as db, pytest.raises(catalog.NoModel, match="not allowed"):
-        catalog.resolve(db, rt.settings, "chat")
+    with rt.db.session() as db, pytest.raises(models.NoModel, match="not allowed"):
+        models.resolve(db, rt.settings, "chat")
     # the domain refuses it too (the CLI's `eonyx models add` goes straight to it)
     with rt.db.session() as db, pytest.raises(InvalidInput, match="api_key_env must be"):
-        catalog.add_offering(
+        models.add_offering(
             db, id="x", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HOME"
         )
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cli import catalog, client, main, memory, run, server
+from cli import client, main, memory, models, run, server
 
 
 def test_every_command_of_every_module_is_registered() -> None:
-    expected = [*server.COMMANDS, *client.COMMANDS, catalog.models, memory.memory, run.run]
+    expected = [*server.COMMANDS, *client.COMMANDS, models.models_group, memory.memory, run.run]
     for command in expected:
         assert command.name is not None
         assert main.commands[command.name] is command

@@ -335,10 +335,10 @@ def test_extraction_never_runs_when_off_or_in_demo_mode(
 def test_the_extraction_role_picks_its_own_model(chat: Chat) -> None:
     model = Model(chat, entries("Likes tables"))
     with chat.rt.db.session() as db:
-        from shared.llm import catalog
+        from shared.llm import models
 
-        catalog.add_offering(db, id="small", base_url=chat.llm.base_url, model="small-model")
-        catalog.set_role(db, chat.rt.settings, "user_memory_extraction", "small")
+        models.add_offering(db, id="small", base_url=chat.llm.base_url, model="small-model")
+        models.set_role(db, chat.rt.settings, "user_memory_extraction", "small")
     session_id = chat.new_session()
     talk(chat, session_id, "a", "b", "c", "d")
     extract(chat, session_id, 4)

@@ -6,20 +6,20 @@ import click
 
 from cli.server import server_runtime
 from shared.core.text import printable
-from shared.llm import catalog
+from shared.llm import models
 
 
-@click.group()
-def models() -> None:
+@click.group("models")
+def models_group() -> None:
     """Model offerings and which one serves each task role."""
 
 
-@models.command("list")
+@models_group.command("list")
 def models_list() -> None:
     """List the offerings."""
     with server_runtime() as rt:
         with rt.db.session() as db:
-            offerings = catalog.list_offerings(db, rt.settings)
+            offerings = models.list_offerings(db, rt.settings)
         if not offerings:
             click.echo(
                 "no offerings: set EONYX_LLM_BASE_URL and EONYX_LLM_MODEL, or `eonyx models add`"
@@ -32,7 +32,7 @@ def models_list() -> None:
             click.echo(f"{shown}  [{window}; {key}]")
 
 
-@models.command("add")
+@models_group.command("add")
 @click.argument("offering_id")
 @click.option("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. https://.../v1")
 @click.option("--model", required=True, help="The provider's model name.")
@@ -50,7 +50,7 @@ def models_add(
     """Add an offering."""
     with server_runtime() as rt:
         with rt.db.session() as db:
-            catalog.add_offering(
+            models.add_offering(
                 db,
                 id=offering_id,
                 base_url=base_url,
@@ -62,20 +62,20 @@ def models_add(
         click.echo(f"added offering {offering_id}")
 
 
-@models.group("role")
+@models_group.group("role")
 def role() -> None:
     """Task roles: chat, session_title, user_memory_extraction, agent_memory_curation,
     summarization."""
 
 
 @role.command("set")
-@click.argument("role_name", metavar="ROLE", type=click.Choice(catalog.ROLES))
+@click.argument("role_name", metavar="ROLE", type=click.Choice(models.ROLES))
 @click.argument("offering_id")
 def role_set(role_name: str, offering_id: str) -> None:
     """Make OFFERING_ID serve ROLE."""
     with server_runtime() as rt:
         with rt.db.session() as db:
-            catalog.set_role(db, rt.settings, role_name, offering_id)
+            models.set_role(db, rt.settings, role_name, offering_id)
         click.echo(f"{role_name} -> {offering_id}")
 
 
@@ -84,7 +84,7 @@ def role_list() -> None:
     """Show which offering serves each role."""
     with server_runtime() as rt:
         with rt.db.session() as db:
-            bindings = catalog.role_bindings(db, rt.settings)
+            bindings = models.role_bindings(db, rt.settings)
         for name, (offering_id, explicit) in bindings.items():
             how = "" if explicit or name == "chat" else "  (falls back to chat)"
             click.echo(f"{name:<24}{offering_id or '(none)'}{how}")

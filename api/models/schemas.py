@@ -4,7 +4,7 @@ import marshmallow as ma
 
 from api.schemas import Int, Line, StrictSchema
 from shared.core.text import NON_BLANK_LINE_PATTERN
-from shared.llm.catalog import (
+from shared.llm.models import (
     API_KEY_ENV_PATTERN,
     API_KEY_ENV_RULE,
     BASE_URL_PATTERN,

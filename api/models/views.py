@@ -6,11 +6,11 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api.catalog.schemas import NewOfferingSchema, OfferingSchema, RoleSchema, RoleUpdateSchema
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
+from api.models.schemas import NewOfferingSchema, OfferingSchema, RoleSchema, RoleUpdateSchema
 from shared.core.errors import NotFound
-from shared.llm import catalog
+from shared.llm import models
 
 blp = Blueprint("models", __name__, description="Model catalog and task roles")
 
@@ -18,9 +18,9 @@ blp = Blueprint("models", __name__, description="Model catalog and task roles")
 def _role(role: str) -> dict[str, Any]:
     rt = runtime()
     with rt.db.session() as db:
-        bindings = catalog.role_bindings(db, rt.settings)
+        bindings = models.role_bindings(db, rt.settings)
     if role not in bindings:
-        raise NotFound(f"no role {role!r}; roles are {', '.join(catalog.ROLES)}")
+        raise NotFound(f"no role {role!r}; roles are {', '.join(models.ROLES)}")
     offering_id, explicit = bindings[role]
     return {"role": role, "offering_id": offering_id, "explicit": explicit}
 
@@ -33,14 +33,14 @@ class Offerings(MethodView):
         """Every offering; a plain user sees no key variable and no URL credentials."""
         rt, admin = runtime(), principal().is_admin
         with rt.db.session() as db:
-            return [o.shown_to(admin=admin) for o in catalog.list_offerings(db, rt.settings)]
+            return [o.shown_to(admin=admin) for o in models.list_offerings(db, rt.settings)]
 
     @admin_required
     @blp.arguments(NewOfferingSchema)
     @blp.response(201, OfferingSchema)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         with runtime().db.session() as db:
-            return catalog.add_offering(db, **body).shown_to(admin=True)
+            return models.add_offering(db, **body).shown_to(admin=True)
 
 
 @blp.route("/models/offerings/<offering_id:offering_id>")
@@ -50,13 +50,13 @@ class OfferingById(MethodView):
     def get(self, offering_id: str) -> dict[str, Any]:
         rt, admin = runtime(), principal().is_admin
         with rt.db.session() as db:
-            return catalog.get_offering(db, rt.settings, offering_id).shown_to(admin=admin)
+            return models.get_offering(db, rt.settings, offering_id).shown_to(admin=admin)
 
     @admin_required
     @blp.response(204)
     def delete(self, offering_id: str) -> None:
         with runtime().db.session() as db:
-            catalog.delete_offering(db, offering_id)
+            models.delete_offering(db, offering_id)
 
 
 @blp.route("/models/roles")
@@ -64,10 +64,10 @@ class Roles(MethodView):
     @login_required
     @blp.response(200, RoleSchema(many=True))
     def get(self) -> list[dict[str, Any]]:
-        return [_role(role) for role in catalog.ROLES]
+        return [_role(role) for role in models.ROLES]
 
 
-@blp.route(f"/models/roles/<any({', '.join(catalog.ROLES)}):role>")
+@blp.route(f"/models/roles/<any({', '.join(models.ROLES)}):role>")
 class RoleByName(MethodView):
     @login_required
     @blp.response(200, RoleSchema)
@@ -84,7 +84,7 @@ class RoleByName(MethodView):
         rt = runtime()
         with rt.db.session() as db:
             if body["offering_id"] is None:
-                catalog.clear_role(db, role)
+                models.clear_role(db, role)
             else:
-                catalog.set_role(db, rt.settings, role, body["offering_id"])
+                models.set_role(db, rt.settings, role, body["offering_id"])
         return _role(role)
