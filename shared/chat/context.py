@@ -207,7 +207,7 @@ def describe_context(rt: Runtime, principal: Principal, session_id: str) -> Asse
     """What the model would be sent on the next turn (no compaction is run for a look)."""
     session_service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
-    project = ProjectInput.from_record(state.extra.get("project_context"))
+    project = ProjectInput.from_record(state.project_context)
     try:
         offering: Offering | None = models.offering_for(rt, "chat")
     except models.NoModel:

@@ -135,7 +135,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
         # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
         with hold_turn_lock(rt, session_id):
             state, _ = rt.store.load(user_id, session_id)
-            project = ProjectInput.from_record(state.extra.get("project_context"))
+            project = ProjectInput.from_record(state.project_context)
             before = rt.store.read_summary(user_id, session_id)
             assemble_context(rt, state, project, offering, summarize=True)
             return rt.store.read_summary(user_id, session_id) != before
@@ -453,7 +453,7 @@ def _meta_changes(
     """Metadata to record with the user's message: a first title, a changed project context."""
     changes = titles.first_message_changes(rt, state, content)
     record = project.to_record()
-    if record != (state.extra.get("project_context") or ProjectInput().to_record()):
+    if record != (state.project_context or ProjectInput().to_record()):
         changes["project_context"] = record
     return changes
 

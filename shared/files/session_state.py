@@ -15,7 +15,7 @@ encoded messages after the summary's boundary put side by side, whatever their n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,6 +35,34 @@ META_FIELDS = (
 )
 # Changes that do not make a session "recently updated" (it keeps its place in the list).
 QUIET_FIELDS = ("title_locked", "deleted_at")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mapping(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, dict) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None
+
+
+# What the packages above keep in a session's meta records for themselves, folded into fields
+# of the state (a value of the wrong type, as a hand-edited file may hold, folds as unset).
+# Setting one never moves the session in the list. Any other key folds into `extra`.
+BOOKKEEPING_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "likes": lambda value: _mapping(value) or {},  # curation: {exchange id: like}
+    "extracted_turns": _count,  # extraction: the user turns reconciled into USER.md so far
+    "project_context": _mapping,  # the AGENTS.md the last turn used (a ProjectInput record)
+    "cleared_at": _text,  # when the history was cleared (ISO time)
+    "api_head": _text,  # the facade: the key of the session's latest answer,
+    "api_parent": _text,  # of the answer the last request continued,
+    "api_input": _text,  # the digest of what it sent after that answer,
+    "api_user": _text,  # and the client's `user` and `metadata`, as sent
+    "api_metadata": _mapping,
+}
 
 
 def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:
@@ -73,6 +101,15 @@ class SessionState:
     image_count: int = 0
     user_messages: int = 0
     snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
+    likes: dict[str, dict[str, Any]] = field(default_factory=dict)  # see BOOKKEEPING_FIELDS
+    extracted_turns: int | None = None
+    project_context: dict[str, Any] | None = None
+    cleared_at: str | None = None
+    api_head: str | None = None
+    api_parent: str | None = None
+    api_input: str | None = None
+    api_user: str | None = None
+    api_metadata: dict[str, Any] | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # message_chars; 0: not sent to a model
     forms: list[bytes | None] = field(default_factory=list)  # encoded_model_message
@@ -121,6 +158,8 @@ class SessionState:
                     self.deleted_at = _stamp(value) if value else None
                 elif key in META_FIELDS:
                     setattr(self, key, value)
+                elif key in BOOKKEEPING_FIELDS:
+                    setattr(self, key, BOOKKEEPING_FIELDS[key](value))
                 else:
                     self.extra[key] = value
             if not any(key in META_FIELDS and key not in QUIET_FIELDS for key in changes):
@@ -143,12 +182,14 @@ class SessionState:
         self.forms = [self.forms[i] for i in kept]
 
     def copy(self, *, keep_messages: bool = True) -> SessionState:
-        """A state of the caller's own (the lists and `extra` copied, the records shared)."""
+        """A state of the caller's own (the lists, `likes` and `extra` copied, the records
+        shared)."""
         return dataclasses.replace(
             self,
             messages=list(self.messages) if keep_messages else [],
             sizes=list(self.sizes) if keep_messages else [],
             forms=list(self.forms) if keep_messages else [],
+            likes=dict(self.likes),
             extra=dict(self.extra),
         )
 

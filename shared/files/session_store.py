@@ -304,7 +304,7 @@ class SessionStore:
                     state.message_count
                     or state.image_count
                     or state.updated_at > older_than
-                    or "cleared_at" in state.extra
+                    or state.cleared_at is not None
                 )
             ),
         )

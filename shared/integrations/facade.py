@@ -126,9 +126,9 @@ def _follows(
     """How the request continues `state` from its assistant message at `position`, if the
     session's own latest answer (or, for a regenerate, the answer before it) is that one."""
     new = tuple(messages[position + 1 :])
-    if key == state.extra.get(HEAD):
+    if key == state.api_head:
         return Continuation(state.id, new, key, retry=_asks_again(state, new))
-    if key == state.extra.get(PARENT) and _digest(new) == state.extra.get(INPUT):
+    if key == state.api_parent and _digest(new) == state.api_input:
         return Continuation(state.id, new, key, regenerate=True)
     return None
 

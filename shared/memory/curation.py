@@ -82,8 +82,7 @@ characters. If nothing is worth keeping, answer {{"operations": []}}."""
 
 
 def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
-    likes = state.extra.get(LIKES)
-    return dict(likes) if isinstance(likes, dict) else {}
+    return dict(state.likes)
 
 
 def exchange_of(state: SessionState, message_id: str) -> Exchange:

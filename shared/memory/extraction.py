@@ -102,8 +102,7 @@ class Outcome:
 
 
 def extracted_upto(state: SessionState) -> int:
-    value = state.extra.get(MARKER)
-    return value if isinstance(value, int) and value >= 0 else 0
+    return state.extracted_turns or 0
 
 
 def clip(text: str, limit: int) -> str:

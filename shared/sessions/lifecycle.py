@@ -57,10 +57,10 @@ def fork_session(
         "title": clean_title(title) if title is not None else original.title,
         "title_locked": original.title_locked or title is not None,
     }
-    if "project_context" in original.extra:
-        changes["project_context"] = original.extra["project_context"]
-    mark = original.extra.get(EXTRACTION_MARK)
-    if isinstance(mark, int) and mark > 0:
+    if original.project_context is not None:
+        changes["project_context"] = original.project_context
+    mark = original.extracted_turns
+    if mark:
         changes[EXTRACTION_MARK] = min(mark, count_answered(exchanges(messages)))
     state, info = rt.store.create(
         user_id,

@@ -15,7 +15,6 @@ from shared.core import jobs as job_names
 from shared.memory import extraction
 from shared.memory.extraction import (
     INSTRUCTIONS,
-    MARKER,
     MESSAGE_CHARS,
     TOTAL_CHARS,
     extract_preferences,
@@ -81,7 +80,7 @@ def seed_profile(chat: Chat, content: str) -> bytes:
 
 def marker(chat: Chat, session_id: str) -> int | None:
     state, _ = chat.rt.store.load(chat.user.user_id, session_id)
-    return state.extra.get(MARKER)
+    return state.extracted_turns
 
 
 def extract(chat: Chat, session_id: str, upto: int):  # type: ignore[no-untyped-def]

@@ -204,3 +204,28 @@ def test_safe_path_refuses_symlinks_out_of_the_root(tmp_path: Path) -> None:
 def test_session_ids_are_checked(store: SessionStore, bad: str) -> None:
     with pytest.raises(InvalidInput):
         store.path(USER, bad)
+
+
+def test_bookkeeping_folds_into_typed_fields_and_never_moves_the_session() -> None:
+    """Likes, the extraction marker, the project context and the facade's keys come back as
+    fields; a wrong-typed value (a hand-edited file) folds as unset; unknown keys stay in
+    `extra`; none of them makes the session recently updated."""
+    header = {"type": "session", "id": "s1", "user_id": "u1", "created_at": "2026-11-01T10:00:00Z"}
+    kept = {
+        "likes": {"m1": {"status": "saved"}},
+        "extracted_turns": 4,
+        "project_context": {"files": []},
+        "api_head": "h1",
+        "someday": 1,
+    }
+    broken = {"likes": "all", "extracted_turns": -2, "project_context": ["a"], "api_head": 7}
+    state = fold([header, {"type": "meta", "at": "2026-11-02T10:00:00Z", "set": kept}])
+    assert state.likes == {"m1": {"status": "saved"}}
+    assert state.extracted_turns == 4
+    assert state.project_context == {"files": []}
+    assert state.api_head == "h1"
+    assert state.extra == {"someday": 1}
+    assert state.updated_at == state.created_at
+    state.apply({"type": "meta", "at": "2026-11-03T10:00:00Z", "set": broken})
+    assert (state.likes, state.extracted_turns, state.project_context) == ({}, None, None)
+    assert state.api_head is None
