@@ -26,7 +26,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
-from shared.core import observability
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import CURATE_MEMORY, JobQueue
@@ -34,12 +33,12 @@ from shared.core.messages import Exchange, exchanges
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.llm import models
-from shared.llm.client import LLMError
-from shared.memory.extraction import (
+from shared.memory.background import (
     MESSAGE_CHARS,
     TOTAL_CHARS,
+    ModelFailed,
     Outcome,
+    ask_role,
     parse_json_answer,
     recent_sessions,
     transcript,
@@ -286,16 +285,13 @@ def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str
 def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read("agent", user_id)
     try:
-        offering = models.offering_for(rt, "agent_memory_curation")
-        completion = rt.llm.complete(offering, curation_request(before.entries, turn, before.limit))
-    except (LLMError, models.NoModel) as exc:
-        log.warning("curation failed for user %s: %s", user_id, exc.message)
-        # The like's detail is shown to its user: never the provider's text (api/errors.py).
-        said = exc.message
-        if isinstance(exc, LLMError):
-            said = exc.public_message(observability.current_request_id())
-        return Outcome("failed", f"the model failed: {said}")
-    operations = parse_operations(completion.content)
+        answer = ask_role(
+            rt, "agent_memory_curation", curation_request(before.entries, turn, before.limit)
+        )
+    except ModelFailed as exc:  # the like's detail is shown to its user: the public text
+        log.warning("curation failed for user %s: %s", user_id, exc.logged)
+        return Outcome("failed", f"the model failed: {exc}")
+    operations = parse_operations(answer)
     if operations is None:
         return Outcome("failed", "the model's answer was not a JSON list of operations")
     done: list[dict[str, Any]] = []

@@ -32,24 +32,27 @@ How soon a job lost with its worker is redone: see shared/infra/lost_jobs.py (wi
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import false, select
-
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
-from shared.core.messages import Exchange, content_text, count_answered, exchanges
+from shared.core.messages import Exchange, count_answered, exchanges
 from shared.core.settings import Settings
-from shared.db.orm import SessionRow
 from shared.files.session_store import SessionState
 from shared.infra import events
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.llm import models
-from shared.llm.client import LLMError
+from shared.memory.background import (
+    MESSAGE_CHARS,
+    TOTAL_CHARS,
+    ModelFailed,
+    Outcome,
+    ask_role,
+    parse_json_answer,
+    recent_sessions,
+    transcript,
+)
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.safety import check_text
 from shared.sessions import service as session_service
@@ -59,9 +62,6 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 
 log = logging.getLogger(__name__)
 MARKER = "extracted_turns"
-MESSAGE_CHARS = 4_000  # per message sent to the model
-TOTAL_CHARS = 16_000  # all messages of one request together
-SWEEP_WINDOW = timedelta(days=1)
 # A session quiet this long has its last turns (fewer than N) extracted too, so the end of a
 # conversation is never left out.
 IDLE_AFTER = timedelta(minutes=30)
@@ -87,60 +87,8 @@ characters. If nothing needs to change, return the current entries as they are.
 Answer with JSON only: {{"entries": ["...", "..."]}}"""
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a background memory job did: `saved`, `unchanged`, `ignored`, `skipped` or
-    `failed`, with a sentence saying why."""
-
-    status: str
-    detail: str = ""
-    marker: int | None = None  # extraction: the turns done after this run
-    changes: int | None = None  # curation: how many entries were added, modified or removed
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def extracted_upto(state: SessionState) -> int:
     return state.extracted_turns or 0
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def transcript(turns: list[Exchange], *, per_message: int, total: int) -> str:
-    """`User: ...` / `Assistant: ...` lines for `turns`, each message clipped to `per_message`
-    characters; over `total`, the oldest messages are left out (newer ones matter more)."""
-    lines: list[str] = []
-    for turn in turns:
-        lines.append("User: " + clip(content_text(turn.user.get("content")).strip(), per_message))
-        if turn.answer is not None:
-            text = clip(content_text(turn.answer.get("content")).strip(), per_message)
-            lines.append("Assistant: " + text)
-    kept: list[str] = []
-    room = total
-    for line in reversed(lines):
-        if len(line) > room:
-            if room > 200:
-                kept.append(clip(line, room))
-            break
-        kept.append(line)
-        room -= len(line)
-    return "\n\n".join(reversed(kept))
-
-
-def parse_json_answer(content: str | None) -> Any:
-    """The JSON object in a model's answer (tolerating a code fence or a sentence around
-    it); None when there is none."""
-    text = (content or "").strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        return json.loads(text[start : end + 1])
-    except ValueError:
-        return None
 
 
 # -- when to run -------------------------------------------------------------------------------
@@ -232,15 +180,13 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
 
 def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
     before = rt.memory.read("user", user_id)
+    request = extraction_request(before.entries, turns, before.limit)
     try:
-        offering = models.offering_for(rt, "user_memory_extraction")
-        completion = rt.llm.complete(
-            offering, extraction_request(before.entries, turns, before.limit)
-        )
-    except (LLMError, models.NoModel) as exc:
-        log.warning("preference extraction failed for user %s: %s", user_id, exc.message)
-        return Outcome("failed", f"the model failed: {exc.message}")
-    proposed = parse_profile(completion.content)
+        answer = ask_role(rt, "user_memory_extraction", request)
+    except ModelFailed as exc:
+        log.warning("preference extraction failed for user %s: %s", user_id, exc.logged)
+        return Outcome("failed", f"the model failed: {exc}")
+    proposed = parse_profile(answer)
     if proposed is None:
         return Outcome("ignored", "the model's answer was not a JSON list of entries")
     flagged = [e for e in proposed if e not in before.entries and not check_text(e).allowed]
@@ -278,18 +224,6 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
 
 
 # -- the sweep ---------------------------------------------------------------------------------
-
-
-def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, str]]:
-    """(user id, session id) of non-temporary sessions the index shows updated lately."""
-    since = rt.clock.now() - SWEEP_WINDOW
-    query = select(SessionRow.user_id, SessionRow.id).where(
-        SessionRow.temporary == false(),
-        SessionRow.updated_at >= since,
-        SessionRow.message_count >= min_messages,
-    )
-    with rt.db.session() as db:
-        return [(user_id, session_id) for user_id, session_id in db.execute(query)]
 
 
 def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:

@@ -13,13 +13,8 @@ import pytest
 
 from shared.core import jobs as job_names
 from shared.memory import extraction
-from shared.memory.extraction import (
-    INSTRUCTIONS,
-    MESSAGE_CHARS,
-    TOTAL_CHARS,
-    extract_preferences,
-    sweep_extraction,
-)
+from shared.memory.background import MESSAGE_CHARS, TOTAL_CHARS
+from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction
 from tests.api.conftest import API, Chat, RecordingJobs, make_chat  # noqa: F401  (make_chat is a fixture)
 from tests.conftest import Backend, MovedClock
 from tests.fake_llm import RecordedRequest, Reply, error, text
