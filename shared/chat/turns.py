@@ -259,8 +259,7 @@ def _turn_steps(
     )
     with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        if state.deleted_at is not None:
-            raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
+        session_service.refuse_in_trash(state)
         turn = Turn(rt, principal, state, request, project, offering, stream, message_text, checked)
         opening = not titles.answered(state)  # this turn may give the first answer
         try:

@@ -248,8 +248,11 @@ def session_ids_in_folder(rt: Runtime, user_id: str, folder_id: str) -> list[str
         )
 
 
-def refuse_in_trash(row: SessionRow) -> None:
-    if row.deleted_at is not None:
+def refuse_in_trash(session: SessionRow | SessionState) -> None:
+    """The trash rule: a session in the trash takes no turn, edit, fork or clear until it is
+    restored. Checked on the index row by the API's operations, and on the file's state by
+    the writers that hold the file (a turn under its lock, a clear's rewrite)."""
+    if session.deleted_at is not None:
         raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
 
 
