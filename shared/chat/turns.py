@@ -127,23 +127,6 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
     return ProjectInput(tuple(files), client_instructions=instructions)
 
 
-def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
-    """The worker's half of compaction: summarize now so the next turn need not wait.
-    Idempotent: with nothing to compact (or already done) it does nothing."""
-    try:
-        offering = catalog.offering_for(rt, "chat")
-        # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
-        with hold_turn_lock(rt, session_id):
-            state, _ = rt.store.load(user_id, session_id)
-            project = ProjectInput.from_record(state.extra.get("project_context"))
-            before = rt.store.read_summary(user_id, session_id)
-            assemble_context(rt, state, project, offering, summarize=True)
-            return rt.store.read_summary(user_id, session_id) != before
-    except (LLMError, catalog.NoModel) as exc:  # an outage: one line; the next turn retries
-        log.warning("summary of %s not precomputed: %s", session_id, exc.message)
-        return False
-
-
 def _call_model(
     rt: Runtime,
     offering: Offering,
