@@ -416,8 +416,7 @@ def _end_pending_title(turn: Turn) -> None:
     except Exception:  # the turn's own error matters more; the sweep ends it
         log.exception("could not end the pending title of %s", turn.state.id)
         return
-    event = {"type": "session.title", "session_id": turn.state.id, "title": turn.state.title}
-    events.publish(turn.rt.redis, turn.principal.user_id, event | {"title_pending": False})
+    title_job.publish_title(turn.rt, turn.principal.user_id, turn.state.id, turn.state.title)
 
 
 def _ask_for_title(turn: Turn) -> None:

@@ -96,9 +96,15 @@ def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> boo
     if appended is None:
         return False
     service.index_appended(rt, user_id, session_id, written, appended.size_before, appended.info)
-    event = {"type": EVENT, "session_id": session_id, "title": final["title"]}
-    events.publish(rt.redis, user_id, event | {"title_pending": False})
+    publish_title(rt, user_id, session_id, final["title"])
     return True
+
+
+def publish_title(rt: Runtime, user_id: str, session_id: str, title: str | None) -> None:
+    """Tell the user's clients the title a session keeps now that it is no longer pending
+    (named by the job, kept by the sweep, or ended by a turn whose first answer failed)."""
+    event = {"type": EVENT, "session_id": session_id, "title": title, "title_pending": False}
+    events.publish(rt.redis, user_id, event)
 
 
 def pending_since(state: SessionState) -> datetime:
