@@ -45,7 +45,7 @@ from shared.core.errors import (
     Unauthorized,
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
-from shared.files.session_store import FileInfo, SessionState, new_message_id
+from shared.files.session_store import SessionState, new_message_id
 from shared.infra import events
 from shared.llm import catalog
 from shared.llm.client import LLMError, Messages, Offering
@@ -243,19 +243,30 @@ def _turn_steps(
     with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)
         session_service.refuse_in_trash(state)
-        turn = Turn(rt, principal, state, request, project, offering, stream, message_text, checked)
-        opening = not titles.answered(state)  # this turn may give the first answer
-        try:
-            result = yield from _converse(turn)
-        except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
-            if opening:
-                _end_pending_title(turn)
-            raise
-        finally:
-            if turn.last_info is not None:  # also after a failed model call: the user's
-                session_service.index_appended(  # message is indexed
-                    rt, principal.user_id, session_id, turn.written, loaded.size, turn.last_info
-                )
+        # The writer indexes what the turn saved when it closes, also after a failed model
+        # call (the user's message is indexed).
+        with session_service.SessionWriter(
+            rt, principal.user_id, session_id, size_before=loaded.size
+        ) as writer:
+            turn = Turn(
+                rt,
+                principal,
+                state,
+                request,
+                project,
+                offering,
+                stream,
+                message_text,
+                checked,
+                writer,
+            )
+            opening = not titles.answered(state)  # this turn may give the first answer
+            try:
+                result = yield from _converse(turn)
+            except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
+                if opening:
+                    _end_pending_title(turn)
+                raise
 
     if opening and state.title_pending:
         _ask_for_title(turn)
@@ -279,14 +290,11 @@ class Turn:
     stream: bool
     text: str | None  # the new message's text, and its checked images
     images: list[images.CheckedImage]
-    written: list[dict[str, Any]] = field(default_factory=list)
-    last_info: FileInfo | None = None
+    writer: session_service.SessionWriter  # appends, and indexes when the turn ends
 
     def save(self, records: list[dict[str, Any]]) -> None:
         """Append and fsync before going on: nothing continues past the disk."""
-        appended = self.rt.store.append(self.principal.user_id, self.state.id, records)
-        self.last_info = appended.info
-        self.written.extend(records)
+        self.writer.append(records)
         for record in records:
             self.state.apply(record)
 
