@@ -69,7 +69,7 @@ def purge_trash(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
 @shared_task(name=jobs.PRECOMPUTE_SUMMARY, bind=True)
 def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Compact a session that ended a turn above 80% so its next turn need not wait."""
-    from shared.chat.turns import precompute_summary as compute
+    from shared.chat.context import precompute_summary as compute
 
     return {"summarized": compute(_runtime(self), user_id, session_id), **_where()}
 

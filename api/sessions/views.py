@@ -21,8 +21,7 @@ from api.sessions.schemas import (
 )
 from shared.db.orm import SessionRow
 from shared.index.listing import Filters, Found
-from shared.memory import curation
-from shared.sessions import lifecycle
+from shared.sessions import lifecycle, transcript
 from shared.sessions import service as sessions
 
 blp = Blueprint("sessions", __name__, description="Chat sessions")
@@ -118,4 +117,4 @@ class SessionMessages(MethodView):
     @login_required
     @blp.response(200, MessagesSchema)
     def get(self, session_id: str) -> dict[str, Any]:
-        return {"items": curation.messages_with_likes(runtime(), principal(), session_id)}
+        return {"items": transcript.messages_with_likes(runtime(), principal(), session_id)}

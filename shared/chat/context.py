@@ -6,7 +6,8 @@ context, summary), from the memory snapshot the session took when it started. Wh
 nears the model's window, old turns are compacted into a running summary first (the
 summarization role's model call; a summary a worker precomputed is reused). The messages come
 from the session's state as encoded when it was read, so a long history costs a copy of bytes.
-Used by a turn, by the worker's summary precomputation and by GET /sessions/<id>/context.
+Used by a turn, by GET /sessions/<id>/context and by the worker's summary precomputation
+(`precompute_summary`, here).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from shared.llm import models
 from shared.llm.client import LLMError, LLMInvalidResponse, Offering
 from shared.sessions import images
 from shared.sessions import service as session_service
+from shared.sessions.turn_lock import hold_turn_lock
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal
@@ -179,6 +181,23 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
     summary = SummaryState.from_plan(plan, summary_text)
     rt.store.write_summary(state.user_id, state.id, summary.to_dict())
     return summary
+
+
+def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
+    """The worker's half of compaction: summarize now so the next turn need not wait.
+    Idempotent: with nothing to compact (or already done) it does nothing."""
+    try:
+        offering = models.offering_for(rt, "chat")
+        # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
+        with hold_turn_lock(rt, session_id):
+            state, _ = rt.store.load(user_id, session_id)
+            project = ProjectInput.from_record(state.project_context)
+            before = rt.store.read_summary(user_id, session_id)
+            assemble_context(rt, state, project, offering, summarize=True)
+            return rt.store.read_summary(user_id, session_id) != before
+    except (LLMError, models.NoModel) as exc:  # an outage: one line; the next turn retries
+        log.warning("summary of %s not precomputed: %s", session_id, exc.message)
+        return False
 
 
 def check_fits(

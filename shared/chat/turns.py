@@ -45,7 +45,7 @@ from shared.core.errors import (
     Unauthorized,
 )
 from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
-from shared.files.session_store import FileInfo, SessionState, new_message_id
+from shared.files.session_store import SessionState, new_message_id
 from shared.infra import events
 from shared.llm import models
 from shared.llm.client import LLMError, Messages, Offering
@@ -125,23 +125,6 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
     if override:
         return ProjectInput((), override, instructions)
     return ProjectInput(tuple(files), client_instructions=instructions)
-
-
-def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
-    """The worker's half of compaction: summarize now so the next turn need not wait.
-    Idempotent: with nothing to compact (or already done) it does nothing."""
-    try:
-        offering = models.offering_for(rt, "chat")
-        # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
-        with hold_turn_lock(rt, session_id):
-            state, _ = rt.store.load(user_id, session_id)
-            project = ProjectInput.from_record(state.project_context)
-            before = rt.store.read_summary(user_id, session_id)
-            assemble_context(rt, state, project, offering, summarize=True)
-            return rt.store.read_summary(user_id, session_id) != before
-    except (LLMError, models.NoModel) as exc:  # an outage: one line; the next turn retries
-        log.warning("summary of %s not precomputed: %s", session_id, exc.message)
-        return False
 
 
 def _call_model(
@@ -259,21 +242,31 @@ def _turn_steps(
     )
     with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)
-        if state.deleted_at is not None:
-            raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
-        turn = Turn(rt, principal, state, request, project, offering, stream, message_text, checked)
-        opening = not titles.answered(state)  # this turn may give the first answer
-        try:
-            result = yield from _converse(turn)
-        except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
-            if opening:
-                _end_pending_title(turn)
-            raise
-        finally:
-            if turn.last_info is not None:  # also after a failed model call: the user's
-                session_service.index_appended(  # message is indexed
-                    rt, principal.user_id, session_id, turn.written, loaded.size, turn.last_info
-                )
+        session_service.refuse_in_trash(state)
+        # The writer indexes what the turn saved when it closes, also after a failed model
+        # call (the user's message is indexed).
+        with session_service.SessionWriter(
+            rt, principal.user_id, session_id, size_before=loaded.size
+        ) as writer:
+            turn = Turn(
+                rt,
+                principal,
+                state,
+                request,
+                project,
+                offering,
+                stream,
+                message_text,
+                checked,
+                writer,
+            )
+            opening = not titles.answered(state)  # this turn may give the first answer
+            try:
+                result = yield from _converse(turn)
+            except BaseException:  # a failed model call, a stopped stream (GeneratorExit)...
+                if opening:
+                    _end_pending_title(turn)
+                raise
 
     if opening and state.title_pending:
         _ask_for_title(turn)
@@ -297,14 +290,11 @@ class Turn:
     stream: bool
     text: str | None  # the new message's text, and its checked images
     images: list[images.CheckedImage]
-    written: list[dict[str, Any]] = field(default_factory=list)
-    last_info: FileInfo | None = None
+    writer: session_service.SessionWriter  # appends, and indexes when the turn ends
 
     def save(self, records: list[dict[str, Any]]) -> None:
         """Append and fsync before going on: nothing continues past the disk."""
-        appended = self.rt.store.append(self.principal.user_id, self.state.id, records)
-        self.last_info = appended.info
-        self.written.extend(records)
+        self.writer.append(records)
         for record in records:
             self.state.apply(record)
 
@@ -434,8 +424,7 @@ def _end_pending_title(turn: Turn) -> None:
     except Exception:  # the turn's own error matters more; the sweep ends it
         log.exception("could not end the pending title of %s", turn.state.id)
         return
-    event = {"type": "session.title", "session_id": turn.state.id, "title": turn.state.title}
-    events.publish(turn.rt.redis, turn.principal.user_id, event | {"title_pending": False})
+    title_job.publish_title(turn.rt, turn.principal.user_id, turn.state.id, turn.state.title)
 
 
 def _ask_for_title(turn: Turn) -> None:

@@ -46,12 +46,12 @@ from shared.memory.background import (
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
+from shared.sessions.transcript import LIKES, likes_of
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
-LIKES = "likes"
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
 LIKE_LOCK_WAIT = 30
 LIKE_LOCK_TTL = 15  # seconds a dead holder blocks the session's likes (kept alive while held)
@@ -78,10 +78,6 @@ characters. If nothing is worth keeping, answer {{"operations": []}}."""
 
 
 # -- likes in the session ----------------------------------------------------------------------
-
-
-def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
-    return dict(state.likes)
 
 
 def exchange_of(state: SessionState, message_id: str) -> Exchange:
@@ -198,23 +194,6 @@ def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_i
             return
         _set_like(rt, user_id, session_id, exchange_id, None)
     _push(rt, user_id, session_id, exchange_id, None)
-
-
-def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> list[dict[str, Any]]:
-    """The transcript, both messages of a liked exchange carrying `like: {status, ...}`."""
-    session_service.get_session(rt, principal, session_id)
-    state, _ = rt.store.load(principal.user_id, session_id)
-    by_message: dict[str, dict[str, Any]] = {}
-    for exchange_id, like in likes_of(state).items():
-        view = {"status": like.get("status"), "pair_id": exchange_id}
-        if like.get("detail"):
-            view["detail"] = like["detail"]
-        for message_id in like.get("message_ids") or [exchange_id]:
-            by_message[message_id] = view
-    return [
-        {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else m
-        for m in state.messages
-    ]
 
 
 # -- the job -----------------------------------------------------------------------------------

@@ -60,7 +60,6 @@ from shared.core.messages import (
 from shared.db.orm import SessionRow
 from shared.files.filestore import remove_tree
 from shared.files.session_store import SessionState, new_message_id
-from shared.index import search
 from shared.sessions import images, service
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -486,7 +485,7 @@ def import_bundle(
             _write_messages(rt, state, _records(rt, bundle))
             # The title last, stamped now: the new session is listed first, like any new chat.
             meta = {"type": "meta", "at": isoformat(utcnow()), "set": {"title": bundle.title}}
-            info = rt.store.append(user_id, state.id, [meta]).info
+            info = service.append_unlisted(rt, user_id, state.id, [meta])
             state.apply(meta, keep_messages=False)  # folded as written: never read back whole
             with rt.db.session() as db:
                 index.record(db, state, info)
@@ -518,12 +517,8 @@ def _write_messages(rt: Runtime, state: SessionState, records: Iterator[dict[str
 
 
 def _save_batch(rt: Runtime, state: SessionState, batch: list[dict[str, Any]]) -> None:
-    if not batch:
-        return
-    rt.store.append(state.user_id, state.id, batch)
-    with rt.db.session() as db:
-        index.lock_user(db, state.user_id)
-        search.add(db, search.docs_of(state.user_id, state.id, batch))
+    if batch:
+        service.append_unlisted(rt, state.user_id, state.id, batch)
 
 
 def _remove(rt: Runtime, user_id: str, session_id: str) -> None:

@@ -140,8 +140,7 @@ def clear_session(rt: Runtime, principal: Principal, session_id: str) -> Session
 
 def _cleared(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     current: SessionState = fold(records, keep_messages=False)
-    if current.deleted_at is not None:
-        raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
+    refuse_in_trash(current)
     keep = {
         "title": current.title,
         "title_pending": False,

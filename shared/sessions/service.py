@@ -2,13 +2,16 @@
 
 Each function takes the runtime and the calling principal, checks ownership (another user's
 session is simply not found), writes the file first and then keeps the index in step.
-Fork, clear and the trash are in shared.sessions.lifecycle.
+Every append of session records, from the API, a turn or a job, goes through `SessionWriter`
+here (the one write path), which indexes what it wrote. Fork, clear and the trash are in
+shared.sessions.lifecycle.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +25,8 @@ from shared.core import text
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.db.orm import Folder, SessionRow
-from shared.files.session_store import FileInfo, SessionState, check_session_id
-from shared.index import listing
+from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
+from shared.index import listing, search
 from shared.index.listing import Filters, Found
 from shared.sessions import titles
 
@@ -170,11 +173,98 @@ def append_records(
 def append_and_index(
     rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
 ) -> FileInfo:
-    """Durably append records, then bring the index row up to date: the one write path of
-    every writer (API, turns, workers)."""
-    appended = rt.store.append(user_id, session_id, records)
-    index_appended(rt, user_id, session_id, records, appended.size_before, appended.info)
-    return appended.info
+    """Durably append records, then bring the index row up to date: one write through the
+    one write path (`SessionWriter`)."""
+    with SessionWriter(rt, user_id, session_id) as writer:
+        return writer.append(records)
+
+
+class SessionWriter:
+    """The one write path of session records: every writer (API, turns, workers) appends
+    through one, and it brings the index row up to date with what it wrote when it closes.
+
+        with SessionWriter(rt, user_id, session_id) as writer:
+            writer.append(records)
+
+    Each append is on disk (fsynced) before it returns, and nothing continues past the disk.
+    The index is updated once, at the close, not once per append: a turn appends several
+    times under its lock (the user's message, each tool round, the answer) and pays for one
+    index transaction whatever its number of rounds. The row is a cache of the file, so a
+    process that dies before the close loses nothing that the next reconcile does not
+    repair, and a close after a failed turn still indexes what was saved.
+
+    `size_before` is the file's size the row should describe before these appends (a turn
+    passes the size it loaded under its lock); by default, the size the first append found.
+    An import, whose session is listed only once whole, writes through `append_unlisted`.
+    """
+
+    def __init__(
+        self, rt: Runtime, user_id: str, session_id: str, *, size_before: int | None = None
+    ) -> None:
+        self.rt = rt
+        self.user_id = user_id
+        self.session_id = session_id
+        self.size_before = size_before
+        self.written: list[dict[str, Any]] = []
+        self.info: FileInfo | None = None  # the file after the last append; None: no append
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def append(self, records: list[dict[str, Any]]) -> FileInfo:
+        """Durably append records: NotFound for a missing session, StorageError if the disk
+        fails (then nothing of them is indexed)."""
+        return self._wrote(records, self.rt.store.append(self.user_id, self.session_id, records))
+
+    def append_if(
+        self, decide: Callable[[SessionState], list[dict[str, Any]] | None]
+    ) -> FileInfo | None:
+        """Append what `decide(state)` returns, decided under the file's lock in the same
+        step as the write (`SessionStore.append_if`). None when it returned nothing."""
+        decided: list[dict[str, Any]] = []
+
+        def keep(state: SessionState) -> list[dict[str, Any]] | None:
+            records = decide(state)
+            decided[:] = records or []
+            return records
+
+        appended = self.rt.store.append_if(self.user_id, self.session_id, keep)
+        return None if appended is None else self._wrote(decided, appended)
+
+    def _wrote(self, records: list[dict[str, Any]], appended: Appended) -> FileInfo:
+        if self.size_before is None:
+            self.size_before = appended.size_before
+        self.written.extend(records)
+        self.info = appended.info
+        return appended.info
+
+    def close(self) -> None:
+        """Index what was written (nothing to do when nothing was); a failure is logged."""
+        if self.info is None or self.size_before is None:
+            return
+        index_appended(
+            self.rt, self.user_id, self.session_id, self.written, self.size_before, self.info
+        )
+        self.written, self.info, self.size_before = [], None, None
+
+
+def append_unlisted(
+    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
+) -> FileInfo:
+    """Append to a session the list does not show yet (an import being written) and make
+    the records' text searchable at once. Its row is recorded by the caller when the session
+    is whole (`index.record`), so a half-written import is never listed, and the records are
+    indexed a batch at a time, never read back: an import holds no more than a batch."""
+    info = rt.store.append(user_id, session_id, records).info
+    docs = search.docs_of(user_id, session_id, records)
+    if docs:
+        with rt.db.session() as db:
+            index.lock_user(db, user_id)
+            search.add(db, docs)
+    return info
 
 
 def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
@@ -248,8 +338,11 @@ def session_ids_in_folder(rt: Runtime, user_id: str, folder_id: str) -> list[str
         )
 
 
-def refuse_in_trash(row: SessionRow) -> None:
-    if row.deleted_at is not None:
+def refuse_in_trash(session: SessionRow | SessionState) -> None:
+    """The trash rule: a session in the trash takes no turn, edit, fork or clear until it is
+    restored. Checked on the index row by the API's operations, and on the file's state by
+    the writers that hold the file (a turn under its lock, a clear's rewrite)."""
+    if session.deleted_at is not None:
         raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
 
 

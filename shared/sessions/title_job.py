@@ -76,7 +76,6 @@ def title_lock(session_id: str) -> str:
 def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> bool:
     """End a pending title, with `title` or (None) keeping the one the session has; only if
     it is still pending and not renamed, decided under the file's lock. Pushes the result."""
-    written: list[dict[str, Any]] = []
     final: dict[str, Any] = {}
 
     def decide(state: SessionState) -> list[dict[str, Any]] | None:
@@ -86,19 +85,24 @@ def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> boo
         if title:
             changes["title"] = title
         final["title"] = title or state.title
-        written.append({"type": "meta", "at": isoformat(utcnow()), "set": changes})
-        return written
+        return [{"type": "meta", "at": isoformat(utcnow()), "set": changes}]
 
     try:
-        appended = rt.store.append_if(user_id, session_id, decide)
+        with service.SessionWriter(rt, user_id, session_id) as writer:
+            written = writer.append_if(decide)
     except NotFound:
         return False  # deleted meanwhile
-    if appended is None:
+    if written is None:
         return False
-    service.index_appended(rt, user_id, session_id, written, appended.size_before, appended.info)
-    event = {"type": EVENT, "session_id": session_id, "title": final["title"]}
-    events.publish(rt.redis, user_id, event | {"title_pending": False})
+    publish_title(rt, user_id, session_id, final["title"])
     return True
+
+
+def publish_title(rt: Runtime, user_id: str, session_id: str, title: str | None) -> None:
+    """Tell the user's clients the title a session keeps now that it is no longer pending
+    (named by the job, kept by the sweep, or ended by a turn whose first answer failed)."""
+    event = {"type": EVENT, "session_id": session_id, "title": title, "title_pending": False}
+    events.publish(rt.redis, user_id, event)
 
 
 def pending_since(state: SessionState) -> datetime:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS, estimate_tokens
+from shared.chat.context import precompute_summary
 from shared.chat.prompt import SUMMARY_HEADING
-from shared.chat.turns import precompute_summary
 from shared.core import jobs
 from tests.api.conftest import API, Chat
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text

@@ -12,7 +12,7 @@ import pytest
 from api import create_app
 from api.context import runtime_of
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
-from shared.chat.turns import precompute_summary
+from shared.chat.context import precompute_summary
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
 from tests.conftest import create_account, make_settings
