@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import false, select
 
+from shared.core import registry
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
@@ -230,7 +231,7 @@ def parse_profile(content: str | None) -> list[str] | None:
 
 
 def extract_lock(session_id: str) -> str:
-    return f"extract:{session_id}"
+    return registry.EXTRACT_LOCK + session_id
 
 
 def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
@@ -296,7 +297,7 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Turn]) -> Outcome:
         rt.redis,
         user_id,
         {
-            "type": "memory.updated",
+            "type": registry.EVENT_MEMORY_UPDATED,
             "file": "USER.md",
             "action": "reconciled",
             "entries": len(entries),
