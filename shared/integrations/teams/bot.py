@@ -178,7 +178,7 @@ def _answer(rt: Runtime, inbound: Inbound, *, resumed: bool) -> dict[str, object
             principal,
             CHANNEL,
             key,
-            lambda: session_service.create_session(rt, principal).id,
+            lambda: session_service.create_session(rt, principal, rt.memory).id,
         )
         asked, answered = (
             _last_exchange(rt, principal.user_id, session_id) if resumed else (None, None)
