@@ -1,5 +1,7 @@
 """The layering is a contract (pyproject.toml, import-linter), checked on every test run so
-that CI catches an import that crosses it, and each package says what it owns."""
+that CI catches an import that crosses it, and each package says what it owns. Two AST
+checks see what import-linter cannot: a package using a Runtime field that belongs to a
+package above it, and an event type or Redis key spelled outside shared/core/registry.py."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import ast
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,83 @@ def test_the_registry_check_catches_a_literal(tmp_path: Path) -> None:
     )
     hits = registry_literals(planted, _registry_names())
     assert len(hits) == 4, hits  # the event type, the lock (as a lock name and a key), the key
+
+
+# -- no upward use through the runtime ---------------------------------------------------------
+# Runtime is imported for type hints only, so import-linter cannot see `rt.memory` inside
+# shared/sessions: this test reads what each Runtime field's type belongs to and fails when a
+# package uses a field owned by a package above it (or beside it, in an independent layer).
+
+RUNTIME_NAMES = {"rt", "runtime"}  # `rt.x`, `runtime.x`, and `self.rt.x`, `turn.rt.x`...
+
+
+def shared_layers() -> dict[str, int]:
+    """package -> rank in the layers contract (0 is the highest), from pyproject.toml."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c.get("containers") == ["shared"]]
+    return {
+        package.strip(): rank for rank, layer in enumerate(layers) for package in layer.split("|")
+    }
+
+
+def runtime_field_owners() -> dict[str, str]:
+    """Runtime field -> the shared package its type comes from (fields of outside types, such
+    as redis.Redis or str, belong to no package and may be used anywhere; so may Runtime's
+    methods, such as hint)."""
+    tree = ast.parse((ROOT / "shared" / "runtime.py").read_text())
+    imported = {
+        alias.asname or alias.name: node.module.split(".")[1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("shared.")
+        for alias in node.names
+    }
+    (runtime,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Runtime"]
+    owners = {}
+    for statement in runtime.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            named = {n.id for n in ast.walk(statement.annotation) if isinstance(n, ast.Name)}
+            packages = {imported[name] for name in named if name in imported}
+            if packages:
+                (owners[statement.target.id],) = packages
+    return owners
+
+
+def upward_runtime_uses(
+    path: Path, package: str, owners: dict[str, str], ranks: dict[str, int]
+) -> list[str]:
+    """`rt.<field>` in a module of `package` where the field's package is not below it."""
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Attribute) or node.attr not in owners:
+            continue
+        base = node.value
+        name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
+        owner = owners[node.attr]
+        if name in RUNTIME_NAMES and owner != package and ranks[owner] <= ranks[package]:
+            found.append(
+                f"{where}:{node.lineno}: rt.{node.attr} belongs to shared.{owner}, "
+                f"which shared.{package} may not use (pass what it needs in)"
+            )
+    return found
+
+
+def test_no_package_reaches_up_through_the_runtime() -> None:
+    owners, ranks = runtime_field_owners(), shared_layers()
+    assert {"memory", "store", "db", "llm"} <= owners.keys(), owners
+    assert set(owners.values()) <= ranks.keys(), "a Runtime field of a package outside the layers"
+    found = [
+        hit
+        for package in ranks.keys() & set(SHARED_PACKAGES)
+        for path in _modules(f"shared/{package}")
+        for hit in upward_runtime_uses(path, package, owners, ranks)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_runtime_check_catches_an_upward_use(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f(rt, turn):\n    return rt.memory, turn.rt.teams, rt.store\n")
+    hits = upward_runtime_uses(planted, "sessions", runtime_field_owners(), shared_layers())
+    assert len(hits) == 2, hits  # memory and integrations are above sessions; files is below
