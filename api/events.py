@@ -34,6 +34,7 @@ from wsproto.utilities import LocalProtocolError
 from api.context import authenticate, presented_token, runtime
 from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
+from shared.core import registry
 from shared.core.errors import Unauthorized
 from shared.infra import events
 
@@ -108,7 +109,7 @@ def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
             socket_opened()
             try:
                 # Subscribed (and confirmed) first: nothing published from here on is lost.
-                ws.send(json.dumps({"type": "ready"}))
+                ws.send(json.dumps({"type": registry.EVENT_READY}))
                 _relay(ws, stream, token)
             finally:
                 socket_closed()
@@ -151,4 +152,4 @@ def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no
 
 
 def _error(code: str, message: str) -> str:
-    return json.dumps({"type": "error", "error": {"code": code, "message": message}})
+    return json.dumps({"type": registry.EVENT_ERROR, "error": {"code": code, "message": message}})

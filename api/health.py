@@ -19,10 +19,10 @@ from flask import Blueprint
 from sqlalchemy import text
 
 from api.context import runtime
+from shared.core import registry
 from shared.infra import heartbeats
 
 blp = Blueprint("health", __name__)
-PROBE_KEY = "eonyx:readyz"
 
 
 @blp.get("/healthz")
@@ -47,7 +47,7 @@ def readyz() -> tuple[dict[str, Any], int]:
         try:
             # A write, not a ping: a Redis whose disk is full answers pings and refuses
             # every write (MISCONF), jobs and locks included.
-            rt.redis.set(PROBE_KEY, "1", ex=60)
+            rt.redis.set(registry.READY_PROBE, "1", ex=60)
             checks["broker"] = "ok"
         except redis.ResponseError as exc:
             checks["broker"] = f"failed: {str(exc).split(chr(10))[0][:200]}"

@@ -28,6 +28,7 @@ from flask_limiter import Limiter, RateLimitExceeded
 from sqlalchemy.exc import SQLAlchemyError
 
 from api.context import check_presented, presented_token
+from shared.core import registry
 from shared.core.errors import Unauthorized
 from shared.runtime import Runtime
 
@@ -36,7 +37,6 @@ TURN_ENDPOINTS = ("turns.Turns", "openai.ChatCompletions")
 # Health and metrics are probes; the Teams endpoint is called by the Bot Framework with one
 # token for every Teams user (each activity is checked, acknowledged and queued at once).
 UNLIMITED_BLUEPRINTS = ("health", "metrics", "teams")
-KEY_PREFIX = "eonyx:ratelimit"
 KEY_ATTRIBUTE = "eonyx_rate_key"  # the request's key, on flask.g (asked once per limit)
 
 
@@ -50,16 +50,16 @@ def client_key() -> str:
     if cached is not None:
         return cached
     token, _ = presented_token(request.args.get("token"))
-    key = "addr:" + (request.remote_addr or "unknown")
+    key = registry.RATE_LIMIT_BY_ADDRESS + (request.remote_addr or "unknown")
     if token:
         try:
             check_presented(request.args.get("token"))
-            key = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+            key = registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
         except Unauthorized:
             pass  # counted with the address's anonymous requests
         except SQLAlchemyError:
             # The database cannot say: count it under its token, and let the view answer.
-            key = "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+            key = registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
     setattr(g, KEY_ATTRIBUTE, key)
     return key
 
@@ -83,7 +83,7 @@ def register_rate_limits(app: Flask, rt: Runtime) -> Limiter | None:
         headers_enabled=False,  # Retry-After on the 429 only (api/errors.py)
         retry_after="delta-seconds",
         swallow_errors=True,
-        key_prefix=KEY_PREFIX,
+        key_prefix=registry.RATE_LIMITS,
         **storage,  # type: ignore[arg-type]
     )
     for name in UNLIMITED_BLUEPRINTS:
@@ -110,5 +110,9 @@ def retry_after_seconds() -> int:
 
 
 def limit_message(exc: RateLimitExceeded) -> str:
-    whose = "this token" if str(g.get(KEY_ATTRIBUTE, "")).startswith("token:") else "this address"
+    whose = (
+        "this token"
+        if str(g.get(KEY_ATTRIBUTE, "")).startswith(registry.RATE_LIMIT_BY_TOKEN)
+        else "this address"
+    )
     return f"too many requests for {whose} ({exc.description}); retry later"

@@ -8,7 +8,7 @@ import socket
 from celery import Task, shared_task
 
 from shared import index
-from shared.core import jobs
+from shared.core import jobs, registry
 from shared.infra.lost_jobs import JOB_LOCK_TTL
 from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
@@ -30,7 +30,9 @@ def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """Bring the index in line with the session files (re-reads only changed files)."""
     rt = _runtime(self)
     # One at a time: a copy redelivered while the first runs waits, then finds little to do.
-    with rt.locks.hold("index:rebuild", wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True):
+    with rt.locks.hold(
+        registry.INDEX_REBUILD_LOCK, wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True
+    ):
         report = index.rebuild(rt.db.session, rt.store)
     return {**vars(report), **_where()}
 

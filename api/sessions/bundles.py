@@ -75,7 +75,7 @@ class Import(MethodView):
             else:
                 _copy(request.stream, spool, limit)
             spool.seek(0)
-            row, imported_from = bundles.import_bundle(rt, principal(), spool)
+            row, imported_from = bundles.import_bundle(rt, principal(), rt.memory, spool)
         return {"session": row, "imported_from": imported_from}
 
 

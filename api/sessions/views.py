@@ -59,7 +59,8 @@ class Sessions(MethodView):
     @blp.arguments(NewSessionSchema, required=False)
     @blp.response(201, SessionSchema)
     def post(self, body: dict[str, Any]) -> SessionRow:
-        return sessions.create_session(runtime(), principal(), **body)
+        rt = runtime()
+        return sessions.create_session(rt, principal(), rt.memory, **body)
 
 
 @blp.route("/sessions/<session_id:session_id>")

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import redis
 
+from shared.core import registry
+
 log = logging.getLogger(__name__)
-PREFIX = "eonyx:throttle:"
 RETRY_REDIS_AFTER = 30.0
 
 
@@ -92,7 +93,7 @@ class Throttle:
         client = self._redis()
         if client is not None:
             try:
-                ttl = client.pttl(PREFIX + "block:" + key)
+                ttl = client.pttl(registry.THROTTLE_BLOCK + key)
                 return math.ceil(ttl / 1000) if isinstance(ttl, int) and ttl > 0 else 0
             except redis.RedisError as exc:
                 self._fallback(exc)
@@ -107,12 +108,12 @@ class Throttle:
         if client is not None:
             try:
                 pipe = client.pipeline()
-                pipe.incr(PREFIX + "fails:" + key)
-                pipe.expire(PREFIX + "fails:" + key, policy.window)
+                pipe.incr(registry.THROTTLE_FAILS + key)
+                pipe.expire(registry.THROTTLE_FAILS + key, policy.window)
                 failures = int(pipe.execute()[0])
                 block = policy.block_after(failures)
                 if block:
-                    client.set(PREFIX + "block:" + key, failures, ex=block)
+                    client.set(registry.THROTTLE_BLOCK + key, failures, ex=block)
                 return block
             except redis.RedisError as exc:
                 self._fallback(exc)
@@ -123,7 +124,7 @@ class Throttle:
         client = self._redis()
         if client is not None:
             try:
-                client.delete(PREFIX + "fails:" + key, PREFIX + "block:" + key)
+                client.delete(registry.THROTTLE_FAILS + key, registry.THROTTLE_BLOCK + key)
                 return
             except redis.RedisError as exc:
                 self._fallback(exc)

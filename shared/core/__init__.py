@@ -1,2 +1,3 @@
-"""The base every other package stands on: settings, domain errors, the clock, and the
-names and interface of background jobs. Imports nothing from the rest of shared/."""
+"""The base every other package stands on: settings, domain errors, the clock, the names
+and interface of background jobs, and the names of live events and Redis keys (registry).
+Imports nothing from the rest of shared/."""

@@ -30,9 +30,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from shared.core import registry
+
 log = logging.getLogger(__name__)
-CHANNEL = "eonyx:events:{user_id}"
-AUTH_CHANNEL = "eonyx:auth:{user_id}"
 SUBSCRIBE_TIMEOUT = 5.0
 
 # Everything a lost or closed Redis connection raises through redis-py.
@@ -44,11 +44,11 @@ class EventsUnavailable(Exception):
 
 
 def channel(user_id: str) -> str:
-    return CHANNEL.format(user_id=user_id)
+    return registry.EVENTS_CHANNEL + user_id
 
 
 def auth_channel(user_id: str) -> str:
-    return AUTH_CHANNEL.format(user_id=user_id)
+    return registry.AUTH_CHANNEL + user_id
 
 
 def publish_auth_change(client: redis.Redis | None, user_id: str) -> None:

@@ -13,6 +13,8 @@ import threading
 
 import redis
 
+from shared.core import registry
+
 log = logging.getLogger(__name__)
 
 INTERVAL = 10.0
@@ -21,11 +23,11 @@ WORKER, BEAT = "worker", "beat"
 
 
 def _key(role: str, name: str) -> str:
-    return f"eonyx:heartbeat:{role}:{name}"
+    return f"{registry.HEARTBEAT}{role}:{name}"
 
 
 def _members(role: str) -> str:
-    return f"eonyx:heartbeats:{role}"
+    return registry.HEARTBEATS + role
 
 
 def beat(client: redis.Redis, role: str, name: str, ttl: int = TTL) -> None:

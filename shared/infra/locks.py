@@ -27,6 +27,7 @@ from typing import Protocol
 import filelock
 import redis
 
+from shared.core import registry
 from shared.core.errors import Conflict, Unavailable
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def _renew(lock: redis.lock.Lock, every: float, done: threading.Event) -> None:
 
 
 class RedisLocks:
-    def __init__(self, client: redis.Redis, prefix: str = "eonyx:lock:") -> None:
+    def __init__(self, client: redis.Redis, prefix: str = registry.LOCKS) -> None:
         self.client = client
         self.prefix = prefix
 

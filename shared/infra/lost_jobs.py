@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import redis
 
+from shared.core import registry
 from shared.core.errors import Conflict
 from shared.core.jobs import JobQueue
 from shared.infra.locks import Locks
@@ -37,7 +38,7 @@ def job_running(locks: Locks, lock: str) -> bool:
 
 def resend(client: redis.Redis | None, jobs: JobQueue, key: str, job: str, *args: object) -> bool:
     """Send a lost job again, unless the same `key` was sent again in the last RESEND_EVERY."""
-    if client is not None and not client.set(f"eonyx:resent:{key}", 1, nx=True, ex=RESEND_EVERY):
+    if client is not None and not client.set(registry.RESENT + key, 1, nx=True, ex=RESEND_EVERY):
         return False
     jobs.enqueue(job, *args)
     return True

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from sqlalchemy import Table, bindparam, delete, select
 
 from shared.accounts import Principal
+from shared.core import registry
 from shared.core.clock import utcnow
 from shared.db import Executor, upsert
 from shared.db.orm import SessionBinding
@@ -79,7 +80,9 @@ def bound_session(
     found = lookup(rt, principal.user_id, channel, key)
     if found:
         return found, False
-    with rt.locks.hold(f"bind:{principal.user_id}:{channel}:{key}", wait=BIND_LOCK_WAIT):
+    with rt.locks.hold(
+        f"{registry.BIND_LOCK}{principal.user_id}:{channel}:{key}", wait=BIND_LOCK_WAIT
+    ):
         found = lookup(rt, principal.user_id, channel, key)
         if found:
             return found, False

@@ -179,7 +179,7 @@ def choose_session(
             return found
         break  # an older answer of a session: the client changed its past; start anew
     models.offering_named(rt, request.model)  # NotFound (model_not_found) makes nothing
-    created = session_service.create_session(rt, principal, temporary=temporary)
+    created = session_service.create_session(rt, principal, rt.memory, temporary=temporary)
     return Continuation(created.id, tuple(messages), None, created=True)
 
 

@@ -2,11 +2,12 @@
 
 Every change to the catalog (`models.add_offering`, `delete_offering`, `set_role`) marks its
 database session; when that session commits, the process forgets what it kept and writes a
-new random version to Redis (`VERSION_KEY`). Every lookup reads that version first (one
-Redis command instead of a database transaction) and uses what it kept only while the
-version is the one it was kept under, so a change made by any process is seen by all of
-them on their next lookup. A change made around this module (SQL by hand) is seen within
-`MAX_AGE` seconds. Without Redis, or when Redis fails, every lookup asks the database.
+new random version to Redis (the key `registry.OFFERINGS_VERSION`). Every lookup reads that
+version first (one Redis command instead of a database transaction) and uses what it kept
+only while the version is the one it was kept under, so a change made by any process is
+seen by all of them on their next lookup. A change made around this module (SQL by hand)
+is seen within `MAX_AGE` seconds. Without Redis, or when Redis fails, every lookup asks the
+database.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from collections.abc import Callable
 import redis
 from sqlalchemy.orm import Session
 
+from shared.core import registry
 from shared.db import Database
 from shared.llm.client import Offering
 
 log = logging.getLogger(__name__)
-VERSION_KEY = "eonyx:catalog:version"
 MAX_AGE = 60.0
 _CHANGED = "eonyx.catalog_changed"  # the mark in Session.info
 _NEVER = object()
@@ -49,7 +50,7 @@ class OfferingCache:
         if self._redis is None:
             return resolve()
         try:
-            version = self._redis.get(VERSION_KEY)
+            version = self._redis.get(registry.OFFERINGS_VERSION)
         except redis.RedisError:
             return resolve()
         now = time.monotonic()
@@ -75,6 +76,6 @@ class OfferingCache:
         if self._redis is None:
             return
         try:
-            self._redis.set(VERSION_KEY, secrets.token_hex(8))
+            self._redis.set(registry.OFFERINGS_VERSION, secrets.token_hex(8))
         except redis.RedisError as exc:
             log.warning("other processes see the catalog change within %g s: %s", MAX_AGE, exc)

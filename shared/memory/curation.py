@@ -26,6 +26,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from shared.accounts import Principal
+from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import CURATE_MEMORY, JobQueue
@@ -114,7 +115,11 @@ def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
 def _push(
     rt: Runtime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
-    event = {"type": "like.updated", "session_id": session_id, **_public(exchange_id, like)}
+    event = {
+        "type": registry.EVENT_LIKE_UPDATED,
+        "session_id": session_id,
+        **_public(exchange_id, like),
+    }
     events.publish(rt.redis, user_id, event)
 
 
@@ -133,11 +138,11 @@ def _set_like(
 
 
 def _like_lock(session_id: str) -> str:
-    return f"likes:{session_id}"
+    return registry.LIKES_LOCK + session_id
 
 
 def _curate_lock(session_id: str, exchange_id: str) -> str:
-    return f"curate:{session_id}:{exchange_id}"
+    return f"{registry.CURATE_LOCK}{session_id}:{exchange_id}"
 
 
 def check_allowed(rt: Runtime, state: SessionState) -> None:
@@ -288,7 +293,9 @@ def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     except (MemoryRefused, InvalidInput, StaleVersion) as exc:
         return Outcome("failed", f"not saved: {exc.message}")
     for what in done:
-        events.publish(rt.redis, user_id, {"type": "memory.updated", "file": "MEMORY.md", **what})
+        events.publish(
+            rt.redis, user_id, {"type": registry.EVENT_MEMORY_UPDATED, "file": "MEMORY.md", **what}
+        )
     if not done:
         return Outcome("unchanged", "nothing in this turn was worth keeping")
     return Outcome("saved", f"{len(done)} change(s) to MEMORY.md", changes=len(done))

@@ -36,6 +36,7 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.jobs import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import Exchange, count_answered, exchanges
@@ -150,7 +151,7 @@ def parse_profile(content: str | None) -> list[str] | None:
 
 
 def extract_lock(session_id: str) -> str:
-    return f"extract:{session_id}"
+    return registry.EXTRACT_LOCK + session_id
 
 
 def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
@@ -214,7 +215,7 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
         rt.redis,
         user_id,
         {
-            "type": "memory.updated",
+            "type": registry.EVENT_MEMORY_UPDATED,
             "file": "USER.md",
             "action": "reconciled",
             "entries": len(entries),

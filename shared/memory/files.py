@@ -31,6 +31,7 @@ from typing import Literal
 import redis
 
 from shared.accounts import Principal
+from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
 from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
@@ -163,7 +164,7 @@ class MemoryStore:
         `change` raises MemoryRefused to refuse. The new content is filtered and capped
         before anything is written; an unchanged result writes nothing.
         """
-        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+        with self.locks.hold(f"{registry.MEMORY_LOCK}{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
             before = self.read(kind, user_id)
             entries = change(list(before.entries))
             content = render_entries(entries)
@@ -182,7 +183,7 @@ class MemoryStore:
         """The operator's edit: saved exactly as written; only the size limit applies. With
         `base_version`, a file changed since that version is refused with StaleVersion."""
         self._check_limit(kind, content)
-        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+        with self.locks.hold(f"{registry.MEMORY_LOCK}{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
             if base_version is None:
                 base_version = self.read(kind, user_id).version
             return self._replace(kind, user_id, content, base_version=base_version)
@@ -192,7 +193,7 @@ class MemoryStore:
     ) -> MemoryFile:
         """Replace the file only if it is still at `base_version` (a writer's stale view of
         a file someone else changed meanwhile is refused with StaleVersion)."""
-        with self.locks.hold(f"memory:{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
+        with self.locks.hold(f"{registry.MEMORY_LOCK}{user_id}:{kind}", wait=30, ttl=self.lock_ttl):
             return self._replace(kind, user_id, content, base_version=base_version)
 
     def _check_limit(self, kind: Kind, content: str) -> None:
@@ -338,5 +339,7 @@ def _announce(
 ) -> None:
     if user_id is not None:  # the identity has no user to tell (it applies after a restart)
         events.publish(
-            client, user_id, {"type": "memory.updated", "file": file.name, "action": action}
+            client,
+            user_id,
+            {"type": registry.EVENT_MEMORY_UPDATED, "file": file.name, "action": action},
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from shared.core import registry
 from shared.core.errors import Conflict, InvalidInput
 from shared.core.settings import Settings
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
@@ -174,7 +175,7 @@ def run_memory_write(
         stop = f" {STOP}" if context.refusals >= MAX_REFUSALS else ""
         raise ToolError(f"not saved: {exc.message}.{stop}") from None
     for what in done:
-        context.record({"type": "memory.updated", "file": file_name, **what})
+        context.record({"type": registry.EVENT_MEMORY_UPDATED, "file": file_name, **what})
     summary = "; ".join(describe_write(file_name, what) for what in done)
     return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
 

@@ -454,11 +454,12 @@ def read_bundle(rt: Runtime, source: IO[bytes]) -> Bundle:
 
 
 def import_bundle(
-    rt: Runtime, principal: Principal, source: IO[bytes]
+    rt: Runtime, principal: Principal, memory: service.MemorySnapshots, source: IO[bytes]
 ) -> tuple[SessionRow, dict[str, Any]]:
     """A new session from a bundle. The bundle is checked whole first; then the conversation
     is read again as it is written, a batch of records at a time, each batch made searchable
-    as it is saved: neither pass holds more than a batch, whatever the session's size."""
+    as it is saved: neither pass holds more than a batch, whatever the session's size. The
+    session takes the importer's memory snapshot from `memory` (the caller's `rt.memory`)."""
     with _open(source) as archive:
         bundle = check_bundle(rt, archive)
         original = bundle.manifest["session"]
@@ -472,7 +473,7 @@ def import_bundle(
         state, _ = rt.store.create(
             user_id,
             source=principal.source,
-            extra={"snapshot": rt.memory.snapshot(user_id), "imported_from": imported_from},
+            extra={"snapshot": memory.snapshot(user_id), "imported_from": imported_from},
         )
         try:
             for name, checked in bundle.images.items():

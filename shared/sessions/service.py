@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
@@ -58,9 +58,18 @@ def _check_folder_id(folder_id: str | None) -> str | None:
     return folder_id
 
 
+class MemorySnapshots(Protocol):
+    """What a new session takes from the memory, a package above this one: the profile and
+    agent memory as its prompt will show them, frozen for the session's life. The caller
+    passes `rt.memory` (shared.memory.files.MemoryStore), so sessions never reach up for it."""
+
+    def snapshot(self, user_id: str) -> dict[str, str | None]: ...
+
+
 def create_session(
     rt: Runtime,
     principal: Principal,
+    memory: MemorySnapshots,
     *,
     title: str | None = None,
     folder_id: str | None = None,
@@ -68,13 +77,13 @@ def create_session(
 ) -> SessionRow:
     """A new session: its file, then its index row. Every check comes before the file is
     written, and a session whose row cannot be written is removed again, so a create the
-    caller is told failed leaves nothing behind."""
+    caller is told failed leaves nothing behind. A temporary chat takes no memory snapshot."""
     title = clean_title(title)
     _check_folder_id(folder_id)
     if folder_id is not None:
         with rt.db.session() as db:
             check_folder(db, principal.user_id, folder_id)
-    snapshot = None if temporary else rt.memory.snapshot(principal.user_id)
+    snapshot = None if temporary else memory.snapshot(principal.user_id)
     title, pending = titles.for_new_session(rt, principal.user_id, title, temporary)
     state, info = rt.store.create(
         principal.user_id,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, true
 
+from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import NotFound, StorageError
 from shared.core.jobs import SESSION_TITLE, JobQueue
@@ -36,7 +37,6 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
     from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
-EVENT = "session.title"
 GIVE_UP_AFTER = timedelta(minutes=6)  # a title pending this long keeps the truncated title
 SWEEP_BATCH = 100
 
@@ -70,7 +70,7 @@ def generate_title(rt: Runtime, user_id: str, session_id: str) -> dict[str, Any]
 
 
 def title_lock(session_id: str) -> str:
-    return f"title:{session_id}"
+    return registry.TITLE_LOCK + session_id
 
 
 def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> bool:
@@ -101,7 +101,12 @@ def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> boo
 def publish_title(rt: Runtime, user_id: str, session_id: str, title: str | None) -> None:
     """Tell the user's clients the title a session keeps now that it is no longer pending
     (named by the job, kept by the sweep, or ended by a turn whose first answer failed)."""
-    event = {"type": EVENT, "session_id": session_id, "title": title, "title_pending": False}
+    event = {
+        "type": registry.EVENT_SESSION_TITLE,
+        "session_id": session_id,
+        "title": title,
+        "title_pending": False,
+    }
     events.publish(rt.redis, user_id, event)
 
 

@@ -21,6 +21,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from shared.core import registry
 from shared.core.messages import content_text
 from shared.core.text import strip_forbidden
 from shared.files.filestore import atomic_write
@@ -67,7 +68,7 @@ def for_new_session(
 def next_number(rt: Runtime, user_id: str) -> int:
     """The user's next sequential title: 1 for their first session, never given twice."""
     path = rt.store.sessions_dir(user_id).parent / "session-numbers.json"
-    with rt.locks.hold(f"session-numbers:{user_id}", wait=10, ttl=30):
+    with rt.locks.hold(registry.SESSION_NUMBERS_LOCK + user_id, wait=10, ttl=30):
         try:
             last = int(json.loads(path.read_bytes()).get("last", 0))
         except (FileNotFoundError, ValueError, AttributeError, TypeError):

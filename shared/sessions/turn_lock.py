@@ -18,6 +18,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from shared.core import registry
+
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.runtime import Runtime
 
@@ -29,4 +31,4 @@ def hold_turn_lock(
     rt: Runtime, session_id: str, *, wait: float = WAIT
 ) -> AbstractContextManager[None]:
     """The session's turn lock, kept alive while held; Conflict `busy` after `wait`."""
-    return rt.locks.hold(f"turn:{session_id}", wait=wait, ttl=TTL, keepalive=True)
+    return rt.locks.hold(registry.TURN_LOCK + session_id, wait=wait, ttl=TTL, keepalive=True)

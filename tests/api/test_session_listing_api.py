@@ -195,7 +195,9 @@ def test_pages_neither_repeat_nor_skip_under_concurrent_writers(
     every session that existed before the first page is listed exactly once, and nothing
     else is listed twice."""
     who = me(alice)
-    old = [session_service.create_session(rt, who, title=f"old {n}").id for n in range(40)]
+    old = [
+        session_service.create_session(rt, who, rt.memory, title=f"old {n}").id for n in range(40)
+    ]
     created: list[str] = []
     stop = threading.Event()
     failures: list[BaseException] = []
@@ -207,7 +209,9 @@ def test_pages_neither_repeat_nor_skip_under_concurrent_writers(
                 action = rng.random()
                 target = rng.choice(old)
                 if action < 0.25:
-                    created.append(session_service.create_session(rt, who, title="new").id)
+                    created.append(
+                        session_service.create_session(rt, who, rt.memory, title="new").id
+                    )
                 elif action < 0.8:
                     say(rt, alice, target)
                 else:

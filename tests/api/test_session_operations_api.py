@@ -200,7 +200,7 @@ def test_an_append_waiting_for_a_clear_lands_in_the_cleared_file(
     rt: Runtime, alice: Account
 ) -> None:
     me = Principal(alice.user_id, alice.username, False, "web", "")
-    session_id = session_service.create_session(rt, me, title="t").id
+    session_id = session_service.create_session(rt, me, rt.memory, title="t").id
     session_service.append_records(rt, me, session_id, [message("user", "before")])
     late = message("user", "after")
 

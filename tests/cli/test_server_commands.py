@@ -50,7 +50,7 @@ def test_index_rebuild_drop_restores_the_listing(
     rt: Runtime, backend: Backend, alice: Account
 ) -> None:
     me = Principal(alice.user_id, alice.username, False, "web", "")
-    ids = {session_service.create_session(rt, me, title=f"t{n}").id for n in range(3)}
+    ids = {session_service.create_session(rt, me, rt.memory, title=f"t{n}").id for n in range(3)}
     result = CliRunner(env=server_env(rt, backend)).invoke(main, ["index", "rebuild", "--drop"])
     assert result.exit_code == 0, result.output
     assert "3 sessions: 3 re-read, 0 stale rows removed" in result.output
@@ -125,7 +125,7 @@ def test_index_rebuild_lists_the_files_it_could_not_index(
     rt: Runtime, backend: Backend, alice: Account
 ) -> None:
     me = Principal(alice.user_id, alice.username, False, "web", "")
-    session_service.create_session(rt, me, title="fine")
+    session_service.create_session(rt, me, rt.memory, title="fine")
     damaged = rt.store.path(alice.user_id, "20260101T000000-0000dead")
     damaged.write_text('{"type": "session"}\n')
     result = CliRunner(env=server_env(rt, backend)).invoke(main, ["index", "rebuild", "--drop"])
@@ -186,7 +186,7 @@ def test_users_passwd_disable_enable_delete(
 
     user_dir = rt.store.users_dir / alice.user_id
     me = Principal(alice.user_id, "alice", False, "web", "")
-    session_service.create_session(rt, me, title="kept?")
+    session_service.create_session(rt, me, rt.memory, title="kept?")
     assert user_dir.exists()
     kept = runner.invoke(main, ["users", "delete", "alice"], input="n\n")
     assert kept.exit_code == 1

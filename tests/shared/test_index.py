@@ -40,7 +40,7 @@ def listing(rt: Runtime, who: Principal) -> list[tuple[str, str | None, int, boo
 def test_drop_the_index_and_list_again_gives_the_same_result(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
     for n in range(5):
-        row = session_service.create_session(rt, me, title=f"chat {n}")
+        row = session_service.create_session(rt, me, rt.memory, title=f"chat {n}")
         say(rt, me, row.id, f"hello {n}")
     session_service.update_session(rt, me, row.id, {"pinned": True})
     before = listing(rt, me)
@@ -53,7 +53,7 @@ def test_drop_the_index_and_list_again_gives_the_same_result(rt: Runtime, alice:
 
 def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    ids = [session_service.create_session(rt, me, title=f"c{n}").id for n in range(3)]
+    ids = [session_service.create_session(rt, me, rt.memory, title=f"c{n}").id for n in range(3)]
     report = index.rebuild(rt.db.session, rt.store)
     assert (report.scanned, report.reread, report.removed) == (3, 0, 0)
 
@@ -74,7 +74,7 @@ def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: 
 
 def test_a_file_added_behind_the_index_is_found_by_get(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    row = session_service.create_session(rt, me, title="x")
+    row = session_service.create_session(rt, me, rt.memory, title="x")
     with rt.db.session() as db:
         index.forget(db, row.id)
     assert session_service.get_session(rt, me, row.id).title == "x"
@@ -82,13 +82,13 @@ def test_a_file_added_behind_the_index_is_found_by_get(rt: Runtime, alice: Accou
 
 def test_pages_stay_stable_while_sessions_are_written(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    ids = [session_service.create_session(rt, me, title=f"s{n}").id for n in range(7)]
+    ids = [session_service.create_session(rt, me, rt.memory, title=f"s{n}").id for n in range(7)]
     first, cursor = session_service.list_sessions(rt, me, limit=3)
     assert [r.id for r in first] == ids[::-1][:3]
 
     # While the user pages, a session on page 1 gets a new message, and a new one appears.
     say(rt, me, first[0].id, "new message")
-    session_service.create_session(rt, me, title="brand new")
+    session_service.create_session(rt, me, rt.memory, title="brand new")
 
     seen = [r.id for r in first]
     while cursor:
@@ -100,7 +100,7 @@ def test_pages_stay_stable_while_sessions_are_written(rt: Runtime, alice: Accoun
 
 def test_pinned_first_then_most_recent(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    a, b, c = (session_service.create_session(rt, me, title=t).id for t in "abc")
+    a, b, c = (session_service.create_session(rt, me, rt.memory, title=t).id for t in "abc")
     session_service.update_session(rt, me, a, {"pinned": True})
     say(rt, me, b, "bump")
     assert [r[0] for r in listing(rt, me)] == [a, b, c]
@@ -108,9 +108,9 @@ def test_pinned_first_then_most_recent(rt: Runtime, alice: Account) -> None:
 
 def test_search_matches_title_words_and_ignores_wildcards(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    session_service.create_session(rt, me, title="Parser bugs")
-    session_service.create_session(rt, me, title="100% done")
-    session_service.create_session(rt, me, title="lunch")
+    session_service.create_session(rt, me, rt.memory, title="Parser bugs")
+    session_service.create_session(rt, me, rt.memory, title="100% done")
+    session_service.create_session(rt, me, rt.memory, title="lunch")
     found, _ = session_service.search_sessions(rt, me, "parser")
     assert [f.row.title for f in found] == ["Parser bugs"]
     found, _ = session_service.search_sessions(rt, me, "100%")
@@ -120,8 +120,8 @@ def test_search_matches_title_words_and_ignores_wildcards(rt: Runtime, alice: Ac
 
 def test_sweep_removes_only_old_empty_sessions(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    empty = session_service.create_session(rt, me, title="empty").id
-    used = session_service.create_session(rt, me, title="used").id
+    empty = session_service.create_session(rt, me, rt.memory, title="empty").id
+    used = session_service.create_session(rt, me, rt.memory, title="used").id
     say(rt, me, used, "hi")
     assert session_service.sweep_empty_sessions(rt) == 0  # still within the grace period
 
@@ -138,7 +138,7 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
     """A turn indexes its records once, at its end; a like or an extraction marker written
     meanwhile indexes the file first. Every message must still be counted exactly once."""
     me = principal(alice)
-    session_id = session_service.create_session(rt, me, title="t").id
+    session_id = session_service.create_session(rt, me, rt.memory, title="t").id
     _, loaded = rt.store.load(alice.user_id, session_id)
     question = {
         "type": "message",
@@ -160,8 +160,8 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
 
 def test_bookkeeping_records_do_not_reorder_the_list(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
-    older = session_service.create_session(rt, me, title="older").id
-    newer = session_service.create_session(rt, me, title="newer").id
+    older = session_service.create_session(rt, me, rt.memory, title="older").id
+    newer = session_service.create_session(rt, me, rt.memory, title="newer").id
     session_service.append_meta(rt, alice.user_id, older, {"extracted_turns": 4})
     assert [r[0] for r in listing(rt, me)] == [newer, older]
     session_service.update_session(rt, me, older, {"title": "renamed"})  # a real change
@@ -179,7 +179,9 @@ def test_a_rebuild_reports_what_it_cannot_index_and_goes_on(
     rt: Runtime, alice: Account, bob: Account, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     me = principal(alice)
-    good = [session_service.create_session(rt, me, title=f"good {n}").id for n in range(2)]
+    good = [
+        session_service.create_session(rt, me, rt.memory, title=f"good {n}").id for n in range(2)
+    ]
     # a file that cannot be read as a session, and one whose folder id is longer than the
     # index column (PostgreSQL refuses that row; SQLite takes it)
     _hand_written(rt, alice.user_id, "20260101T000000-0000dead", {"type": "session"})
@@ -191,7 +193,7 @@ def test_a_rebuild_reports_what_it_cannot_index_and_goes_on(
         "folder_id": "f" * 40,
     }
     _hand_written(rt, alice.user_id, header["id"], header)
-    session_service.create_session(rt, principal(bob), title="bob's")
+    session_service.create_session(rt, principal(bob), rt.memory, title="bob's")
     real_scan = SessionStore.scan
 
     def scan(store: SessionStore, user_id: str):  # type: ignore[no-untyped-def]
@@ -220,7 +222,7 @@ def test_a_listing_that_rebuilds_the_index_skips_a_row_the_database_refuses(
     rt: Runtime, alice: Account
 ) -> None:
     me = principal(alice)
-    good = session_service.create_session(rt, me, title="good").id
+    good = session_service.create_session(rt, me, rt.memory, title="good").id
     header = {
         "type": "session",
         "id": "20260101T000001-0000beef",

@@ -24,7 +24,7 @@ def me(account: Account) -> Principal:
 def chat_in(rt: Runtime, who: Account, title: str, *lines: str | tuple[str, str]) -> str:
     """A session with messages: plain strings alternate user/assistant; (role, text) pairs
     say the role."""
-    session_id = session_service.create_session(rt, me(who), title=title).id
+    session_id = session_service.create_session(rt, me(who), rt.memory, title=title).id
     records = []
     for n, line in enumerate(lines):
         role, content = line if isinstance(line, tuple) else (("user", "assistant")[n % 2], line)

@@ -97,7 +97,7 @@ def test_a_tool_round_then_an_answer_is_saved_in_order(rt: Runtime) -> None:
         rt, ScriptedModel(Completion(None, [call]), Completion("A wren is a small bird."))
     )
     principal = person(rt, "ada")
-    session_id = session_service.create_session(rt, principal).id
+    session_id = session_service.create_session(rt, principal, rt.memory).id
 
     result = turns.run_turn(rt, principal, session_id, turns.TurnRequest(content="wren?"))
 
@@ -119,7 +119,7 @@ def test_a_tool_round_then_an_answer_is_saved_in_order(rt: Runtime) -> None:
 def test_a_streamed_turn_yields_text_then_the_result(rt: Runtime) -> None:
     use_model(rt, ScriptedModel(Completion("one two three")))
     principal = person(rt, "bo")
-    session_id = session_service.create_session(rt, principal).id
+    session_id = session_service.create_session(rt, principal, rt.memory).id
 
     items = list(
         turns.iter_turn(rt, principal, session_id, turns.TurnRequest(content="count"), stream=True)
@@ -146,7 +146,7 @@ def test_tools_are_offered_with_the_turns_context(rt: Runtime) -> None:
         ScriptedModel(Completion(None, [ToolCall("c", "whoami", "{}")]), Completion("You are cy.")),
     )
     principal = person(rt, "cy")
-    session_id = session_service.create_session(rt, principal).id
+    session_id = session_service.create_session(rt, principal, rt.memory).id
 
     turns.run_turn(rt, principal, session_id, turns.TurnRequest(content="who am I?"))
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from shared.accounts import DISABLED_MESSAGE, Principal
 from shared.chat import turns
-from shared.core import observability
+from shared.core import observability, registry
 from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.jobs import TEAMS_TURN
 from shared.core.messages import content_text
@@ -78,7 +78,7 @@ def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
 
 
 def _delivery_key(inbound: Inbound) -> str:
-    return "eonyx:teams:seen:" + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
+    return registry.TEAMS_SEEN + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
 
 
 def _take(rt: Runtime, key: str) -> bytes | None:
@@ -118,7 +118,7 @@ def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
     with rt.db.session() as db:
         user = links.linked_user(db, aad)
     if user is None and rt.settings.teams_auto_provision:
-        with rt.locks.hold(f"teams:provision:{aad}"), rt.db.session() as db:
+        with rt.locks.hold(registry.TEAMS_PROVISION_LOCK + aad), rt.db.session() as db:
             user = links.linked_user(db, aad) or links.provision(db, aad, inbound.user_name)
     if user is None:
         return None
@@ -142,7 +142,9 @@ def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
     inbound = Inbound.from_dict(dict(data))
     key = _delivery_key(inbound)
     # A duplicate waits for the delivery answering it, then finds it answered.
-    with rt.locks.hold(f"teams:{key}", wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True):
+    with rt.locks.hold(
+        registry.TEAMS_TURN_LOCK + key, wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
+    ):
         earlier = _take(rt, key)
         if earlier == ANSWERED:
             return {"outcome": "duplicate"}
@@ -176,7 +178,7 @@ def _answer(rt: Runtime, inbound: Inbound, *, resumed: bool) -> dict[str, object
             principal,
             CHANNEL,
             key,
-            lambda: session_service.create_session(rt, principal).id,
+            lambda: session_service.create_session(rt, principal, rt.memory).id,
         )
         asked, answered = (
             _last_exchange(rt, principal.user_id, session_id) if resumed else (None, None)
