@@ -44,7 +44,7 @@ function headers(method, extra) {
 
 export async function errorOf(response) {
   let code = null;
-  let message = null;
+  let message;
   try {
     const body = await response.json();
     code = body?.error?.code;

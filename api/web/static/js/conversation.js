@@ -92,7 +92,13 @@ export async function send(id, { text = "", files = [], retry = false }) {
   const controller = new AbortController();
   const local = retry
     ? null
-    : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews: files.map((f) => URL.createObjectURL(f)) };
+    : {
+        id: `local-${Date.now()}`,
+        role: "user",
+        content: text,
+        local: true,
+        previews: files.map((f) => URL.createObjectURL(f)),
+      };
   const turn = { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local };
   c.turn = turn;
   activeTurns.add(id);
@@ -182,7 +188,6 @@ export function stop(id) {
   conversation(id).turn?.controller.abort();
 }
 
-
 // ------------------------------------------------------------------ likes
 
 function applyLike(id, messageIds, like) {
@@ -216,7 +221,9 @@ export async function like(id, message, liked) {
     }
   } else {
     const pair = message.like?.pair_id;
-    const ids = conversation(id).messages.filter((m) => m.id === message.id || (pair && m.like?.pair_id === pair)).map((m) => m.id);
+    const ids = conversation(id)
+      .messages.filter((m) => m.id === message.id || (pair && m.like?.pair_id === pair))
+      .map((m) => m.id);
     try {
       await api.del(`/sessions/${id}/messages/${message.id}/like`);
       applyLike(id, ids, null);
@@ -231,7 +238,9 @@ onEvent("like.updated", (event) => {
   for (const messageId of event.message_ids || []) likeEventAt.set(messageId, likeEvents);
   if (!conversations.has(event.session_id)) return;
   applyLike(event.session_id, event.message_ids || [], {
-    status: event.status, detail: event.detail, pair_id: event.pair_id,
+    status: event.status,
+    detail: event.detail,
+    pair_id: event.pair_id,
   });
 });
 

@@ -48,9 +48,11 @@ export function NewFolderForm({ onDone }) {
       value=${name} onInput=${(e) => setName(e.currentTarget.value)}
       onKeyDown=${(e) => e.key === "Escape" && onDone()} />
     <div class="palette" role="radiogroup" aria-label="Folder color">
-      ${state.palette.map((c) => html`<button type="button" role="radio" key=${c.name}
+      ${state.palette.map(
+        (c) => html`<button type="button" role="radio" key=${c.name}
         aria-checked=${c.name === color ? "true" : "false"} aria-label=${c.name} title=${c.name}
-        class="swatch-button" style=${{ background: c.hex }} onClick=${() => setColor(c.name)}></button>`)}
+        class="swatch-button" style=${{ background: c.hex }} onClick=${() => setColor(c.name)}></button>`,
+      )}
     </div>
     ${error && html`<p class="error small" role="alert">${error}</p>`}
     <div class="form-actions">
@@ -84,15 +86,27 @@ export function FolderList({ activeId }) {
 
   if (!state.folders.length) return html`<p class="empty">No folders yet.</p>`;
   return html`<ul class="folders" role="list" aria-label="Folders">
-    ${state.folders.map((folder, index) => html`<${Folder} key=${folder.id} folder=${folder}
+    ${state.folders.map(
+      (folder, index) => html`<${Folder} key=${folder.id} folder=${folder}
       activeId=${activeId} over=${over === folder.id}
-      onDragStart=${(e) => { setDragging(folder.id); e.dataTransfer.setData("application/x-eonyx-folder", folder.id); e.dataTransfer.effectAllowed = "move"; }}
-      onDragOver=${(e) => { e.preventDefault(); setOver(folder.id); }}
+      onDragStart=${(e) => {
+        setDragging(folder.id);
+        e.dataTransfer.setData("application/x-eonyx-folder", folder.id);
+        e.dataTransfer.effectAllowed = "move";
+      }}
+      onDragOver=${(e) => {
+        e.preventDefault();
+        setOver(folder.id);
+      }}
       onDragLeave=${() => setOver(null)}
       onDrop=${(e) => drop(e, folder.id)}
-      onDragEnd=${() => { setDragging(null); setOver(null); }}
+      onDragEnd=${() => {
+        setDragging(null);
+        setOver(null);
+      }}
       moveUp=${index > 0 ? () => move(folder.id, index - 1) : null}
-      moveDown=${index < ids.length - 1 ? () => move(folder.id, index + 1) : null} />`)}
+      moveDown=${index < ids.length - 1 ? () => move(folder.id, index + 1) : null} />`,
+    )}
   </ul>`;
 }
 
@@ -130,7 +144,10 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     {
       label: "Color",
       items: state.palette.map((c) => ({
-        label: c.name, swatch: c.hex, disabled: c.name === folder.color, run: () => update({ color: c.name }),
+        label: c.name,
+        swatch: c.hex,
+        disabled: c.name === folder.color,
+        run: () => update({ color: c.name }),
       })),
     },
     ...(moveUp ? [{ label: "Move up", run: moveUp }] : []),
@@ -141,20 +158,28 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     onDragOver=${drag.onDragOver} onDragLeave=${drag.onDragLeave} onDrop=${drag.onDrop}>
     <div class="folder-head" draggable=${renaming ? "false" : "true"} onDragStart=${drag.onDragStart}
       onDragEnd=${drag.onDragEnd}>
-      ${renaming
-        ? html`<${RenameForm} title=${folder.name} label="Folder name"
-            onDone=${(v) => { setRenaming(false); if (v) update({ name: v }); }} />`
-        : html`<button type="button" class="folder-toggle" aria-expanded=${collapsed ? "false" : "true"}
+      ${
+        renaming
+          ? html`<${RenameForm} title=${folder.name} label="Folder name"
+            onDone=${(v) => {
+              setRenaming(false);
+              if (v) update({ name: v });
+            }} />`
+          : html`<button type="button" class="folder-toggle" aria-expanded=${collapsed ? "false" : "true"}
             onClick=${toggle}>
             <span class=${cx("chevron", !collapsed && "open")}><${Icon} name="chevron" size=${14} /></span>
             <span class="folder-dot" style=${{ background: hexOf(folder.color) }}></span>
             <span class="title-text">${folder.name}</span>
           </button>
-          <${Menu} label=${`Actions for folder ${folder.name}`} items=${items} className="row-menu" />`}
+          <${Menu} label=${`Actions for folder ${folder.name}`} items=${items} className="row-menu" />`
+      }
     </div>
-    ${!collapsed && html`<div class="folder-chats">
+    ${
+      !collapsed &&
+      html`<div class="folder-chats">
       <${ChatList} listKey=${`folder:${folder.id}`} activeId=${activeId}
-        label=${`Chats in ${folder.name}`} empty="Empty: drop chats here." /></div>`}
+        label=${`Chats in ${folder.name}`} empty="Empty: drop chats here." /></div>`
+    }
   </li>`;
 }
 

@@ -22,18 +22,22 @@ export function Shell({ user, route, onSignOut }) {
   const activeId = route.name === "chat" ? route.id : null;
   const store = useStore();
   return html`<div class=${cx("shell", navOpen && "nav-open")} data-live=${store.live}>
-    ${ready
-      ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
+    ${
+      ready
+        ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
           setTemporary=${setTemporary} openPanel=${setPanel} onSignOut=${onSignOut} />`
-      : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`}
+        : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`
+    }
     ${navOpen && html`<div class="backdrop" aria-hidden="true" onClick=${() => setNavOpen(false)}></div>`}
     <main class="main">
-      ${route.name === "trash"
-        ? html`<${TrashView} />`
-        : route.name === "archived"
-        ? html`<${ArchivedView} />`
-        : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
-            onMenu=${() => setNavOpen(!navOpen)} />`}
+      ${
+        route.name === "trash"
+          ? html`<${TrashView} />`
+          : route.name === "archived"
+            ? html`<${ArchivedView} />`
+            : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
+            onMenu=${() => setNavOpen(!navOpen)} />`
+      }
     </main>
     ${panel && html`<${PanelDialog} name=${panel} user=${user} onClose=${() => setPanel(null)} />`}
     <${Toasts} />

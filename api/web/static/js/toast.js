@@ -30,11 +30,19 @@ export function Toasts() {
     return () => listeners.delete(force);
   }, []);
   return html`<div class="toasts" role="status" aria-live="polite">
-    ${toasts.map((t) => html`<div key=${t.id} class=${`toast ${t.error ? "toast-error" : ""}`}>
+    ${toasts.map(
+      (t) => html`<div key=${t.id} class=${`toast ${t.error ? "toast-error" : ""}`}>
       <span>${t.message}</span>
-      ${t.action && html`<button type="button" onClick=${() => { dismiss(t.id); t.action.run(); }}>
-        ${t.action.label}</button>`}
+      ${
+        t.action &&
+        html`<button type="button" onClick=${() => {
+          dismiss(t.id);
+          t.action.run();
+        }}>
+        ${t.action.label}</button>`
+      }
       <button type="button" class="icon-button" aria-label="Dismiss" onClick=${() => dismiss(t.id)}>×</button>
-    </div>`)}
+    </div>`,
+    )}
   </div>`;
 }

@@ -41,7 +41,10 @@ function TrashActions({ session }) {
 
 function ArchiveActions({ session }) {
   const href = `/c/${session.id}`;
-  return html`<a class="small" href=${href} onClick=${(e) => { e.preventDefault(); navigate(href); }}>Open</a>
+  return html`<a class="small" href=${href} onClick=${(e) => {
+    e.preventDefault();
+    navigate(href);
+  }}>Open</a>
     <button type="button" class="small" onClick=${() => actions.setArchived(session.id, false)}>Unarchive</button>`;
 }
 

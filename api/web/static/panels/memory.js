@@ -49,11 +49,7 @@ const FILES = [
 ];
 
 /** Characters as the server counts them (code points, not UTF-16 units). */
-const charCount = (text) => {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
-};
+const charCount = (text) => [...text].length;
 const number = (n) => n.toLocaleString("en-US");
 // CodeMirror keeps "\n" line breaks; compare the saved file the same way.
 const normalized = (text) => text.replace(/\r\n?/g, "\n");
@@ -206,7 +202,12 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
       setError("");
       try {
         const restored = await api.post(`/memory/${file.kind}/backups/${encodeURIComponent(name)}/restore`);
-        setState({ loading: false, content: normalized(restored.content), version: restored.version, limit: restored.limit });
+        setState({
+          loading: false,
+          content: normalized(restored.content),
+          version: restored.version,
+          limit: restored.limit,
+        });
         replaceDoc(restored.content);
         setConflict(false);
         setStatus(`Restored the backup of ${stamp}. The version it replaced was backed up.`);
@@ -227,11 +228,13 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
 
   return html`<div class="memory-file">
     <p class="pn-muted" id=${`${prefix}-about`}>${file.about}</p>
-    ${canEdit
-      ? null
-      : html`<p class="memory-readonly" id=${`${prefix}-readonly`}>
+    ${
+      canEdit
+        ? null
+        : html`<p class="memory-readonly" id=${`${prefix}-readonly`}>
           Only administrators can edit the identity; you can read it.
-        </p>`}
+        </p>`
+    }
     <${MarkdownEditor}
       id=${`${prefix}-editor`}
       doc=${state.content}
@@ -245,8 +248,9 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
       <span id=${`${prefix}-count`} class=${`memory-count${over ? " over" : ""}`} data-testid="char-count">
         ${number(chars)} / ${number(state.limit)} characters${over ? ` — ${number(chars - state.limit)} over the limit` : ""}
       </span>
-      ${canEdit
-        ? html`<span class="memory-buttons">
+      ${
+        canEdit
+          ? html`<span class="memory-buttons">
             ${dirty ? html`<span class="memory-unsaved">Unsaved edits</span>` : null}
             <button
               type="button"
@@ -262,20 +266,25 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
               onClick=${save}
             >${saving ? "Saving…" : "Save"}</button>
           </span>`
-        : null}
+          : null
+      }
     </div>
-    ${over && canEdit
-      ? html`<p class="pn-error" role="alert">
+    ${
+      over && canEdit
+        ? html`<p class="pn-error" role="alert">
           ${file.name} is over its limit of ${number(state.limit)} characters; shorten it to save.
         </p>`
-      : null}
-    ${conflict
-      ? html`<div class="pn-error memory-conflict" role="alert">
+        : null
+    }
+    ${
+      conflict
+        ? html`<div class="pn-error memory-conflict" role="alert">
           <p>${file.name} changed meanwhile (the assistant or another window saved it), so your edit was not saved.
           Reload to see the current file; your edits here will be replaced.</p>
           <button type="button" class="pn-button" onClick=${reload}>Reload ${file.name}</button>
         </div>`
-      : null}
+        : null
+    }
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
     <p class="pn-status" role="status">${status}</p>
     ${canEdit ? html`<${Backups} prefix=${prefix} file=${file} names=${backups} onRestore=${restore} />` : null}
@@ -285,11 +294,12 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
 function Backups({ prefix, file, names, onRestore }) {
   return html`<section class="memory-backups" aria-labelledby=${`${prefix}-backups`}>
     <h3 id=${`${prefix}-backups`}>Backups of ${file.name}</h3>
-    ${names === null
-      ? html`<p class="pn-muted">Loading…</p>`
-      : names.length === 0
-        ? html`<p class="pn-muted">No backups yet: one is written before every save.</p>`
-        : html`<ul class="memory-backup-list">
+    ${
+      names === null
+        ? html`<p class="pn-muted">Loading…</p>`
+        : names.length === 0
+          ? html`<p class="pn-muted">No backups yet: one is written before every save.</p>`
+          : html`<ul class="memory-backup-list">
             ${names.map((name) => {
               const date = backupDate(name);
               const stamp = date ? formatStamp(date) : name;
@@ -303,7 +313,8 @@ function Backups({ prefix, file, names, onRestore }) {
                 >Restore</button>
               </li>`;
             })}
-          </ul>`}
+          </ul>`
+    }
   </section>`;
 }
 
@@ -314,8 +325,7 @@ export default function MemoryPanel({ api, user, onClose }) {
   const tabs = useRef({});
   const isAdmin = Boolean(user?.is_admin);
 
-  const onDirty = (kind, value) =>
-    setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
+  const onDirty = (kind, value) => setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
   const ask = (q) => setQuestion(q);
 
   const unsaved = FILES.filter((f) => dirty[f.kind]);
@@ -382,8 +392,9 @@ export default function MemoryPanel({ api, user, onClose }) {
         />
       </section>`,
     )}
-    ${question
-      ? html`<${Confirm}
+    ${
+      question
+        ? html`<${Confirm}
           ...${question}
           onCancel=${() => setQuestion(null)}
           onConfirm=${() => {
@@ -391,6 +402,7 @@ export default function MemoryPanel({ api, user, onClose }) {
             question.onConfirm();
           }}
         />`
-      : null}
+        : null
+    }
   <//>`;
 }
