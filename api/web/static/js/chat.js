@@ -2,13 +2,13 @@
 // the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
 // composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { conversation, createSession, like, load, send, stop, useConversations } from "./conversation.js";
+import { createSession, like, load, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
 import * as actions from "./actions.js";
 import { navigate } from "./router.js";
-import { isPending, state } from "./store.js";
+import { conversation, isPending, likeOf, sessions } from "./state.js";
 import { cx, titleOf } from "./util.js";
 
 const textOf = (content) =>
@@ -31,8 +31,9 @@ function Gauge({ context }) {
 }
 
 function LikeButton({ sessionId, message }) {
-  const status = message.like?.status;
-  const liked = Boolean(message.like);
+  const current = likeOf(message);
+  const status = current?.status;
+  const liked = Boolean(current);
   const label = { saving: "saving…", saved: "saved", failed: "failed" }[status];
   return html`<span class="like">
     <button type="button" class=${cx("icon-button", liked && "on")} aria-pressed=${liked ? "true" : "false"}
@@ -41,7 +42,7 @@ function LikeButton({ sessionId, message }) {
     ${
       label &&
       html`<span class=${cx("like-status", status)} role="status"
-      title=${message.like?.detail || ""}>${label}${status === "failed" && message.like?.detail ? `: ${message.like.detail}` : ""}</span>`
+      title=${current?.detail || ""}>${label}${status === "failed" && current?.detail ? `: ${current.detail}` : ""}</span>`
     }
   </span>`;
 }
@@ -223,12 +224,11 @@ function Composer({ busy, onSend, onStop, disabled }) {
 }
 
 export function ChatView({ sessionId, temporary, onMenu }) {
-  useConversations();
   const [error, setError] = useState(null);
   const [creating, setCreating] = useState(false);
   const end = useRef(null);
-  const c = sessionId ? conversation(sessionId) : null;
-  const session = sessionId ? state.sessions.get(sessionId) : null;
+  const c = sessionId ? conversation(sessionId).value : null;
+  const session = sessionId ? sessions.value.get(sessionId) : null;
 
   useEffect(() => {
     if (sessionId && !c.loaded) load(sessionId);

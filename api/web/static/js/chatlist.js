@@ -5,13 +5,14 @@ import * as actions from "./actions.js";
 import { Icon, Spinner } from "./icons.js";
 import { Menu } from "./menu.js";
 import { navigate } from "./router.js";
-import { isPending, list, loadMore, state } from "./store.js";
+import { loadMore } from "./lists.js";
+import { folders, isPending, listOf, palette, pendingTitles, sessions } from "./state.js";
 import { cx, formatTime, plural, titleOf } from "./util.js";
 
 const SKELETONS = 6;
 
 export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) {
-  const current = list(listKey);
+  const current = listOf(listKey);
   const sentinel = useRef(null);
 
   useEffect(() => {
@@ -31,8 +32,9 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
   return html`<div class="chat-list">
     <ul role="list" aria-label=${label} aria-busy=${current.loading ? "true" : "false"}>
       ${current.ids.map((id) => {
-        const session = state.sessions.get(id);
-        return html`<${QuietRow} key=${id} session=${session} active=${id === activeId} pending=${isPending(session)} />`;
+        const session = sessions.value.get(id);
+        return html`<${QuietRow} key=${id} session=${session} active=${id === activeId}
+          pending=${pendingTitles.value.has(id)} />`;
       })}
       ${
         !current.done &&
@@ -53,9 +55,9 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
 }
 
 function folderItems(session) {
-  return state.folders.map((f) => ({
+  return folders.value.map((f) => ({
     label: f.name,
-    swatch: state.palette.find((c) => c.name === f.color)?.hex,
+    swatch: palette.value.find((c) => c.name === f.color)?.hex,
     disabled: f.id === session.folder_id,
     run: () => actions.moveTo(session.id, f.id),
   }));

@@ -7,7 +7,8 @@ import { ChatList, Row } from "./chatlist.js";
 import { FolderList, NewFolderForm, useDropOut } from "./folders.js";
 import { Icon, Spinner } from "./icons.js";
 import { navigate } from "./router.js";
-import { dropList, list, loadMore, sectionCollapsed, setCollapsed, state } from "./store.js";
+import { dropList, loadMore, setCollapsed } from "./lists.js";
+import { listOf, live, sectionCollapsed, sessions } from "./state.js";
 import { cx } from "./util.js";
 
 function Section({ name, title, actions, children, ...rest }) {
@@ -61,7 +62,7 @@ function ImportButton() {
 
 function SearchResults({ query, activeId }) {
   const key = `search:${query}`;
-  const current = list(key);
+  const current = listOf(key);
   useEffect(() => {
     loadMore(key);
     return () => dropList(key);
@@ -69,8 +70,8 @@ function SearchResults({ query, activeId }) {
   return html`<div class="search-results">
     <ul role="list" aria-label="Search results">
       ${current.ids.map(
-        (id) => html`<${Row} key=${id} session=${state.sessions.get(id)}
-        active=${id === activeId} snippet=${state.sessions.get(id)?.snippet} />`,
+        (id) => html`<${Row} key=${id} session=${sessions.value.get(id)}
+        active=${id === activeId} snippet=${sessions.value.get(id)?.snippet} />`,
       )}
     </ul>
     ${current.loading && html`<p class="empty"><${Spinner} label="Searching" /> Searching…</p>`}
@@ -150,8 +151,8 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         }}><${Icon} name="trash" /></a>
       <button type="button" class="icon-button" aria-label="Account" title=${user.is_admin ? "Account and users" : "Account"}
         onClick=${() => openPanel("account")}><${Icon} name="user" /></button>
-      <span class="who" title=${state.live === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
-        <span class=${cx("live-dot", state.live === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
+      <span class="who" title=${live.value === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
+        <span class=${cx("live-dot", live.value === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
       <button type="button" class="icon-button" aria-label="Sign out" title="Sign out" onClick=${onSignOut}>
         <${Icon} name="signout" /></button>
     </div>
