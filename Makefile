@@ -43,6 +43,7 @@ lint: $(STAMP) $(WEB_STAMP)
 	$(BIN)/lint-imports
 	$(WEB_BIN)/eslint --max-warnings=0 $(WEB)
 	$(WEB_BIN)/prettier --check $(WEB_JS)
+	$(WEB_BIN)/tsc -p $(WEB)/jsconfig.json
 
 format: $(STAMP) $(WEB_STAMP)
 	$(BIN)/ruff check --fix .

@@ -3,6 +3,7 @@ is the README's, and the pre-commit hooks run the same tools as `make lint`."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -44,7 +45,7 @@ def test_ci_lints_then_runs_the_readmes_test_command() -> None:
     assert "exit 1" in failing, "a lint failure fails the run"
 
 
-def test_make_lint_covers_ruff_mypy_the_import_contracts_eslint_and_prettier() -> None:
+def test_make_lint_covers_ruff_mypy_the_import_contracts_and_the_web_client() -> None:
     assert _lint_tools() == [
         "ruff check",
         "ruff format",
@@ -52,7 +53,21 @@ def test_make_lint_covers_ruff_mypy_the_import_contracts_eslint_and_prettier() -
         "lint-imports",
         "eslint",
         "prettier",
+        "tsc",
     ]
+
+
+def test_tsc_checks_every_ts_check_module_and_the_stores_and_api_have_it() -> None:
+    """`// @ts-check` is a promise only when tsc reads the file: jsconfig.json names each."""
+    web = ROOT / "api" / "web"
+    config = json.loads((web / "jsconfig.json").read_text())
+    checked = {
+        path.relative_to(web).as_posix()
+        for path in (web / "static").rglob("*.js")
+        if "vendor" not in path.parts and path.read_text().startswith("// @ts-check\n")
+    }
+    assert set(config["files"]) == checked
+    assert {"static/js/state.js", "static/js/lists.js", "static/js/api.js"} <= checked
 
 
 def test_make_lint_installs_the_web_tools_from_the_lockfile() -> None:
