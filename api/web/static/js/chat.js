@@ -152,28 +152,53 @@ function Transcript({ sessionId, c }) {
   </div>`;
 }
 
+/** The images attached in the composer, each with the blob: URL of its preview: made once
+ * when the image is attached, revoked when it is removed, sent (`clear`) or the composer goes. */
+function useAttachments() {
+  const [attached, setAttached] = useState([]); // [{file, url}]
+  const current = useRef(attached);
+  current.current = attached;
+  useEffect(() => () => current.current.forEach((a) => URL.revokeObjectURL(a.url)), []);
+  return {
+    attached,
+    add(files) {
+      const made = files.map((file) => ({ file, url: URL.createObjectURL(file) }));
+      setAttached((now) => [...now, ...made]);
+    },
+    remove(gone) {
+      URL.revokeObjectURL(gone.url);
+      setAttached((now) => now.filter((a) => a !== gone));
+    },
+    clear() {
+      current.current.forEach((a) => URL.revokeObjectURL(a.url));
+      setAttached([]);
+    },
+  };
+}
+
 function Composer({ busy, onSend, onStop, disabled }) {
   const [text, setText] = useState("");
-  const [files, setFiles] = useState([]);
+  const { attached, add, remove, clear } = useAttachments();
   const [dragging, setDragging] = useState(false);
   const picker = useRef(null);
   const area = useRef(null);
-  const previews = files.map((f) => ({ file: f, url: URL.createObjectURL(f) }));
-  useEffect(() => () => previews.forEach((p) => URL.revokeObjectURL(p.url)), [files]);
   useEffect(() => area.current?.focus(), []);
 
   const addFiles = (list) => {
     const images = [...list].filter((f) => f.type.startsWith("image/"));
-    if (images.length) setFiles((current) => [...current, ...images]);
+    if (images.length) add(images);
     return images.length > 0;
   };
 
   function submit(event) {
     event?.preventDefault();
-    if (busy || disabled || (!text.trim() && !files.length)) return;
-    onSend(text.trim() || "(image)", files);
+    if (busy || disabled || (!text.trim() && !attached.length)) return;
+    onSend(
+      text.trim() || "(image)",
+      attached.map((a) => a.file),
+    );
     setText("");
-    setFiles([]);
+    clear();
   }
 
   return html`<form class=${cx("composer", dragging && "dragging")} onSubmit=${submit}
@@ -192,12 +217,12 @@ function Composer({ busy, onSend, onStop, disabled }) {
       }
     }}>
     ${
-      previews.length > 0 &&
-      html`<div class="attachments">${previews.map(
-        (p, i) => html`<span class="attachment" key=${p.url}>
-      <img src=${p.url} alt=${`To send: ${p.file.name}`} />
-      <button type="button" class="icon-button" aria-label=${`Remove ${p.file.name}`}
-        onClick=${() => setFiles(files.filter((_, j) => j !== i))}><${Icon} name="close" size=${12} /></button></span>`,
+      attached.length > 0 &&
+      html`<div class="attachments">${attached.map(
+        (a) => html`<span class="attachment" key=${a.url}>
+      <img src=${a.url} alt=${`To send: ${a.file.name}`} />
+      <button type="button" class="icon-button" aria-label=${`Remove ${a.file.name}`}
+        onClick=${() => remove(a)}><${Icon} name="close" size=${12} /></button></span>`,
       )}</div>`
     }
     <div class="composer-row">
