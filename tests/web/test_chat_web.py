@@ -204,7 +204,7 @@ COUNT_BLOB_URLS = """
 
 
 def test_an_attached_image_has_one_preview_url_revoked_when_it_goes(
-    web: Browsing, user: dict[str, Any], tmp_path: Path
+    web: Browsing, user: dict[str, Any], tmp_path: Path, shots: Path
 ) -> None:
     """The composer makes one blob: URL per attached image, not one per render (typing with an
     image attached made one a keystroke, never revoked), and revokes it when the image is
@@ -228,6 +228,7 @@ def test_an_attached_image_has_one_preview_url_revoked_when_it_goes(
     message.press_sequentially("What color is this picture?")
     expect(message).to_have_value("What color is this picture?")
     assert urls() == {"made": 1, "live": [preview.get_attribute("src")]}
+    page.screenshot(path=shots / "composer-attachment.png")
 
     page.get_by_role("button", name="Remove red.png").click()
     expect(preview).to_have_count(0)
