@@ -3,6 +3,11 @@ VENV  ?= .venv
 BIN   := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(abspath $(BIN)):$(PATH)
+# The web client's lint tools, from its lockfile (npm ci when node_modules is missing or older).
+WEB       := api/web
+WEB_BIN   := $(WEB)/node_modules/.bin
+WEB_STAMP := $(WEB)/node_modules/.package-lock.json
+WEB_JS    := '$(WEB)/static/js/*.js' '$(WEB)/static/panels/*.js' '$(WEB)/vendor-src/*.js' $(WEB)/eslint.config.mjs
 
 .PHONY: install run worker test lint format bench vendor clean
 
@@ -13,6 +18,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+$(WEB_STAMP): $(WEB)/package-lock.json
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(WEB_STAMP)
 
 run: $(STAMP)  ## the API and a worker on embedded defaults
 	$(BIN)/eonyx serve
@@ -27,15 +36,19 @@ XDIST ?= -n 2 --dist loadfile
 test: $(STAMP)  ## the whole suite (real-service cases skip without PostgreSQL/Redis, fail in CI)
 	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) $(WEB_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(WEB_BIN)/eslint --max-warnings=0 $(WEB)
+	$(WEB_BIN)/prettier --check $(WEB_JS)
+	$(WEB_BIN)/tsc -p $(WEB)/jsconfig.json
 
-format: $(STAMP)
+format: $(STAMP) $(WEB_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+	$(WEB_BIN)/prettier --write $(WEB_JS)
 
 vendor:  ## re-bundle the web client's libraries from api/web/package-lock.json (needs npm)
 	bash api/web/vendor.sh

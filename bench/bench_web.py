@@ -141,7 +141,7 @@ def main() -> int:
                 if n == 1:
                     collect(page, first_load)
                 page.goto("/")
-                page.wait_for_function("window.__sidebarReady", timeout=30_000)
+                page.wait_for_function("() => window.__sidebarReady", timeout=30_000)
                 if n:
                     loads.append(page.evaluate("window.__sidebarReady"))
                 if n == 1:

@@ -1,7 +1,9 @@
-"""Accessibility of the main screens, checked by axe-core inside the page (the copy vendored
-from npm, loaded from the server itself so the CSP allows it): sign-in, the sidebar with a
-chat, the memory panel, the model settings and the account panel, in the light and the dark
-scheme. No serious or critical violation is allowed.
+"""Accessibility of the main screens, checked by axe-core inside the page (the copy
+api/web/vendor.sh takes from npm, tests/web/axe.min.js, never served in production: the
+browser fetches it from the page's origin, so the CSP allows it, and the test answers that
+request itself): sign-in, the sidebar with a chat, the memory panel, the model settings and
+the account panel, in the light and the dark scheme. No serious or critical violation is
+allowed.
 
 The light run also takes the README's screenshots (`readme-*.png`); run with
 EONYX_WEB_SHOTS=docs/screenshots to refresh the committed ones."""
@@ -17,7 +19,8 @@ from playwright.sync_api import Page, expect
 from tests.fake_llm import text
 from tests.web.conftest import Browsing, Server
 
-AXE = "/static/vendor/axe.min.js"
+AXE = Path(__file__).parent / "axe.min.js"
+AXE_URL = "/__tests__/axe.min.js"  # answered by the test (page.route), not the server
 SERIOUS = """async () => {
   const result = await axe.run(document, { resultTypes: ["violations"] });
   return result.violations
@@ -53,8 +56,16 @@ CHATS = [
 ]
 
 
+def with_axe(page: Page) -> Page:
+    """The page, its requests for AXE_URL answered with the tests' copy of axe-core."""
+    page.route(
+        f"**{AXE_URL}", lambda route: route.fulfill(path=AXE, content_type="text/javascript")
+    )
+    return page
+
+
 def serious_violations(page: Page) -> list[str]:
-    page.add_script_tag(url=AXE)
+    page.add_script_tag(url=AXE_URL)
     return page.evaluate(SERIOUS)
 
 
@@ -78,7 +89,7 @@ def test_the_main_screens_have_no_serious_violations(
 ) -> None:
     keep = scheme == "light"
     context = web.context(color_scheme=scheme)
-    page = context.new_page()
+    page = with_axe(context.new_page())
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto("/")

@@ -181,6 +181,78 @@ def test_an_image_attached_by_the_picker_is_sent_and_shown_inline(
     )
 
 
+# Before the page's scripts: every blob: URL the page makes, and those not revoked yet.
+COUNT_BLOB_URLS = """
+(() => {
+  const made = new Set();
+  const live = new Set();
+  const create = URL.createObjectURL;
+  const revoke = URL.revokeObjectURL;
+  URL.createObjectURL = (object) => {
+    const url = create.call(URL, object);
+    made.add(url);
+    live.add(url);
+    return url;
+  };
+  URL.revokeObjectURL = (url) => {
+    live.delete(url);
+    return revoke.call(URL, url);
+  };
+  window.blobUrls = () => ({ made: made.size, live: [...live] });
+})();
+"""
+
+
+def test_an_attached_image_has_one_preview_url_revoked_when_it_goes(
+    web: Browsing, user: dict[str, Any], tmp_path: Path, shots: Path
+) -> None:
+    """The composer makes one blob: URL per attached image, not one per render (typing with an
+    image attached made one a keystroke, never revoked), and revokes it when the image is
+    removed, sent, or the composer goes."""
+    picture = tmp_path / "red.png"
+    picture.write_bytes(PNG)
+    context = web.context()
+    context.add_init_script(COUNT_BLOB_URLS)
+    page = web.open(user, context)
+    preview = page.get_by_alt_text("To send: red.png")
+    message = page.get_by_label("Message")
+
+    def attach() -> None:
+        page.get_by_label("Images to attach").set_input_files(str(picture))
+        expect(preview).to_be_visible()
+
+    def urls() -> dict[str, Any]:
+        return page.evaluate("window.blobUrls()")
+
+    attach()
+    message.press_sequentially("What color is this picture?")
+    expect(message).to_have_value("What color is this picture?")
+    assert urls() == {"made": 1, "live": [preview.get_attribute("src")]}
+    page.screenshot(path=shots / "composer-attachment.png")
+
+    page.get_by_role("button", name="Remove red.png").click()
+    expect(preview).to_have_count(0)
+    assert urls() == {"made": 1, "live": []}
+
+    attach()  # and the composer goes: the trash takes the chat's place
+    page.get_by_role("link", name="Trash").click()
+    expect(page.get_by_role("heading", name="Trash")).to_be_visible()
+    assert urls() == {"made": 2, "live": []}
+
+    page.get_by_role("button", name="New chat").click()
+    attach()
+    attached = preview.get_attribute("src")
+    message.press_sequentially("Once more")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.from-user .images img")).to_have_attribute(
+        "src", re.compile(r"^/api/v1/sessions/.+/images/")
+    )
+    expect(preview).to_have_count(0)
+    live = urls()["live"]
+    assert attached not in live, "the composer's URL outlived the message it was sent with"
+    assert len(live) <= 1, live  # at most the sent message's own copy, revoked after its turn
+
+
 def test_a_like_shows_its_status_and_is_still_there_after_a_reload(
     web: Browsing, user: dict[str, Any]
 ) -> None:

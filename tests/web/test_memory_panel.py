@@ -4,6 +4,7 @@ file changed meanwhile never overwritten, and the identity read-only for a plain
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
@@ -44,7 +45,7 @@ def type_at_end(page: Page, box: Locator, text: str) -> None:
 
 
 def test_the_count_follows_typing_blocks_saving_past_the_limit_and_saves_with_a_backup(
-    web: Browsing, user: dict[str, Any]
+    web: Browsing, user: dict[str, Any], shots: Path
 ) -> None:
     write(user, "user", "- Answer in English\n")
     limit = memory(user, "user")["limit"]
@@ -65,6 +66,7 @@ def test_the_count_follows_typing_blocks_saving_past_the_limit_and_saves_with_a_
     expect(count(panel, "user")).to_have_css("color", page.evaluate(DANGER_COLOR))
     expect(save).to_be_disabled()
     expect(panel.get_by_role("alert")).to_contain_text("over its limit")
+    page.screenshot(path=shots / "memory-over-limit.png")
 
     page.keyboard.press("Control+a")
     page.keyboard.insert_text("- Answer in English\n- Prefers tables\n")
@@ -129,7 +131,7 @@ def test_closing_with_unsaved_edits_asks_first(web: Browsing, user: dict[str, An
 
 
 def test_a_file_changed_meanwhile_is_not_overwritten_and_can_be_reloaded(
-    web: Browsing, user: dict[str, Any]
+    web: Browsing, user: dict[str, Any], shots: Path
 ) -> None:
     write(user, "user", "- Answer in English\n")
     page = web.open(user)
@@ -142,6 +144,7 @@ def test_a_file_changed_meanwhile_is_not_overwritten_and_can_be_reloaded(
     conflict = panel.get_by_role("alert").filter(has_text="changed meanwhile")
     expect(conflict).to_contain_text("USER.md changed meanwhile")
     assert memory(user, "user")["content"] == "- Answer in German\n"
+    page.screenshot(path=shots / "memory-conflict.png")
 
     conflict.get_by_role("button", name="Reload USER.md").click()
     expect(editor(panel, "user")).to_have_text("- Answer in German")

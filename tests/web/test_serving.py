@@ -55,6 +55,14 @@ def test_every_module_imports_only_files_that_exist() -> None:
             assert (module.parent / target).resolve().is_file(), f"{module.name} imports {target}"
 
 
+def test_the_test_only_axe_core_is_not_served(client: FlaskClient) -> None:
+    """axe-core (654 KB) runs in the accessibility tests only: it is not in the package."""
+    response = client.get("/static/vendor/axe.min.js")
+    assert response.status_code == 404
+    response.close()
+    assert not list(STATIC.rglob("axe*"))
+
+
 def test_the_api_keeps_its_json_errors_around_the_page(client: FlaskClient) -> None:
     for path in ("/api/v1/nothing", "/v1/nothing", "/c/not-a-session-id", "/static/nothing.js"):
         response = client.get(path)

@@ -21,8 +21,25 @@ import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
 
 const languages = {
-  bash, c, cpp, css, diff, dockerfile, go, java, javascript, json, markdown, plaintext,
-  python, rust, shell, sql, typescript, xml, yaml,
+  bash,
+  c,
+  cpp,
+  css,
+  diff,
+  dockerfile,
+  go,
+  java,
+  javascript,
+  json,
+  markdown,
+  plaintext,
+  python,
+  rust,
+  shell,
+  sql,
+  typescript,
+  xml,
+  yaml,
 };
 for (const [name, language] of Object.entries(languages)) hljs.registerLanguage(name, language);
 

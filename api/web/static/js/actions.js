@@ -1,7 +1,8 @@
-// What the chat menus do, each against the API, keeping the store's lists right.
+// What the chat menus do, each against the API, keeping the state's lists right.
 import { api, errorOf, PREFIX } from "./api.js";
 import { navigate, parse } from "./router.js";
-import { forget, reload, state, upsert } from "./store.js";
+import { reload } from "./lists.js";
+import { forget, sessions, upsert } from "./state.js";
 import { toast } from "./toast.js";
 import { download } from "./util.js";
 
@@ -46,7 +47,7 @@ export const exportZip = (id) =>
 export const trash = (id) =>
   attempt(async () => {
     await api.del(`/sessions/${id}`);
-    const session = state.sessions.get(id);
+    const session = sessions.peek().get(id);
     forget(id);
     if (parse().id === id) navigate("/");
     toast(`“${session?.title || "Chat"}” moved to the trash.`, {

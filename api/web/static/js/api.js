@@ -1,3 +1,4 @@
+// @ts-check
 // The API as the web client (and the panels) call it: same origin, the session cookie, and
 // the CSRF header on every request that changes state.
 //
@@ -11,7 +12,14 @@
 
 export const PREFIX = "/api/v1";
 
+/** An API call that failed: the HTTP status (0: the server could not be reached) and the
+ * server's error code. */
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string | null | undefined} code
+   * @param {string | null | undefined} message
+   */
   constructor(status, code, message) {
     super(message || `request failed (${status})`);
     this.status = status;
@@ -19,32 +27,51 @@ export class ApiError extends Error {
   }
 }
 
+/** @type {string | null} */
 let csrf = null;
+/** @type {Set<(error: ApiError) => void>} */
 const signedOut = new Set();
 
-export function setCsrf(token) {
+export function setCsrf(/** @type {string | null} */ token) {
   csrf = token;
 }
 
-/** The CSRF header for a request made without `request` (a streamed turn). */
+/**
+ * The CSRF header for a request made without `request` (a streamed turn).
+ * @returns {Record<string, string>}
+ */
 export function csrfHeader() {
   return csrf ? { "X-CSRF-Token": csrf } : {};
 }
 
+/**
+ * Be told when a request answers 401 (the sign-in ended); returns the unsubscribe.
+ * @param {(error: ApiError) => void} listener
+ */
 export function onSignedOut(listener) {
   signedOut.add(listener);
   return () => signedOut.delete(listener);
 }
 
+/**
+ * @param {string} method
+ * @param {Record<string, string>} extra
+ * @returns {Record<string, string>}
+ */
 function headers(method, extra) {
+  /** @type {Record<string, string>} */
   const out = { Accept: "application/json", ...extra };
   if (method !== "GET" && method !== "HEAD" && csrf) out["X-CSRF-Token"] = csrf;
   return out;
 }
 
+/**
+ * The ApiError a failed response stands for (its JSON body's code and message when it has one).
+ * @param {Response} response
+ */
 export async function errorOf(response) {
   let code = null;
-  let message = null;
+  let message;
   try {
     const body = await response.json();
     code = body?.error?.code;
@@ -55,8 +82,23 @@ export async function errorOf(response) {
   return new ApiError(response.status, code, message || `${response.status} ${response.statusText}`);
 }
 
-/** One request; `body` is sent as JSON, or as is when it is FormData or a Blob. */
+/**
+ * @typedef {object} RequestOptions
+ * @property {AbortSignal} [signal]
+ * @property {boolean} [raw] the Response itself, unread
+ */
+
+/**
+ * One request; `body` is sent as JSON, or as is when it is FormData or a Blob. Answers the
+ * JSON body (the text when it is not JSON, null for 204), or throws an ApiError.
+ * @param {string} method
+ * @param {string} path under /api/v1
+ * @param {unknown} [body]
+ * @param {RequestOptions} [options]
+ * @returns {Promise<any>}
+ */
 export async function request(method, path, body, { signal, raw = false } = {}) {
+  /** @type {Record<string, string>} */
   const extra = {};
   let payload;
   if (body instanceof FormData || body instanceof Blob) payload = body;
@@ -74,7 +116,7 @@ export async function request(method, path, body, { signal, raw = false } = {}) 
       signal,
     });
   } catch (error) {
-    if (error.name === "AbortError") throw error;
+    if (error instanceof Error && error.name === "AbortError") throw error;
     throw new ApiError(0, "network", "cannot reach the server");
   }
   if (!response.ok) {
@@ -90,6 +132,10 @@ export async function request(method, path, body, { signal, raw = false } = {}) 
   return type.includes("json") ? response.json() : response.text();
 }
 
+/** @typedef {(path: string, options?: RequestOptions) => Promise<any>} Read */
+/** @typedef {(path: string, body?: unknown, options?: RequestOptions) => Promise<any>} Write */
+
+/** @type {{ get: Read, post: Write, put: Write, patch: Write, del: Read, request: typeof request }} */
 export const api = {
   get: (path, options) => request("GET", path, undefined, options),
   post: (path, body, options) => request("POST", path, body, options),

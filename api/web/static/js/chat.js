@@ -2,17 +2,24 @@
 // the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
 // composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { conversation, createSession, like, load, send, stop, useConversations } from "./conversation.js";
+import { createSession, like, load, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
 import * as actions from "./actions.js";
 import { navigate } from "./router.js";
-import { isPending, state } from "./store.js";
+import { conversation, isPending, likeOf, sessions } from "./state.js";
 import { cx, titleOf } from "./util.js";
 
 const textOf = (content) =>
-  typeof content === "string" ? content : Array.isArray(content) ? content.filter((p) => p.type === "text").map((p) => p.text).join("\n") : "";
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+      ? content
+          .filter((p) => p.type === "text")
+          .map((p) => p.text)
+          .join("\n")
+      : "";
 
 function Gauge({ context }) {
   if (!context || context.percent === null || context.percent === undefined) return null;
@@ -24,23 +31,29 @@ function Gauge({ context }) {
 }
 
 function LikeButton({ sessionId, message }) {
-  const status = message.like?.status;
-  const liked = Boolean(message.like);
+  const current = likeOf(message);
+  const status = current?.status;
+  const liked = Boolean(current);
   const label = { saving: "saving…", saved: "saved", failed: "failed" }[status];
   return html`<span class="like">
     <button type="button" class=${cx("icon-button", liked && "on")} aria-pressed=${liked ? "true" : "false"}
       aria-label="Remember this turn" title="Remember this turn"
       onClick=${() => like(sessionId, message, !liked)}><${Icon} name="star" size=${16} filled=${liked} /></button>
-    ${label && html`<span class=${cx("like-status", status)} role="status"
-      title=${message.like?.detail || ""}>${label}${status === "failed" && message.like?.detail ? `: ${message.like.detail}` : ""}</span>`}
+    ${
+      label &&
+      html`<span class=${cx("like-status", status)} role="status"
+      title=${current?.detail || ""}>${label}${status === "failed" && current?.detail ? `: ${current.detail}` : ""}</span>`
+    }
   </span>`;
 }
 
 function Images({ sessionId, names = [], previews = [] }) {
   const sources = [...names.map((n) => `/api/v1/sessions/${sessionId}/images/${n}`), ...previews];
   if (!sources.length) return null;
-  return html`<div class="images">${sources.map((src, i) => html`<a href=${src} target="_blank" rel="noopener" key=${src}>
-    <img src=${src} alt=${`Attached image ${i + 1}`} loading="lazy" /></a>`)}</div>`;
+  return html`<div class="images">${sources.map(
+    (src, i) => html`<a href=${src} target="_blank" rel="noopener" key=${src}>
+    <img src=${src} alt=${`Attached image ${i + 1}`} loading="lazy" /></a>`,
+  )}</div>`;
 }
 
 function ToolStep({ call, result }) {
@@ -61,8 +74,10 @@ function ToolStep({ call, result }) {
 
 function MemoryNotices({ writes }) {
   if (!writes?.length) return null;
-  return html`<div class="memory-notices">${writes.map((w, i) => html`<p class="memory-notice" key=${i} role="note">
-    <${Icon} name="brain" size=${14} /> Memory updated: ${w.file || "memory"}${w.action ? ` (${w.action})` : ""}</p>`)}</div>`;
+  return html`<div class="memory-notices">${writes.map(
+    (w, i) => html`<p class="memory-notice" key=${i} role="note">
+    <${Icon} name="brain" size=${14} /> Memory updated: ${w.file || "memory"}${w.action ? ` (${w.action})` : ""}</p>`,
+  )}</div>`;
 }
 
 /** The transcript's messages grouped for display: tool calls with their results. */
@@ -72,8 +87,10 @@ function group(messages) {
   for (const m of messages) {
     if (m.role === "tool" || m.role === "system") continue;
     if (m.role === "assistant" && m.tool_calls?.length) {
-      for (const call of m.tool_calls) out.push({ kind: "step", key: `${m.id}-${call.id}`, call, result: results.get(call.id) });
-      if (textOf(m.content).trim()) out.push({ kind: "message", key: m.id + "-text", message: { ...m, like: undefined }, noLike: true });
+      for (const call of m.tool_calls)
+        out.push({ kind: "step", key: `${m.id}-${call.id}`, call, result: results.get(call.id) });
+      if (textOf(m.content).trim())
+        out.push({ kind: "message", key: m.id + "-text", message: { ...m, like: undefined }, noLike: true });
       continue;
     }
     out.push({ kind: "message", key: m.id, message: m });
@@ -98,83 +115,145 @@ function Transcript({ sessionId, c }) {
   const turn = c.turn;
   const items = group(c.messages);
   return html`<div class="transcript">
-    ${items.map((item) => item.kind === "step"
-      ? html`<${ToolStep} key=${item.key} call=${item.call} result=${item.result} />`
-      : html`<${Message} key=${item.key} sessionId=${sessionId} message=${item.message} noLike=${item.noLike}
-          notices=${c.notices?.get(item.message.id)} />`)}
-    ${turn && turn.status !== "done" && html`
+    ${items.map((item) =>
+      item.kind === "step"
+        ? html`<${ToolStep} key=${item.key} call=${item.call} result=${item.result} />`
+        : html`<${Message} key=${item.key} sessionId=${sessionId} message=${item.message} noLike=${item.noLike}
+          notices=${c.notices?.get(item.message.id)} />`,
+    )}
+    ${
+      turn &&
+      turn.status !== "done" &&
+      html`
       ${turn.local && html`<${Message} sessionId=${sessionId} message=${turn.local} />`}
       ${turn.steps.map((s) => html`<${ToolStep} key=${s.call.id} call=${s.call} result=${s.result} />`)}
-      ${(turn.text || turn.status === "streaming") && html`<article class="message from-assistant streaming" aria-label="Assistant"
+      ${
+        (turn.text || turn.status === "streaming") &&
+        html`<article class="message from-assistant streaming" aria-label="Assistant"
         aria-busy=${turn.status === "streaming" ? "true" : "false"}>
         <div class="bubble">${turn.text ? html`<${Markdown} text=${turn.text} />` : html`<${Spinner} label="Thinking" />`}</div>
-      </article>`}
+      </article>`
+      }
       <${MemoryNotices} writes=${turn.memory} />
-      ${turn.status === "stopped" && html`<p class="turn-note" role="status">Stopped.
-        <button type="button" class="link" onClick=${() => send(sessionId, { retry: true })}>Retry</button></p>`}
-      ${turn.status === "error" && html`<div class="turn-error" role="alert">
+      ${
+        turn.status === "stopped" &&
+        html`<p class="turn-note" role="status">Stopped.
+        <button type="button" class="link" onClick=${() => send(sessionId, { retry: true })}>Retry</button></p>`
+      }
+      ${
+        turn.status === "error" &&
+        html`<div class="turn-error" role="alert">
         <p><strong>The answer failed:</strong> ${turn.error.message}</p>
         <button type="button" class="small" onClick=${() => send(sessionId, { retry: true })}>
-          <${Icon} name="retry" size=${14} /> Retry</button></div>`}
-    `}
+          <${Icon} name="retry" size=${14} /> Retry</button></div>`
+      }
+    `
+    }
   </div>`;
+}
+
+/** The images attached in the composer, each with the blob: URL of its preview: made once
+ * when the image is attached, revoked when it is removed, sent (`clear`) or the composer goes. */
+function useAttachments() {
+  const [attached, setAttached] = useState([]); // [{file, url}]
+  const current = useRef(attached);
+  current.current = attached;
+  useEffect(() => () => current.current.forEach((a) => URL.revokeObjectURL(a.url)), []);
+  return {
+    attached,
+    add(files) {
+      const made = files.map((file) => ({ file, url: URL.createObjectURL(file) }));
+      setAttached((now) => [...now, ...made]);
+    },
+    remove(gone) {
+      URL.revokeObjectURL(gone.url);
+      setAttached((now) => now.filter((a) => a !== gone));
+    },
+    clear() {
+      current.current.forEach((a) => URL.revokeObjectURL(a.url));
+      setAttached([]);
+    },
+  };
 }
 
 function Composer({ busy, onSend, onStop, disabled }) {
   const [text, setText] = useState("");
-  const [files, setFiles] = useState([]);
+  const { attached, add, remove, clear } = useAttachments();
   const [dragging, setDragging] = useState(false);
   const picker = useRef(null);
   const area = useRef(null);
-  const previews = files.map((f) => ({ file: f, url: URL.createObjectURL(f) }));
-  useEffect(() => () => previews.forEach((p) => URL.revokeObjectURL(p.url)), [files]);
   useEffect(() => area.current?.focus(), []);
 
   const addFiles = (list) => {
     const images = [...list].filter((f) => f.type.startsWith("image/"));
-    if (images.length) setFiles((current) => [...current, ...images]);
+    if (images.length) add(images);
     return images.length > 0;
   };
 
   function submit(event) {
     event?.preventDefault();
-    if (busy || disabled || (!text.trim() && !files.length)) return;
-    onSend(text.trim() || "(image)", files);
+    if (busy || disabled || (!text.trim() && !attached.length)) return;
+    onSend(
+      text.trim() || "(image)",
+      attached.map((a) => a.file),
+    );
     setText("");
-    setFiles([]);
+    clear();
   }
 
   return html`<form class=${cx("composer", dragging && "dragging")} onSubmit=${submit}
-    onDragOver=${(e) => { if (e.dataTransfer.types.includes("Files")) { e.preventDefault(); setDragging(true); } }}
+    onDragOver=${(e) => {
+      if (e.dataTransfer.types.includes("Files")) {
+        e.preventDefault();
+        setDragging(true);
+      }
+    }}
     onDragLeave=${() => setDragging(false)}
-    onDrop=${(e) => { setDragging(false); if (e.dataTransfer.files.length) { e.preventDefault(); addFiles(e.dataTransfer.files); } }}>
-    ${previews.length > 0 && html`<div class="attachments">${previews.map((p, i) => html`<span class="attachment" key=${p.url}>
-      <img src=${p.url} alt=${`To send: ${p.file.name}`} />
-      <button type="button" class="icon-button" aria-label=${`Remove ${p.file.name}`}
-        onClick=${() => setFiles(files.filter((_, j) => j !== i))}><${Icon} name="close" size=${12} /></button></span>`)}</div>`}
+    onDrop=${(e) => {
+      setDragging(false);
+      if (e.dataTransfer.files.length) {
+        e.preventDefault();
+        addFiles(e.dataTransfer.files);
+      }
+    }}>
+    ${
+      attached.length > 0 &&
+      html`<div class="attachments">${attached.map(
+        (a) => html`<span class="attachment" key=${a.url}>
+      <img src=${a.url} alt=${`To send: ${a.file.name}`} />
+      <button type="button" class="icon-button" aria-label=${`Remove ${a.file.name}`}
+        onClick=${() => remove(a)}><${Icon} name="close" size=${12} /></button></span>`,
+      )}</div>`
+    }
     <div class="composer-row">
       <button type="button" class="icon-button" aria-label="Attach images" title="Attach images"
         onClick=${() => picker.current.click()}><${Icon} name="image" /></button>
       <input ref=${picker} type="file" accept="image/*" multiple hidden aria-label="Images to attach"
-        onChange=${(e) => { addFiles(e.currentTarget.files); e.currentTarget.value = ""; }} />
+        onChange=${(e) => {
+          addFiles(e.currentTarget.files);
+          e.currentTarget.value = "";
+        }} />
       <textarea ref=${area} rows="1" aria-label="Message" placeholder="Send a message" value=${text}
         onInput=${(e) => setText(e.currentTarget.value)}
         onPaste=${(e) => e.clipboardData?.files.length && addFiles(e.clipboardData.files) && e.preventDefault()}
-        onKeyDown=${(e) => { if (e.key === "Enter" && !e.shiftKey && !e.isComposing) submit(e); }}></textarea>
-      ${busy
-        ? html`<button type="button" class="stop" aria-label="Stop" onClick=${onStop}><${Icon} name="stop" /> Stop</button>`
-        : html`<button type="submit" class="primary send" aria-label="Send" disabled=${disabled}><${Icon} name="send" /></button>`}
+        onKeyDown=${(e) => {
+          if (e.key === "Enter" && !e.shiftKey && !e.isComposing) submit(e);
+        }}></textarea>
+      ${
+        busy
+          ? html`<button type="button" class="stop" aria-label="Stop" onClick=${onStop}><${Icon} name="stop" /> Stop</button>`
+          : html`<button type="submit" class="primary send" aria-label="Send" disabled=${disabled}><${Icon} name="send" /></button>`
+      }
     </div>
   </form>`;
 }
 
 export function ChatView({ sessionId, temporary, onMenu }) {
-  useConversations();
   const [error, setError] = useState(null);
   const [creating, setCreating] = useState(false);
   const end = useRef(null);
-  const c = sessionId ? conversation(sessionId) : null;
-  const session = sessionId ? state.sessions.get(sessionId) : null;
+  const c = sessionId ? conversation(sessionId).value : null;
+  const session = sessionId ? sessions.value.get(sessionId) : null;
 
   useEffect(() => {
     if (sessionId && !c.loaded) load(sessionId);
@@ -228,8 +307,11 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       ${items && html`<${Menu} label="Chat actions" items=${items} />`}
     </header>
     <div class="chat-scroll" onScroll=${onScroll}>
-      ${!sessionId && html`<div class="welcome"><h2>How can I help?</h2>
-        <p class="muted">${temporary ? "This chat is temporary: it is not listed and leaves no memory." : "Ask anything. Attach images by picking, pasting or dropping them."}</p></div>`}
+      ${
+        !sessionId &&
+        html`<div class="welcome"><h2>How can I help?</h2>
+        <p class="muted">${temporary ? "This chat is temporary: it is not listed and leaves no memory." : "Ask anything. Attach images by picking, pasting or dropping them."}</p></div>`
+      }
       ${c?.error && html`<p class="error" role="alert">This chat could not be opened: ${c.error.message}</p>`}
       ${c && !c.loaded && !c.error && html`<p class="muted"><${Spinner} /> Loading the chat…</p>`}
       ${c && html`<${Transcript} sessionId=${sessionId} c=${c} />`}

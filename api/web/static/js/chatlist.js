@@ -5,13 +5,14 @@ import * as actions from "./actions.js";
 import { Icon, Spinner } from "./icons.js";
 import { Menu } from "./menu.js";
 import { navigate } from "./router.js";
-import { isPending, list, loadMore, state } from "./store.js";
+import { loadMore } from "./lists.js";
+import { folders, isPending, listOf, palette, pendingTitles, sessions } from "./state.js";
 import { cx, formatTime, plural, titleOf } from "./util.js";
 
 const SKELETONS = 6;
 
 export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) {
-  const current = list(listKey);
+  const current = listOf(listKey);
   const sentinel = useRef(null);
 
   useEffect(() => {
@@ -21,10 +22,9 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
   useEffect(() => {
     const element = sentinel.current;
     if (!element) return;
-    const observer = new IntersectionObserver(
-      (entries) => entries.some((e) => e.isIntersecting) && loadMore(listKey),
-      { rootMargin: "200px" },
-    );
+    const observer = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && loadMore(listKey), {
+      rootMargin: "200px",
+    });
     observer.observe(element);
     return () => observer.disconnect();
   }, [listKey, current.done, current.ids.length]);
@@ -32,23 +32,32 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
   return html`<div class="chat-list">
     <ul role="list" aria-label=${label} aria-busy=${current.loading ? "true" : "false"}>
       ${current.ids.map((id) => {
-        const session = state.sessions.get(id);
-        return html`<${QuietRow} key=${id} session=${session} active=${id === activeId} pending=${isPending(session)} />`;
+        const session = sessions.value.get(id);
+        return html`<${QuietRow} key=${id} session=${session} active=${id === activeId}
+          pending=${pendingTitles.value.has(id)} />`;
       })}
-      ${!current.done &&
-      Array.from({ length: SKELETONS }, (_, i) => html`<li key=${"s" + i} class="row skeleton"
-        aria-hidden="true" ref=${i === 0 ? sentinel : null}><span></span></li>`)}
+      ${
+        !current.done &&
+        Array.from(
+          { length: SKELETONS },
+          (_, i) => html`<li key=${"s" + i} class="row skeleton"
+        aria-hidden="true" ref=${i === 0 ? sentinel : null}><span></span></li>`,
+        )
+      }
     </ul>
-    ${current.error && html`<p class="error small" role="alert">${current.error}
-      <button type="button" class="link" onClick=${() => loadMore(listKey)}>Retry</button></p>`}
+    ${
+      current.error &&
+      html`<p class="error small" role="alert">${current.error}
+      <button type="button" class="link" onClick=${() => loadMore(listKey)}>Retry</button></p>`
+    }
     ${current.done && !current.ids.length && html`<p class="empty">${empty}</p>`}
   </div>`;
 }
 
 function folderItems(session) {
-  return state.folders.map((f) => ({
+  return folders.value.map((f) => ({
     label: f.name,
-    swatch: state.palette.find((c) => c.name === f.color)?.hex,
+    swatch: palette.value.find((c) => c.name === f.color)?.hex,
     disabled: f.id === session.folder_id,
     run: () => actions.moveTo(session.id, f.id),
   }));
@@ -93,7 +102,10 @@ export function Row({ session, active, pending = isPending(session), snippet = n
   const items = () => [
     { label: "Rename", run: () => setRenaming(true) },
     { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
-    { label: session.archived ? "Unarchive" : "Archive", run: () => actions.setArchived(session.id, !session.archived) },
+    {
+      label: session.archived ? "Unarchive" : "Archive",
+      run: () => actions.setArchived(session.id, !session.archived),
+    },
     { label: "Fork", run: () => actions.fork(session.id) },
     {
       label: "Move to folder",
@@ -107,10 +119,14 @@ export function Row({ session, active, pending = isPending(session), snippet = n
   ];
 
   return html`<li class=${cx("row", active && "active", pending && "pending")} data-session=${session.id}>
-    ${renaming
-      ? html`<${RenameForm} title=${session.title || ""} label="Chat title"
-          onDone=${(value) => { setRenaming(false); if (value !== null) actions.rename(session.id, value); }} />`
-      : html`<a class="row-link" href=${href} onClick=${open} draggable="true" onDragStart=${dragStart}
+    ${
+      renaming
+        ? html`<${RenameForm} title=${session.title || ""} label="Chat title"
+          onDone=${(value) => {
+            setRenaming(false);
+            if (value !== null) actions.rename(session.id, value);
+          }} />`
+        : html`<a class="row-link" href=${href} onClick=${open} draggable="true" onDragStart=${dragStart}
           aria-current=${active ? "page" : null}>
           <span class="row-title">
             ${session.pinned && html`<span class="pin" title="Pinned"><${Icon} name="pin" size=${12} /></span>`}
@@ -125,7 +141,8 @@ export function Row({ session, active, pending = isPending(session), snippet = n
           </span>
           ${snippet && html`<${Snippet} snippet=${snippet} />`}
         </a>
-        <${Menu} label=${`Actions for ${title}`} items=${items} className="row-menu" />`}
+        <${Menu} label=${`Actions for ${title}`} items=${items} className="row-menu" />`
+    }
   </li>`;
 }
 
@@ -141,7 +158,10 @@ export function RenameForm({ title, label, onDone }) {
     finished = true;
     onDone(value);
   };
-  return html`<form class="rename" onSubmit=${(e) => { e.preventDefault(); done(input.current.value.trim() || null); }}>
+  return html`<form class="rename" onSubmit=${(e) => {
+    e.preventDefault();
+    done(input.current.value.trim() || null);
+  }}>
     <input ref=${input} aria-label=${label} value=${title} maxlength="200"
       onKeyDown=${(e) => e.key === "Escape" && done(null)}
       onBlur=${(e) => done(e.currentTarget.value.trim() && e.currentTarget.value.trim() !== title ? e.currentTarget.value.trim() : null)} />

@@ -1,70 +1,77 @@
-// Each open conversation's messages, context gauge and running turn, kept outside the
+// @ts-check
+// What a conversation does against the API: load it, send a message (streamed), stop, retry,
+// like. Its messages, context gauge and running turn are in the state (state.js), outside the
 // components: a turn keeps streaming when the view changes (a new chat gets its id and URL
 // mid-turn), and the view shows it again when it comes back.
 import { api, csrfHeader, errorOf, PREFIX } from "./api.js";
-import { activeTurns, onEvent, schedulePoll } from "./live.js";
-import { useEffect, useReducer } from "../vendor/preact.js";
-import { emit, state, upsert } from "./store.js";
+import { onEvent, schedulePoll } from "./live.js";
+import { batch } from "../vendor/preact.js";
+import {
+  conversation,
+  likeOf,
+  live,
+  noteLikes,
+  tick,
+  titleOpening,
+  titleSettled,
+  updateConversation,
+  upsert,
+} from "./state.js";
 
-const conversations = new Map();
-const listeners = new Set();
-let queued = false;
+/** @typedef {import("./state.js").Message} Message */
+/** @typedef {import("./state.js").Turn} Turn */
+/** @typedef {import("./state.js").Like} Like */
 
-/** Re-render the chat view (not the sidebar: a streamed token changes nothing there). */
-function changed() {
-  if (queued) return;
-  queued = true;
-  queueMicrotask(() => {
-    queued = false;
-    for (const listener of listeners) listener();
-  });
+/** The likes a read of the transcript gives, as of `asked`. */
+function noteRead(/** @type {Message[]} */ messages, /** @type {number} */ asked) {
+  noteLikes(
+    messages.map((m) => [m.id, m.like || null]),
+    asked,
+  );
 }
 
-export function useConversations() {
-  const [, force] = useReducer((n) => n + 1, 0);
-  useEffect(() => {
-    listeners.add(force);
-    return () => listeners.delete(force);
-  }, []);
-}
-
-export function conversation(id) {
-  if (!conversations.has(id)) {
-    conversations.set(id, { messages: [], loaded: false, error: null, context: null, turn: null });
-  }
-  return conversations.get(id);
-}
-
-export async function load(id) {
-  const c = conversation(id);
+export async function load(/** @type {string} */ id) {
+  const asked = tick();
   try {
     const [session, messages, context] = await Promise.all([
       api.get(`/sessions/${id}`),
       api.get(`/sessions/${id}/messages`),
       api.get(`/sessions/${id}/context`).catch(() => null),
     ]);
-    upsert(session);
-    if (!c.turn || c.turn.status !== "streaming") c.messages = messages.items;
-    c.context = context;
-    c.loaded = true;
-    c.error = null;
+    batch(() => {
+      upsert(session);
+      noteRead(messages.items, asked);
+      const streaming = conversation(id).peek().turn?.status === "streaming";
+      updateConversation(id, {
+        ...(streaming ? {} : { messages: messages.items }),
+        context,
+        loaded: true,
+        error: null,
+      });
+    });
   } catch (error) {
-    c.error = error;
+    updateConversation(id, { error });
   }
-  changed();
 }
 
 /** Create the session a first message goes to (listed at once, its title spinner on). */
-export async function createSession(temporary) {
+export async function createSession(/** @type {boolean} */ temporary) {
   const session = await api.post("/sessions", { temporary });
-  if (!temporary) state.awaiting.add(session.id);
-  upsert(session);
-  conversation(session.id).loaded = true;
+  batch(() => {
+    if (!temporary) titleOpening(session.id);
+    upsert(session);
+    updateConversation(session.id, { loaded: true });
+  });
   return session;
 }
 
+/**
+ * The server-sent events of a streamed turn.
+ * @param {Response} response
+ * @returns {AsyncGenerator<{ name: string, data: any }>}
+ */
 async function* events(response) {
-  const reader = response.body.getReader();
+  const reader = /** @type {ReadableStream<Uint8Array>} */ (response.body).getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
@@ -86,17 +93,30 @@ async function* events(response) {
   }
 }
 
-/** Send a message (text and image files), or `retry` the last unanswered one; streamed. */
+/**
+ * Send a message (text and image files), or `retry` the last unanswered one; streamed.
+ * @param {string} id
+ * @param {{ text?: string, files?: File[], retry?: boolean }} message
+ */
 export async function send(id, { text = "", files = [], retry = false }) {
-  const c = conversation(id);
   const controller = new AbortController();
   const local = retry
     ? null
-    : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews: files.map((f) => URL.createObjectURL(f)) };
-  const turn = { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local };
-  c.turn = turn;
-  activeTurns.add(id);
-  changed();
+    : {
+        id: `local-${Date.now()}`,
+        role: "user",
+        content: text,
+        local: true,
+        previews: files.map((f) => URL.createObjectURL(f)),
+      };
+  /** @type {Turn} */
+  let turn = { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local };
+  updateConversation(id, { turn });
+  /** The turn changed: shown while it is this conversation's (a retry may have replaced it). */
+  const set = (/** @type {Partial<Turn>} */ changes) => {
+    turn = { ...turn, ...changes };
+    if (conversation(id).peek().turn?.controller === controller) updateConversation(id, { turn });
+  };
 
   const form = new FormData();
   if (!retry) form.append("content", text);
@@ -113,53 +133,54 @@ export async function send(id, { text = "", files = [], retry = false }) {
     });
     if (!response.ok) throw await errorOf(response);
     for await (const event of events(response)) {
-      if (event.name === "token") turn.text += event.data.text;
-      else if (event.name === "tool_call") turn.steps.push({ call: event.data, result: null });
+      if (event.name === "token") set({ text: turn.text + event.data.text });
+      else if (event.name === "tool_call") set({ steps: [...turn.steps, { call: event.data, result: null }] });
       else if (event.name === "tool_result") {
-        const step = turn.steps.find((s) => s.call.id === event.data.tool_call_id);
-        if (step) step.result = event.data;
-      } else if (event.name === "memory_write") turn.memory.push(event.data);
+        const result = event.data;
+        set({ steps: turn.steps.map((s) => (s.call.id === result.tool_call_id ? { ...s, result } : s)) });
+      } else if (event.name === "memory_write") set({ memory: [...turn.memory, event.data] });
       else if (event.name === "done") {
         const result = event.data;
         // A retry answers the user message already shown: each message once.
         const fresh = [result.user_message, ...result.steps, result.assistant_message].filter(Boolean);
         const ids = new Set(fresh.map((m) => m.id));
-        c.messages = [...c.messages.filter((m) => !ids.has(m.id)), ...fresh];
-        c.context = result.context;
-        c.notices = (c.notices || new Map()).set(result.assistant_message.id, result.memory_writes || turn.memory);
-        turn.status = "done";
+        const c = conversation(id).peek();
+        batch(() => {
+          updateConversation(id, {
+            messages: [...c.messages.filter((m) => !ids.has(m.id)), ...fresh],
+            context: result.context,
+            notices: new Map(c.notices).set(result.assistant_message.id, result.memory_writes || turn.memory),
+          });
+          set({ status: "done" });
+        });
       } else if (event.name === "error") {
-        turn.status = "error";
-        turn.error = { message: event.data.error?.message || "the turn failed", status: event.data.status };
+        set({
+          status: "error",
+          error: { message: event.data.error?.message || "the turn failed", status: event.data.status },
+        });
       }
-      changed();
     }
-    if (turn.status === "streaming") {
-      turn.status = "error";
-      turn.error = { message: "the answer was cut off", status: 0 };
-    }
+    if (turn.status === "streaming") set({ status: "error", error: { message: "the answer was cut off", status: 0 } });
   } catch (error) {
-    if (error.name === "AbortError") turn.status = "stopped";
-    else {
-      turn.status = "error";
-      turn.error = { message: error.message, status: error.status || 0 };
-    }
+    if (error.name === "AbortError") set({ status: "stopped" });
+    else set({ status: "error", error: { message: error.message, status: error.status || 0 } });
   } finally {
     for (const url of local?.previews || []) setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    activeTurns.delete(id);
-    if (turn.status !== "done") await reloadAfterFailure(id, turn);
+    if (turn.status !== "done") await reloadAfterFailure(id, set);
     await settleTitle(id);
-    changed();
   }
 }
 
 /** After an error or a stop: what the server saved (the user message stays saved). */
-async function reloadAfterFailure(id, turn) {
-  const c = conversation(id);
+async function reloadAfterFailure(/** @type {string} */ id, /** @type {(changes: Partial<Turn>) => void} */ set) {
+  const asked = tick();
   try {
     const messages = await api.get(`/sessions/${id}/messages`);
-    c.messages = messages.items;
-    turn.local = null;
+    batch(() => {
+      noteRead(messages.items, asked);
+      updateConversation(id, { messages: messages.items });
+      set({ local: null });
+    });
   } catch {
     /* keep the local copy */
   }
@@ -167,96 +188,99 @@ async function reloadAfterFailure(id, turn) {
 
 /** The turn ended (answered, failed, stopped): the list learns the title the session has.
  * A title the server still generates comes over the socket, or the fallback poll. */
-async function settleTitle(id) {
+async function settleTitle(/** @type {string} */ id) {
   try {
     upsert(await api.get(`/sessions/${id}`));
   } catch {
     /* gone meanwhile */
   }
-  state.awaiting.delete(id);
-  emit(); // the sidebar's spinner
+  titleSettled(id);
   schedulePoll();
 }
 
-export function stop(id) {
-  conversation(id).turn?.controller.abort();
+export function stop(/** @type {string} */ id) {
+  conversation(id).peek().turn?.controller.abort();
 }
-
 
 // ------------------------------------------------------------------ likes
 
-function applyLike(id, messageIds, like) {
-  const c = conversation(id);
-  c.messages = c.messages.map((m) => (messageIds.includes(m.id) ? { ...m, like } : m));
-  changed();
-}
-
-// An answer about likes is older than any like event that came while it was on its way, so
-// it must not undo that event (a "saving" read after "saved" was pushed would spin forever).
-let likeEvents = 0;
-const likeEventAt = new Map(); // message id -> the number of the last event about it
-
-function unchangedSince(messageId, asked) {
-  return (likeEventAt.get(messageId) || 0) <= asked;
-}
-
+/**
+ * Like a message (the server remembers the exchange, a job saves it) or take the like back.
+ * @param {string} id the session
+ * @param {Message} message
+ * @param {boolean} liked
+ */
 export async function like(id, message, liked) {
+  const current = likeOf(message);
   if (liked) {
-    applyLike(id, [message.id], { status: "saving" });
+    noteLikes([[message.id, { status: "saving" }]]);
     try {
-      const asked = likeEvents;
+      const asked = tick();
       const body = await api.post(`/sessions/${id}/messages/${message.id}/like`);
-      const ids = body.message_ids.filter((m) => unchangedSince(m, asked));
-      applyLike(id, ids, { status: body.status, detail: body.detail, pair_id: body.pair_id });
+      /** @type {Like} */
+      const said = { status: body.status, detail: body.detail, pair_id: body.pair_id };
+      noteLikes(
+        body.message_ids.map((/** @type {string} */ m) => [m, said]),
+        asked,
+      );
       // The job may have finished, and its event come, before this answer: ask once more.
       if (body.status === "saving") await refreshLikes(id);
       pollLikes(id);
     } catch (error) {
-      applyLike(id, [message.id], { status: "failed", detail: error.message });
+      noteLikes([[message.id, { status: "failed", detail: error.message }]]);
     }
   } else {
-    const pair = message.like?.pair_id;
-    const ids = conversation(id).messages.filter((m) => m.id === message.id || (pair && m.like?.pair_id === pair)).map((m) => m.id);
+    const pair = current?.pair_id;
+    const ids = conversation(id)
+      .peek()
+      .messages.filter((m) => m.id === message.id || (pair && likeOf(m)?.pair_id === pair))
+      .map((m) => m.id);
     try {
       await api.del(`/sessions/${id}/messages/${message.id}/like`);
-      applyLike(id, ids, null);
+      noteLikes(ids.map((m) => [m, null]));
     } catch (error) {
-      applyLike(id, [message.id], { ...message.like, detail: `could not remove the like: ${error.message}` });
+      noteLikes([
+        [
+          message.id,
+          { ...current, status: current?.status ?? "failed", detail: `could not remove the like: ${error.message}` },
+        ],
+      ]);
     }
   }
 }
 
-onEvent("like.updated", (event) => {
-  likeEvents += 1;
-  for (const messageId of event.message_ids || []) likeEventAt.set(messageId, likeEvents);
-  if (!conversations.has(event.session_id)) return;
-  applyLike(event.session_id, event.message_ids || [], {
-    status: event.status, detail: event.detail, pair_id: event.pair_id,
-  });
-});
+onEvent(
+  "like.updated",
+  (/** @type {{ message_ids?: string[], status: string, detail?: string, pair_id?: string }} */ event) => {
+    /** @type {Like} */
+    const said = { status: event.status, detail: event.detail, pair_id: event.pair_id };
+    noteLikes((event.message_ids || []).map((/** @type {string} */ m) => [m, said]));
+  },
+);
 
 /** The likes as the server has them (the messages themselves stay as shown). */
-async function refreshLikes(id) {
-  const c = conversation(id);
-  const asked = likeEvents;
+async function refreshLikes(/** @type {string} */ id) {
+  const asked = tick();
   try {
     const body = await api.get(`/sessions/${id}/messages`);
-    const likes = new Map(body.items.map((m) => [m.id, m.like || null]));
-    const fresh = (m) => likes.has(m.id) && unchangedSince(m.id, asked);
-    c.messages = c.messages.map((m) => (fresh(m) ? { ...m, like: likes.get(m.id) } : m));
-    changed();
+    noteRead(body.items, asked);
   } catch {
     /* the next event or poll */
   }
 }
 
 /** Without the socket, a saving like is polled until it settles. */
-function pollLikes(id) {
-  const tick = async () => {
-    if (state.live === "open") return;
-    if (!conversation(id).messages.some((m) => m.like?.status === "saving")) return;
+function pollLikes(/** @type {string} */ id) {
+  const tock = async () => {
+    if (live.peek() === "open") return;
+    if (
+      !conversation(id)
+        .peek()
+        .messages.some((m) => likeOf(m)?.status === "saving")
+    )
+      return;
     await refreshLikes(id);
-    setTimeout(tick, 2000);
+    setTimeout(tock, 2000);
   };
-  setTimeout(tick, 2000);
+  setTimeout(tock, 2000);
 }

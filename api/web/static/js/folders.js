@@ -7,20 +7,19 @@ import * as actions from "./actions.js";
 import { ChatList, RenameForm } from "./chatlist.js";
 import { Icon } from "./icons.js";
 import { Menu } from "./menu.js";
-import { emit, folderCollapsed, loadFolders, reload, setCollapsed, state } from "./store.js";
+import { loadFolders, reload, setCollapsed } from "./lists.js";
+import { folderCollapsed, folders, palette, sessions, unfile } from "./state.js";
 import { toast } from "./toast.js";
 import { cx } from "./util.js";
 
-const hexOf = (color) => state.palette.find((c) => c.name === color)?.hex || "#888";
+const hexOf = (color) => palette.value.find((c) => c.name === color)?.hex || "#888";
 
 async function saveOrder(ids) {
-  const byId = new Map(state.folders.map((f) => [f.id, f]));
-  state.folders = ids.map((id) => byId.get(id));
-  emit();
+  const byId = new Map(folders.value.map((f) => [f.id, f]));
+  folders.value = ids.map((id) => byId.get(id));
   try {
     const body = await api.put("/folders/order", { ids });
-    state.folders = body.items;
-    emit();
+    folders.value = body.items;
   } catch (error) {
     toast(`Could not reorder: ${error.message}`, { error: true });
     await loadFolders();
@@ -29,7 +28,7 @@ async function saveOrder(ids) {
 
 export function NewFolderForm({ onDone }) {
   const [name, setName] = useState("");
-  const [color, setColor] = useState(state.palette[0]?.name);
+  const [color, setColor] = useState(palette.value[0]?.name);
   const [error, setError] = useState(null);
 
   async function submit(event) {
@@ -48,9 +47,11 @@ export function NewFolderForm({ onDone }) {
       value=${name} onInput=${(e) => setName(e.currentTarget.value)}
       onKeyDown=${(e) => e.key === "Escape" && onDone()} />
     <div class="palette" role="radiogroup" aria-label="Folder color">
-      ${state.palette.map((c) => html`<button type="button" role="radio" key=${c.name}
+      ${palette.value.map(
+        (c) => html`<button type="button" role="radio" key=${c.name}
         aria-checked=${c.name === color ? "true" : "false"} aria-label=${c.name} title=${c.name}
-        class="swatch-button" style=${{ background: c.hex }} onClick=${() => setColor(c.name)}></button>`)}
+        class="swatch-button" style=${{ background: c.hex }} onClick=${() => setColor(c.name)}></button>`,
+      )}
     </div>
     ${error && html`<p class="error small" role="alert">${error}</p>`}
     <div class="form-actions">
@@ -63,7 +64,7 @@ export function NewFolderForm({ onDone }) {
 export function FolderList({ activeId }) {
   const [dragging, setDragging] = useState(null);
   const [over, setOver] = useState(null);
-  const ids = state.folders.map((f) => f.id);
+  const ids = folders.value.map((f) => f.id);
 
   function move(id, to) {
     const rest = ids.filter((x) => x !== id);
@@ -82,17 +83,29 @@ export function FolderList({ activeId }) {
     move(folder, ids.filter((x) => x !== folder).indexOf(target) + (ids.indexOf(folder) < ids.indexOf(target) ? 1 : 0));
   }
 
-  if (!state.folders.length) return html`<p class="empty">No folders yet.</p>`;
+  if (!folders.value.length) return html`<p class="empty">No folders yet.</p>`;
   return html`<ul class="folders" role="list" aria-label="Folders">
-    ${state.folders.map((folder, index) => html`<${Folder} key=${folder.id} folder=${folder}
+    ${folders.value.map(
+      (folder, index) => html`<${Folder} key=${folder.id} folder=${folder}
       activeId=${activeId} over=${over === folder.id}
-      onDragStart=${(e) => { setDragging(folder.id); e.dataTransfer.setData("application/x-eonyx-folder", folder.id); e.dataTransfer.effectAllowed = "move"; }}
-      onDragOver=${(e) => { e.preventDefault(); setOver(folder.id); }}
+      onDragStart=${(e) => {
+        setDragging(folder.id);
+        e.dataTransfer.setData("application/x-eonyx-folder", folder.id);
+        e.dataTransfer.effectAllowed = "move";
+      }}
+      onDragOver=${(e) => {
+        e.preventDefault();
+        setOver(folder.id);
+      }}
       onDragLeave=${() => setOver(null)}
       onDrop=${(e) => drop(e, folder.id)}
-      onDragEnd=${() => { setDragging(null); setOver(null); }}
+      onDragEnd=${() => {
+        setDragging(null);
+        setOver(null);
+      }}
       moveUp=${index > 0 ? () => move(folder.id, index - 1) : null}
-      moveDown=${index < ids.length - 1 ? () => move(folder.id, index + 1) : null} />`)}
+      moveDown=${index < ids.length - 1 ? () => move(folder.id, index + 1) : null} />`,
+    )}
   </ul>`;
 }
 
@@ -114,10 +127,7 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     if (!confirm(`Delete the folder “${folder.name}”? Its chats stay, unfiled.`)) return;
     try {
       await api.del(`/folders/${folder.id}`);
-      for (const s of [...state.sessions.values()]) {
-        if (s.folder_id === folder.id) state.sessions.set(s.id, { ...s, folder_id: null });
-      }
-      delete state.lists[`folder:${folder.id}`];
+      unfile(folder.id);
       await loadFolders();
       await reload("chats"); // its chats, unfiled (never deleted), some never loaded here
     } catch (error) {
@@ -129,8 +139,11 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     { label: "Rename", run: () => setRenaming(true) },
     {
       label: "Color",
-      items: state.palette.map((c) => ({
-        label: c.name, swatch: c.hex, disabled: c.name === folder.color, run: () => update({ color: c.name }),
+      items: palette.value.map((c) => ({
+        label: c.name,
+        swatch: c.hex,
+        disabled: c.name === folder.color,
+        run: () => update({ color: c.name }),
       })),
     },
     ...(moveUp ? [{ label: "Move up", run: moveUp }] : []),
@@ -141,20 +154,28 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     onDragOver=${drag.onDragOver} onDragLeave=${drag.onDragLeave} onDrop=${drag.onDrop}>
     <div class="folder-head" draggable=${renaming ? "false" : "true"} onDragStart=${drag.onDragStart}
       onDragEnd=${drag.onDragEnd}>
-      ${renaming
-        ? html`<${RenameForm} title=${folder.name} label="Folder name"
-            onDone=${(v) => { setRenaming(false); if (v) update({ name: v }); }} />`
-        : html`<button type="button" class="folder-toggle" aria-expanded=${collapsed ? "false" : "true"}
+      ${
+        renaming
+          ? html`<${RenameForm} title=${folder.name} label="Folder name"
+            onDone=${(v) => {
+              setRenaming(false);
+              if (v) update({ name: v });
+            }} />`
+          : html`<button type="button" class="folder-toggle" aria-expanded=${collapsed ? "false" : "true"}
             onClick=${toggle}>
             <span class=${cx("chevron", !collapsed && "open")}><${Icon} name="chevron" size=${14} /></span>
             <span class="folder-dot" style=${{ background: hexOf(folder.color) }}></span>
             <span class="title-text">${folder.name}</span>
           </button>
-          <${Menu} label=${`Actions for folder ${folder.name}`} items=${items} className="row-menu" />`}
+          <${Menu} label=${`Actions for folder ${folder.name}`} items=${items} className="row-menu" />`
+      }
     </div>
-    ${!collapsed && html`<div class="folder-chats">
+    ${
+      !collapsed &&
+      html`<div class="folder-chats">
       <${ChatList} listKey=${`folder:${folder.id}`} activeId=${activeId}
-        label=${`Chats in ${folder.name}`} empty="Empty: drop chats here." /></div>`}
+        label=${`Chats in ${folder.name}`} empty="Empty: drop chats here." /></div>`
+    }
   </li>`;
 }
 
@@ -168,7 +189,7 @@ export function useDropOut() {
       const session = e.dataTransfer.getData("application/x-eonyx-session");
       if (!session) return;
       e.preventDefault();
-      if (state.sessions.get(session)?.folder_id) actions.moveTo(session, null);
+      if (sessions.peek().get(session)?.folder_id) actions.moveTo(session, null);
     },
   };
 }

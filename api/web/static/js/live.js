@@ -2,7 +2,8 @@
 // connect or drops, the titles still resolve: a periodic list refresh runs while any title
 // is pending, until the socket is back.
 import { api } from "./api.js";
-import { emit, isPending, state, upsert, PAGE } from "./store.js";
+import { PAGE } from "./lists.js";
+import { isStreaming, live, pendingTitles, sessions, titlePushed, titleSettled, upsert } from "./state.js";
 
 const POLL_MS = 2000;
 const ENDED = new Set(["invalid_token", "account_disabled", "missing_token"]);
@@ -21,19 +22,12 @@ export function onEvent(type, fn) {
 }
 
 function dispatch(event) {
-  if (event.type === "session.title" && event.session_id) {
-    state.awaiting.delete(event.session_id);
-    if (!event.title_pending) state.resolved.add(event.session_id);
-    if (state.sessions.has(event.session_id)) {
-      upsert({ id: event.session_id, title: event.title, title_pending: false });
-    }
-  }
+  if (event.type === "session.title" && event.session_id) titlePushed(event);
   for (const fn of listeners.get(event.type) || []) fn(event);
 }
 
 function setLive(value) {
-  state.live = value;
-  emit();
+  live.value = value;
   schedulePoll();
 }
 
@@ -94,35 +88,34 @@ export function disconnect() {
 
 /** The fallback: while the socket is not open and a title is pending, refresh the list. */
 export function schedulePoll() {
-  if (pollTimer || stopped || state.live === "open") return;
+  if (pollTimer || stopped || live.peek() === "open") return;
   pollTimer = setTimeout(poll, POLL_MS);
 }
 
 async function poll() {
   pollTimer = null;
-  if (stopped || state.live === "open") return;
-  const pending = [...state.sessions.values()].filter(isPending);
+  if (stopped || live.peek() === "open") return;
+  const pending = pendingSessions();
   if (!pending.length) return;
   try {
     const page = await api.get(`/sessions?folder_id=none&limit=${PAGE}`);
     const seen = new Set();
     for (const item of page.items) {
-      if (state.sessions.has(item.id)) upsert(item);
+      if (sessions.peek().has(item.id)) upsert(item);
       seen.add(item.id);
     }
-    for (const session of pending) {
-      if (seen.has(session.id)) continue;
+    for (const id of pending) {
+      if (seen.has(id)) continue;
       try {
-        upsert(await api.get(`/sessions/${session.id}`));
+        upsert(await api.get(`/sessions/${id}`));
       } catch (error) {
-        if (error.status === 404) state.awaiting.delete(session.id);
+        if (error.status === 404) titleSettled(id);
       }
     }
-    for (const session of pending) {
-      const now = state.sessions.get(session.id);
-      if (now && !now.title_pending && !activeTurns.has(session.id)) state.awaiting.delete(session.id);
+    for (const id of pending) {
+      const now = sessions.peek().get(id);
+      if (now && !now.title_pending && !isStreaming(id)) titleSettled(id);
     }
-    emit();
   } catch {
     /* try again at the next tick */
   }
@@ -131,15 +124,15 @@ async function poll() {
 
 /** Read the pending titles once (after a (re)connect: their event may have come before). */
 async function resync() {
-  for (const session of [...state.sessions.values()].filter(isPending)) {
-    if (activeTurns.has(session.id)) continue;
+  for (const id of pendingSessions()) {
+    if (isStreaming(id)) continue;
     try {
-      upsert(await api.get(`/sessions/${session.id}`));
+      upsert(await api.get(`/sessions/${id}`));
     } catch {
       /* gone, or the next event says */
     }
   }
 }
 
-// Sessions whose turn is streaming: their spinner is the turn's to end.
-export const activeTurns = new Set();
+/** The listed chats whose title is pending. */
+const pendingSessions = () => [...pendingTitles.peek()].filter((id) => sessions.peek().has(id));

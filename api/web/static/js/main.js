@@ -5,7 +5,7 @@ import { connect, disconnect } from "./live.js";
 import { navigate, parse, useRoute } from "./router.js";
 import { SignIn } from "./signin.js";
 import { Shell } from "./shell.js";
-import { reset, state } from "./store.js";
+import { reset } from "./state.js";
 
 function App() {
   const [auth, setAuth] = useState({ status: "checking", user: null, notice: null });
@@ -13,7 +13,6 @@ function App() {
 
   function signedIn(body) {
     setCsrf(body.csrf_token);
-    state.user = body.user;
     setAuth({ status: "in", user: body.user, notice: null });
     connect();
     if (parse().name === "signin") navigate(sessionStorage.getItem("eonyx.after") || "/", { replace: true });
@@ -24,7 +23,6 @@ function App() {
     disconnect();
     setCsrf(null);
     reset();
-    state.user = null;
     setAuth({ status: "out", user: null, notice });
     if (parse().name !== "signin") {
       sessionStorage.setItem("eonyx.after", location.pathname);

@@ -50,15 +50,29 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
   return html`<div class=${`menu ${className}${open ? " open" : ""}`} ref=${root} onKeyDown=${open && keydown}>
     <button ref=${button} type="button" class="icon-button menu-button" aria-label=${label}
       aria-haspopup="menu" aria-expanded=${open ? "true" : "false"}
-      onClick=${(e) => { e.stopPropagation(); open ? close() : setOpen(true); }}>
+      onClick=${(e) => {
+        e.stopPropagation();
+        open ? close() : setOpen(true);
+      }}>
       <${Icon} name=${icon} /></button>
-    ${open && html`<div class="menu-list" role="menu" aria-label=${sub ? sub.label : label}>
-      ${sub && html`<button type="button" role="menuitem" class="menu-back"
-        onClick=${(e) => { e.stopPropagation(); setSub(null); }}>‹ ${sub.label}</button>`}
-      ${shown.map((item) => html`<button type="button" role="menuitem" disabled=${item.disabled}
+    ${
+      open &&
+      html`<div class="menu-list" role="menu" aria-label=${sub ? sub.label : label}>
+      ${
+        sub &&
+        html`<button type="button" role="menuitem" class="menu-back"
+        onClick=${(e) => {
+          e.stopPropagation();
+          setSub(null);
+        }}>‹ ${sub.label}</button>`
+      }
+      ${shown.map(
+        (item) => html`<button type="button" role="menuitem" disabled=${item.disabled}
         class=${item.danger ? "danger" : ""} onClick=${(e) => choose(item, e)}>
         ${item.swatch && html`<span class="swatch" style=${{ background: item.swatch }}></span>`}
-        ${item.label}${item.items ? " ›" : ""}</button>`)}
-    </div>`}
+        ${item.label}${item.items ? " ›" : ""}</button>`,
+      )}
+    </div>`
+    }
   </div>`;
 }

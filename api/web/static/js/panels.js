@@ -39,15 +39,19 @@ export function PanelDialog({ name, user, onClose }) {
 
   const { Component, error } = loaded;
   return html`<dialog ref=${dialog} class="panel-dialog" aria-label=${panel.title} onCancel=${cancel}>
-    ${Component
-      ? html`<${Component} api=${api} user=${user} onClose=${onClose} />`
-      : html`<div class="panel-fallback">
+    ${
+      Component
+        ? html`<${Component} api=${api} user=${user} onClose=${onClose} />`
+        : html`<div class="panel-fallback">
           <header class="panel-head"><h2>${panel.title}</h2>
             <button class="icon-button" type="button" aria-label="Close" onClick=${onClose}>
               <${Icon} name="close" /></button></header>
-          ${error
-            ? html`<p class="error" role="alert">The ${panel.title.toLowerCase()} panel could not be loaded: ${error}</p>`
-            : html`<p><${Spinner} label="Loading the panel" /> Loading…</p>`}
-        </div>`}
+          ${
+            error
+              ? html`<p class="error" role="alert">The ${panel.title.toLowerCase()} panel could not be loaded: ${error}</p>`
+              : html`<p><${Spinner} label="Loading the panel" /> Loading…</p>`
+          }
+        </div>`
+    }
   </dialog>`;
 }

@@ -1,7 +1,5 @@
 // The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin.
-import { useEffect, useState } from "../vendor/preact.js";
-
-const listeners = new Set();
+import { signal } from "../vendor/preact.js";
 
 export function parse(path = location.pathname) {
   const chat = path.match(/^\/c\/([0-9]{8}T[0-9]{6}-[0-9a-f]{8})$/);
@@ -16,19 +14,16 @@ export function navigate(path, { replace = false } = {}) {
   if (path === location.pathname) return;
   if (replace) history.replaceState(null, "", path);
   else history.pushState(null, "", path);
-  for (const listener of listeners) listener();
+  route.value = parse();
 }
 
+/** The route the page shows (a component that reads it renders again when it changes). */
+const route = signal(parse());
+
 addEventListener("popstate", () => {
-  for (const listener of listeners) listener();
+  route.value = parse();
 });
 
 export function useRoute() {
-  const [route, setRoute] = useState(parse());
-  useEffect(() => {
-    const update = () => setRoute(parse());
-    listeners.add(update);
-    return () => listeners.delete(update);
-  }, []);
-  return route;
+  return route.value;
 }

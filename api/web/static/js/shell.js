@@ -3,7 +3,8 @@ import { html, useEffect, useState } from "../vendor/preact.js";
 import { ChatView } from "./chat.js";
 import { PanelDialog } from "./panels.js";
 import { Sidebar } from "./sidebar.js";
-import { loadFolders, loadUiState, useStore } from "./store.js";
+import { loadFolders, loadUiState } from "./lists.js";
+import { live } from "./state.js";
 import { Toasts } from "./toast.js";
 import { ArchivedView, TrashView } from "./trash.js";
 import { cx } from "./util.js";
@@ -20,20 +21,23 @@ export function Shell({ user, route, onSignOut }) {
   useEffect(() => setNavOpen(false), [route.name, route.id]);
 
   const activeId = route.name === "chat" ? route.id : null;
-  const store = useStore();
-  return html`<div class=${cx("shell", navOpen && "nav-open")} data-live=${store.live}>
-    ${ready
-      ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
+  return html`<div class=${cx("shell", navOpen && "nav-open")} data-live=${live.value}>
+    ${
+      ready
+        ? html`<${Sidebar} user=${user} route=${route} activeId=${activeId} temporary=${temporary}
           setTemporary=${setTemporary} openPanel=${setPanel} onSignOut=${onSignOut} />`
-      : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`}
+        : html`<nav class="sidebar" aria-label="Chats" aria-busy="true"></nav>`
+    }
     ${navOpen && html`<div class="backdrop" aria-hidden="true" onClick=${() => setNavOpen(false)}></div>`}
     <main class="main">
-      ${route.name === "trash"
-        ? html`<${TrashView} />`
-        : route.name === "archived"
-        ? html`<${ArchivedView} />`
-        : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
-            onMenu=${() => setNavOpen(!navOpen)} />`}
+      ${
+        route.name === "trash"
+          ? html`<${TrashView} />`
+          : route.name === "archived"
+            ? html`<${ArchivedView} />`
+            : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
+            onMenu=${() => setNavOpen(!navOpen)} />`
+      }
     </main>
     ${panel && html`<${PanelDialog} name=${panel} user=${user} onClose=${() => setPanel(null)} />`}
     <${Toasts} />

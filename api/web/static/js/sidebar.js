@@ -7,7 +7,8 @@ import { ChatList, Row } from "./chatlist.js";
 import { FolderList, NewFolderForm, useDropOut } from "./folders.js";
 import { Icon, Spinner } from "./icons.js";
 import { navigate } from "./router.js";
-import { dropList, list, loadMore, sectionCollapsed, setCollapsed, state } from "./store.js";
+import { dropList, loadMore, setCollapsed } from "./lists.js";
+import { listOf, live, sectionCollapsed, sessions } from "./state.js";
 import { cx } from "./util.js";
 
 function Section({ name, title, actions, children, ...rest }) {
@@ -51,28 +52,37 @@ function ImportButton() {
       ${busy ? html`<${Spinner} label="Importing" />` : html`<${Icon} name="upload" />`}</button>
     <input ref=${input} type="file" accept=".zip,application/zip" hidden onChange=${picked}
       aria-label="Chat bundle to import" data-testid="import-input" />
-    ${error && html`<p class="error small import-error" role="alert">${error}
-      <button type="button" class="link" onClick=${() => setError(null)}>Dismiss</button></p>`}
+    ${
+      error &&
+      html`<p class="error small import-error" role="alert">${error}
+      <button type="button" class="link" onClick=${() => setError(null)}>Dismiss</button></p>`
+    }
   </span>`;
 }
 
 function SearchResults({ query, activeId }) {
   const key = `search:${query}`;
-  const current = list(key);
+  const current = listOf(key);
   useEffect(() => {
     loadMore(key);
     return () => dropList(key);
   }, [key]);
   return html`<div class="search-results">
     <ul role="list" aria-label="Search results">
-      ${current.ids.map((id) => html`<${Row} key=${id} session=${state.sessions.get(id)}
-        active=${id === activeId} snippet=${state.sessions.get(id)?.snippet} />`)}
+      ${current.ids.map(
+        (id) => html`<${Row} key=${id} session=${sessions.value.get(id)}
+        active=${id === activeId} snippet=${sessions.value.get(id)?.snippet} />`,
+      )}
     </ul>
     ${current.loading && html`<p class="empty"><${Spinner} label="Searching" /> Searching…</p>`}
     ${current.error && html`<p class="error small" role="alert">${current.error}</p>`}
     ${current.done && !current.ids.length && html`<p class="empty">Nothing found.</p>`}
-    ${!current.done && !current.loading && current.ids.length > 0 &&
-    html`<button type="button" class="link" onClick=${() => loadMore(key)}>More results</button>`}
+    ${
+      !current.done &&
+      !current.loading &&
+      current.ids.length > 0 &&
+      html`<button type="button" class="link" onClick=${() => loadMore(key)}>More results</button>`
+    }
   </div>`;
 }
 
@@ -94,7 +104,10 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         <${Icon} name="plus" /> New chat</button>
       <button type="button" class=${cx("toggle", temporary && "on")} aria-pressed=${temporary ? "true" : "false"}
         title="A temporary chat is not saved in the list and leaves no memory"
-        onClick=${() => { setTemporary(!temporary); navigate("/"); }}>
+        onClick=${() => {
+          setTemporary(!temporary);
+          navigate("/");
+        }}>
         <${Icon} name="ghost" /> Temporary chat</button>
       <div class="search">
         <${Icon} name="search" size=${16} />
@@ -103,9 +116,10 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
       </div>
     </div>
     <div class="sidebar-scroll">
-      ${query
-        ? html`<${SearchResults} query=${query} activeId=${activeId} />`
-        : html`
+      ${
+        query
+          ? html`<${SearchResults} query=${query} activeId=${activeId} />`
+          : html`
           <${Section} name="folders" title="Folders" actions=${html`<button type="button" class="icon-button"
             aria-label="New folder" title="New folder" onClick=${() => setCreating(true)}><${Icon} name="plus" /></button>`}>
             ${creating && html`<${NewFolderForm} onDone=${() => setCreating(false)} />`}
@@ -114,21 +128,31 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
           <${Section} name="chats" title="Chats" actions=${html`<${ImportButton} />`}
             onDragOver=${dropOut.onDragOver} onDrop=${dropOut.onDrop}>
             <${ChatList} listKey="chats" activeId=${activeId} label="Chats" />
-          <//>`}
+          <//>`
+      }
     </div>
     <div class="sidebar-footer">
       <button type="button" class="icon-button" aria-label="Agent memory" title="Agent memory"
         onClick=${() => openPanel("memory")}><${Icon} name="brain" /></button>
-      ${user.is_admin && html`<button type="button" class="icon-button" aria-label="Model settings"
-        title="Model settings" onClick=${() => openPanel("models")}><${Icon} name="gear" /></button>`}
+      ${
+        user.is_admin &&
+        html`<button type="button" class="icon-button" aria-label="Model settings"
+        title="Model settings" onClick=${() => openPanel("models")}><${Icon} name="gear" /></button>`
+      }
       <a class=${cx("icon-button", route.name === "archived" && "active")} href="/archived" aria-label="Archived chats"
-        title="Archived chats" onClick=${(e) => { e.preventDefault(); navigate("/archived"); }}><${Icon} name="archive" /></a>
+        title="Archived chats" onClick=${(e) => {
+          e.preventDefault();
+          navigate("/archived");
+        }}><${Icon} name="archive" /></a>
       <a class=${cx("icon-button", route.name === "trash" && "active")} href="/trash" aria-label="Trash" title="Trash"
-        onClick=${(e) => { e.preventDefault(); navigate("/trash"); }}><${Icon} name="trash" /></a>
+        onClick=${(e) => {
+          e.preventDefault();
+          navigate("/trash");
+        }}><${Icon} name="trash" /></a>
       <button type="button" class="icon-button" aria-label="Account" title=${user.is_admin ? "Account and users" : "Account"}
         onClick=${() => openPanel("account")}><${Icon} name="user" /></button>
-      <span class="who" title=${state.live === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
-        <span class=${cx("live-dot", state.live === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
+      <span class="who" title=${live.value === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
+        <span class=${cx("live-dot", live.value === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
       <button type="button" class="icon-button" aria-label="Sign out" title="Sign out" onClick=${onSignOut}>
         <${Icon} name="signout" /></button>
     </div>

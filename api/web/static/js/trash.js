@@ -4,11 +4,12 @@ import { html, useEffect } from "../vendor/preact.js";
 import * as actions from "./actions.js";
 import { Icon, Spinner } from "./icons.js";
 import { navigate } from "./router.js";
-import { list, loadMore, reload, state } from "./store.js";
+import { loadMore, reload } from "./lists.js";
+import { listOf, sessions } from "./state.js";
 import { formatTime, titleOf } from "./util.js";
 
 function ListPage({ listKey, icon, title, hint, label, empty, Actions, when }) {
-  const current = list(listKey);
+  const current = listOf(listKey);
   useEffect(() => {
     reload(listKey);
   }, [listKey]);
@@ -17,7 +18,7 @@ function ListPage({ listKey, icon, title, hint, label, empty, Actions, when }) {
     <p class="hint">${hint}</p>
     <ul role="list" class="trash-list" aria-label=${label}>
       ${current.ids.map((id) => {
-        const s = state.sessions.get(id);
+        const s = sessions.value.get(id);
         return html`<li key=${id} class="trash-row">
           <span class="title-text">${titleOf(s)}</span>
           <span class="muted">${when(s)}</span>
@@ -41,7 +42,10 @@ function TrashActions({ session }) {
 
 function ArchiveActions({ session }) {
   const href = `/c/${session.id}`;
-  return html`<a class="small" href=${href} onClick=${(e) => { e.preventDefault(); navigate(href); }}>Open</a>
+  return html`<a class="small" href=${href} onClick=${(e) => {
+    e.preventDefault();
+    navigate(href);
+  }}>Open</a>
     <button type="button" class="small" onClick=${() => actions.setArchived(session.id, false)}>Unarchive</button>`;
 }
 

@@ -82,13 +82,15 @@ function UserRow({ account, me, onToggle, onDelete }) {
     <td>${account.is_admin ? html`<span class="pn-badge">admin</span>` : "user"}</td>
     <td>${account.disabled ? html`<span class="pn-key-unset">disabled</span>` : "active"}</td>
     <td>${new Date(account.created_at).toLocaleDateString()}</td>
-    <td class="user-actions">${self
-      ? html`<span class="pn-muted">—</span>`
-      : html`<button type="button" class="pn-button small"
+    <td class="user-actions">${
+      self
+        ? html`<span class="pn-muted">—</span>`
+        : html`<button type="button" class="pn-button small"
             aria-label=${`${account.disabled ? "Enable" : "Disable"} ${account.username}`}
             onClick=${() => onToggle(account)}>${account.disabled ? "Enable" : "Disable"}</button>
           <button type="button" class="pn-button small danger" aria-label=${`Delete ${account.username}`}
-            onClick=${() => onDelete(account)}>Delete</button>`}</td>
+            onClick=${() => onDelete(account)}>Delete</button>`
+    }</td>
   </tr>`;
 }
 
@@ -141,9 +143,10 @@ export function Users({ api, me }) {
 
   return html`<section aria-labelledby="users-title" class="users-section">
     <h3 id="users-title">Users</h3>
-    ${users === null
-      ? html`<p class="pn-muted" role="status">Loading…</p>`
-      : html`<table class="offering-table users-table">
+    ${
+      users === null
+        ? html`<p class="pn-muted" role="status">Loading…</p>`
+        : html`<table class="offering-table users-table">
           <caption class="pn-sr-only">Users</caption>
           <thead><tr><th scope="col">Username</th><th scope="col">Role</th><th scope="col">Status</th>
             <th scope="col">Created</th><th scope="col"><span class="pn-sr-only">Actions</span></th></tr></thead>
@@ -151,18 +154,21 @@ export function Users({ api, me }) {
             (account) => html`<${UserRow} key=${account.id} account=${account} me=${me}
               onToggle=${toggle} onDelete=${setDeleting} />`,
           )}</tbody>
-        </table>`}
+        </table>`
+    }
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
     <p class="pn-status" role="status">${status}</p>
-    ${deleting
-      ? html`<${Confirm}
+    ${
+      deleting
+        ? html`<${Confirm}
           title=${`Delete ${deleting.username}?`}
           message=${`All of ${deleting.username}'s chats, images, memory, folders and API keys are deleted. This cannot be undone.`}
           confirmLabel="Delete user"
           onConfirm=${remove}
           onCancel=${() => setDeleting(null)}
         />`
-      : null}
+        : null
+    }
   </section>`;
 }
 

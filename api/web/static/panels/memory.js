@@ -49,11 +49,7 @@ const FILES = [
 ];
 
 /** Characters as the server counts them (code points, not UTF-16 units). */
-const charCount = (text) => {
-  let n = 0;
-  for (const _ of text) n += 1;
-  return n;
-};
+const charCount = (text) => [...text].length;
 const number = (n) => n.toLocaleString("en-US");
 // CodeMirror keeps "\n" line breaks; compare the saved file the same way.
 const normalized = (text) => text.replace(/\r\n?/g, "\n");
@@ -110,84 +106,116 @@ function MarkdownEditor({ id, doc, readOnly, label, describedBy, onChange, viewR
   return html`<div class="memory-editor" ref=${host}></div>`;
 }
 
-/** One file's tab: editor, count, save, conflict, backups. */
-function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
-  const [state, setState] = useState({ loading: true });
-  const [draft, setDraft] = useState("");
-  const [status, setStatus] = useState("");
-  const [error, setError] = useState("");
-  const [conflict, setConflict] = useState(false);
-  const [saving, setSaving] = useState(false);
-  const [backups, setBackups] = useState(null);
-  const view = useRef(null);
-  const prefix = `memory-${file.kind}`;
+/** The file as the server last gave it ({loading} first, {failed} when it could not be read),
+ * and the calls that change it; each keeps and answers the server's file. */
+function useServerFile(api, file) {
+  const [saved, setSaved] = useState({ loading: true });
+  const keep = (got) => {
+    setSaved({ loading: false, content: normalized(got.content), version: got.version, limit: got.limit });
+    return got;
+  };
+  return {
+    saved,
+    read: async () => keep(await api.get(`/memory/${file.kind}`)),
+    failed: () => setSaved({ loading: false, failed: true }),
+    // With the version the editor read: the server answers 409 when the file changed since.
+    write: async (content) => keep(await api.put(`/memory/${file.kind}`, { content, version: saved.version })),
+    restore: async (name) => keep(await api.post(`/memory/${file.kind}/backups/${encodeURIComponent(name)}/restore`)),
+  };
+}
 
-  const replaceDoc = (content) => {
+/** The editor's text as typed (`draft`), and `replace` to put other content in the editor. */
+function useDraft() {
+  const [draft, setDraft] = useState("");
+  const view = useRef(null);
+  const replace = (content) => {
     const editor = view.current;
     if (editor) editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: content } });
     setDraft(normalized(content));
   };
+  return { draft, setDraft, replace, view };
+}
 
-  const loadBackups = async () => {
-    if (!canEdit) return;
+/** The file's backups (null until listed), listed again after each change; for editors only. */
+function useBackups(api, file, enabled, onError) {
+  const [names, setNames] = useState(null);
+  const reload = async () => {
+    if (!enabled) return;
     try {
       const list = await api.get(`/memory/${file.kind}/backups`);
-      setBackups(list.map((b) => b.name));
+      setNames(list.map((b) => b.name));
     } catch (e) {
-      setBackups([]);
-      setError(`Could not list the backups: ${messageOf(e)}`);
+      setNames([]);
+      onError(`Could not list the backups: ${messageOf(e)}`);
     }
   };
+  return { names, reload };
+}
 
-  const load = async ({ replace }) => {
-    setError("");
+/** What the tab says under the editor: a status line, an error, and whether a save met a newer
+ * file (a 409). `say(changes)` sets some of them and keeps the others. */
+function useNotice() {
+  const [notice, setNotice] = useState({ status: "", error: "", conflict: false });
+  const say = (changes) => setNotice((now) => ({ ...now, ...changes }));
+  return [notice, say];
+}
+
+/** One file's tab: editor, count, save, conflict, backups. */
+function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
+  const server = useServerFile(api, file);
+  const { saved } = server;
+  const { draft, setDraft, replace, view } = useDraft();
+  const [notice, say] = useNotice();
+  const backups = useBackups(api, file, canEdit, (error) => say({ error }));
+  const [saving, setSaving] = useState(false);
+  const prefix = `memory-${file.kind}`;
+
+  const load = async ({ replace: intoEditor }) => {
+    say({ error: "" });
     try {
-      const got = await api.get(`/memory/${file.kind}`);
-      setState({ loading: false, content: normalized(got.content), version: got.version, limit: got.limit });
-      if (replace) replaceDoc(got.content);
+      const got = await server.read();
+      if (intoEditor) replace(got.content);
       else setDraft(normalized(got.content));
-      setConflict(false);
+      say({ conflict: false });
       return got;
     } catch (e) {
-      setState({ loading: false, failed: true });
-      setError(`Could not read ${file.name}: ${messageOf(e)}`);
+      server.failed();
+      say({ error: `Could not read ${file.name}: ${messageOf(e)}` });
       return null;
     }
   };
 
   useEffect(() => {
-    if (active && state.loading) {
+    if (active && saved.loading) {
       load({ replace: false });
-      loadBackups();
+      backups.reload();
     }
   }, [active]);
 
-  const dirty = !state.loading && !state.failed && draft !== state.content;
+  const dirty = !saved.loading && !saved.failed && draft !== saved.content;
   useEffect(() => onDirty(file.kind, dirty), [dirty]);
 
-  if (state.loading || state.failed) {
+  if (saved.loading || saved.failed) {
     return html`<div class="memory-file">
-      ${state.loading ? html`<p class="pn-muted" role="status">Loading ${file.name}…</p>` : null}
-      ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+      ${saved.loading ? html`<p class="pn-muted" role="status">Loading ${file.name}…</p>` : null}
+      ${notice.error ? html`<p class="pn-error" role="alert">${notice.error}</p>` : null}
     </div>`;
   }
 
   const chars = charCount(draft);
-  const over = chars > state.limit;
+  const over = chars > saved.limit;
 
   const save = async () => {
     if (over || saving) return;
     setSaving(true);
-    setStatus("");
-    setError("");
+    say({ status: "", error: "" });
     try {
-      const saved = await api.put(`/memory/${file.kind}`, { content: draft, version: state.version });
-      setState({ loading: false, content: normalized(saved.content), version: saved.version, limit: saved.limit });
-      setStatus(`Saved ${file.name}. The previous version was backed up.`);
-      loadBackups();
+      await server.write(draft);
+      say({ status: `Saved ${file.name}. The previous version was backed up.` });
+      backups.reload();
     } catch (e) {
-      if (e.status === 409) setConflict(true);
-      else setError(`Not saved: ${messageOf(e)}`);
+      if (e.status === 409) say({ conflict: true });
+      else say({ error: `Not saved: ${messageOf(e)}` });
     } finally {
       setSaving(false);
     }
@@ -195,24 +223,21 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
 
   const reload = async () => {
     const got = await load({ replace: true });
-    if (got) setStatus(`Reloaded ${file.name}.`);
-    loadBackups();
+    if (got) say({ status: `Reloaded ${file.name}.` });
+    backups.reload();
   };
 
   const restore = async (name) => {
     const stamp = formatStamp(backupDate(name) || new Date(NaN));
     const go = async () => {
-      setStatus("");
-      setError("");
+      say({ status: "", error: "" });
       try {
-        const restored = await api.post(`/memory/${file.kind}/backups/${encodeURIComponent(name)}/restore`);
-        setState({ loading: false, content: normalized(restored.content), version: restored.version, limit: restored.limit });
-        replaceDoc(restored.content);
-        setConflict(false);
-        setStatus(`Restored the backup of ${stamp}. The version it replaced was backed up.`);
-        loadBackups();
+        const restored = await server.restore(name);
+        replace(restored.content);
+        say({ conflict: false, status: `Restored the backup of ${stamp}. The version it replaced was backed up.` });
+        backups.reload();
       } catch (e) {
-        setError(`Not restored: ${messageOf(e)}`);
+        say({ error: `Not restored: ${messageOf(e)}` });
       }
     };
     if (dirty) {
@@ -227,69 +252,89 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
 
   return html`<div class="memory-file">
     <p class="pn-muted" id=${`${prefix}-about`}>${file.about}</p>
-    ${canEdit
-      ? null
-      : html`<p class="memory-readonly" id=${`${prefix}-readonly`}>
+    ${
+      canEdit
+        ? null
+        : html`<p class="memory-readonly" id=${`${prefix}-readonly`}>
           Only administrators can edit the identity; you can read it.
-        </p>`}
+        </p>`
+    }
     <${MarkdownEditor}
       id=${`${prefix}-editor`}
-      doc=${state.content}
+      doc=${saved.content}
       readOnly=${!canEdit}
       label=${`${file.name} (Markdown)`}
       describedBy=${`${prefix}-count`}
       onChange=${(text) => setDraft(text)}
       viewRef=${view}
     />
-    <div class="memory-bar">
-      <span id=${`${prefix}-count`} class=${`memory-count${over ? " over" : ""}`} data-testid="char-count">
-        ${number(chars)} / ${number(state.limit)} characters${over ? ` — ${number(chars - state.limit)} over the limit` : ""}
-      </span>
-      ${canEdit
-        ? html`<span class="memory-buttons">
-            ${dirty ? html`<span class="memory-unsaved">Unsaved edits</span>` : null}
-            <button
-              type="button"
-              class="pn-button"
-              disabled=${!dirty || saving}
-              onClick=${() => replaceDoc(state.content)}
-            >Revert</button>
-            <button
-              type="button"
-              class="pn-button primary"
-              disabled=${!dirty || over || saving}
-              aria-describedby=${over ? `${prefix}-count` : undefined}
-              onClick=${save}
-            >${saving ? "Saving…" : "Save"}</button>
-          </span>`
-        : null}
-    </div>
-    ${over && canEdit
-      ? html`<p class="pn-error" role="alert">
-          ${file.name} is over its limit of ${number(state.limit)} characters; shorten it to save.
+    <${EditorBar}
+      prefix=${prefix}
+      chars=${chars}
+      limit=${saved.limit}
+      canEdit=${canEdit}
+      dirty=${dirty}
+      saving=${saving}
+      onRevert=${() => replace(saved.content)}
+      onSave=${save}
+    />
+    ${
+      over && canEdit
+        ? html`<p class="pn-error" role="alert">
+          ${file.name} is over its limit of ${number(saved.limit)} characters; shorten it to save.
         </p>`
-      : null}
-    ${conflict
-      ? html`<div class="pn-error memory-conflict" role="alert">
-          <p>${file.name} changed meanwhile (the assistant or another window saved it), so your edit was not saved.
-          Reload to see the current file; your edits here will be replaced.</p>
-          <button type="button" class="pn-button" onClick=${reload}>Reload ${file.name}</button>
-        </div>`
-      : null}
-    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
-    <p class="pn-status" role="status">${status}</p>
-    ${canEdit ? html`<${Backups} prefix=${prefix} file=${file} names=${backups} onRestore=${restore} />` : null}
+        : null
+    }
+    ${notice.conflict ? html`<${Conflict} file=${file} onReload=${reload} />` : null}
+    ${notice.error ? html`<p class="pn-error" role="alert">${notice.error}</p>` : null}
+    <p class="pn-status" role="status">${notice.status}</p>
+    ${canEdit ? html`<${Backups} prefix=${prefix} file=${file} names=${backups.names} onRestore=${restore} />` : null}
+  </div>`;
+}
+
+/** Under the editor: the count against the limit, and for editors Revert and Save. */
+function EditorBar({ prefix, chars, limit, canEdit, dirty, saving, onRevert, onSave }) {
+  const over = chars > limit;
+  return html`<div class="memory-bar">
+    <span id=${`${prefix}-count`} class=${`memory-count${over ? " over" : ""}`} data-testid="char-count">
+      ${number(chars)} / ${number(limit)} characters${over ? ` — ${number(chars - limit)} over the limit` : ""}
+    </span>
+    ${
+      canEdit
+        ? html`<span class="memory-buttons">
+          ${dirty ? html`<span class="memory-unsaved">Unsaved edits</span>` : null}
+          <button type="button" class="pn-button" disabled=${!dirty || saving} onClick=${onRevert}>Revert</button>
+          <button
+            type="button"
+            class="pn-button primary"
+            disabled=${!dirty || over || saving}
+            aria-describedby=${over ? `${prefix}-count` : undefined}
+            onClick=${onSave}
+          >${saving ? "Saving…" : "Save"}</button>
+        </span>`
+        : null
+    }
+  </div>`;
+}
+
+/** A save refused because the file changed meanwhile: say so and offer to reload it. */
+function Conflict({ file, onReload }) {
+  return html`<div class="pn-error memory-conflict" role="alert">
+    <p>${file.name} changed meanwhile (the assistant or another window saved it), so your edit was not saved.
+    Reload to see the current file; your edits here will be replaced.</p>
+    <button type="button" class="pn-button" onClick=${onReload}>Reload ${file.name}</button>
   </div>`;
 }
 
 function Backups({ prefix, file, names, onRestore }) {
   return html`<section class="memory-backups" aria-labelledby=${`${prefix}-backups`}>
     <h3 id=${`${prefix}-backups`}>Backups of ${file.name}</h3>
-    ${names === null
-      ? html`<p class="pn-muted">Loading…</p>`
-      : names.length === 0
-        ? html`<p class="pn-muted">No backups yet: one is written before every save.</p>`
-        : html`<ul class="memory-backup-list">
+    ${
+      names === null
+        ? html`<p class="pn-muted">Loading…</p>`
+        : names.length === 0
+          ? html`<p class="pn-muted">No backups yet: one is written before every save.</p>`
+          : html`<ul class="memory-backup-list">
             ${names.map((name) => {
               const date = backupDate(name);
               const stamp = date ? formatStamp(date) : name;
@@ -303,7 +348,8 @@ function Backups({ prefix, file, names, onRestore }) {
                 >Restore</button>
               </li>`;
             })}
-          </ul>`}
+          </ul>`
+    }
   </section>`;
 }
 
@@ -314,8 +360,7 @@ export default function MemoryPanel({ api, user, onClose }) {
   const tabs = useRef({});
   const isAdmin = Boolean(user?.is_admin);
 
-  const onDirty = (kind, value) =>
-    setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
+  const onDirty = (kind, value) => setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
   const ask = (q) => setQuestion(q);
 
   const unsaved = FILES.filter((f) => dirty[f.kind]);
@@ -382,8 +427,9 @@ export default function MemoryPanel({ api, user, onClose }) {
         />
       </section>`,
     )}
-    ${question
-      ? html`<${Confirm}
+    ${
+      question
+        ? html`<${Confirm}
           ...${question}
           onCancel=${() => setQuestion(null)}
           onConfirm=${() => {
@@ -391,6 +437,7 @@ export default function MemoryPanel({ api, user, onClose }) {
             question.onConfirm();
           }}
         />`
-      : null}
+        : null
+    }
   <//>`;
 }

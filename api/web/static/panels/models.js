@@ -23,7 +23,12 @@ export function maskUrl(url) {
     const u = new URL(url);
     const auth = u.username || u.password ? "***@" : "";
     const query = u.search
-      ? "?" + u.search.slice(1).split("&").map((p) => (p.includes("=") ? `${p.split("=")[0]}=***` : p)).join("&")
+      ? "?" +
+        u.search
+          .slice(1)
+          .split("&")
+          .map((p) => (p.includes("=") ? `${p.split("=")[0]}=***` : p))
+          .join("&")
       : "";
     return `${u.protocol}//${auth}${u.host}${u.pathname === "/" && !url.endsWith("/") ? "" : u.pathname}${query}`;
   } catch {
@@ -104,15 +109,19 @@ function Offerings({ offerings, roles, onRemove }) {
           <th scope="row">${o.id}${o.builtin ? html` <span class="pn-badge">built-in</span>` : null}</th>
           <td>${o.model}</td>
           <td class="offering-url">${maskUrl(o.base_url)}</td>
-          <td>${o.api_key_env
-            ? html`<code>${o.api_key_env}</code> <span class=${o.api_key_set ? "pn-key-set" : "pn-key-unset"}>${o.api_key_set ? "set" : "not set on this server"}</span>`
-            : html`<span class="pn-muted">none</span>`}</td>
+          <td>${
+            o.api_key_env
+              ? html`<code>${o.api_key_env}</code> <span class=${o.api_key_set ? "pn-key-set" : "pn-key-unset"}>${o.api_key_set ? "set" : "not set on this server"}</span>`
+              : html`<span class="pn-muted">none</span>`
+          }</td>
           <td>${o.context_window ? o.context_window.toLocaleString("en-US") : "—"}</td>
-          <td>${o.builtin
-            ? html`<span class="pn-muted" title="Set by EONYX_LLM_BASE_URL and EONYX_LLM_MODEL">from the environment</span>`
-            : html`<button type="button" class="pn-button small danger" aria-label=${`Remove ${o.id}`}
+          <td>${
+            o.builtin
+              ? html`<span class="pn-muted" title="Set by EONYX_LLM_BASE_URL and EONYX_LLM_MODEL">from the environment</span>`
+              : html`<button type="button" class="pn-button small danger" aria-label=${`Remove ${o.id}`}
                 title=${uses(o.id).length ? `Its tasks (${uses(o.id).join(", ")}) fall back to the chat's model` : undefined}
-                onClick=${() => onRemove(o)}>Remove</button>`}</td>
+                onClick=${() => onRemove(o)}>Remove</button>`
+          }</td>
         </tr>`,
       )}
     </tbody>
@@ -145,9 +154,7 @@ function Roles({ api, offerings, roles, onChanged }) {
       ${ROLES.map(([role, label, what]) => {
         const current = byRole[role];
         const selected = current?.explicit ? current.offering_id : SAME_AS_CHAT;
-        const fallback = current?.offering_id
-          ? `uses ${current.offering_id}`
-          : "no model configured";
+        const fallback = current?.offering_id ? `uses ${current.offering_id}` : "no model configured";
         return html`
           <label for=${`role-${role}`}>${label} <span class="pn-muted">(${role})</span></label>
           <div>
@@ -201,11 +208,12 @@ export default function ModelSettings({ api, user, onClose }) {
   return html`<${PanelFrame} className="models-panel" titleId="models-title" title="Model settings"
     closeLabel="Close model settings" onRequestClose=${onClose}>
     <div class="pn-body">
-      ${!user?.is_admin
-        ? html`<p class="pn-error" role="alert">Model settings are for administrators.</p>`
-        : offerings === null
-          ? html`<p class="pn-muted" role="status">Loading…</p>`
-          : html`
+      ${
+        !user?.is_admin
+          ? html`<p class="pn-error" role="alert">Model settings are for administrators.</p>`
+          : offerings === null
+            ? html`<p class="pn-muted" role="status">Loading…</p>`
+            : html`
             <section aria-labelledby="offerings-title">
               <h3 id="offerings-title">Offerings</h3>
               <${Offerings} offerings=${offerings} roles=${roles} onRemove=${remove} />
@@ -217,7 +225,8 @@ export default function ModelSettings({ api, user, onClose }) {
             <${AddOffering} api=${api} onAdded=${(o) => {
               setStatus(`Added ${o.id}.`);
               load();
-            }} />`}
+            }} />`
+      }
     </div>
   <//>`;
 }
