@@ -32,7 +32,7 @@ from api.security import register_security_headers
 from api.sessions import bundles, images, likes, turns
 from api.sessions import views as sessions_views
 from api.web import blp as web_blp
-from shared.core.jobs import JobQueue
+from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
 from shared.runtime import Runtime
 

@@ -9,7 +9,7 @@ fall back to polling the API.
 
 An open socket checks its token again as soon as the user's sign-ins change (a token
 revoked, a password changed, the account disabled or deleted: announced over Redis by
-whichever process made the change, see shared/infra/events.py), and every RECHECK_SECONDS
+whichever process made the change, see shared/infra/event_bus.py), and every RECHECK_SECONDS
 in any case (a token that merely expired): once the token is no longer valid, the socket
 sends the reason (`invalid_token`, `account_disabled`) and closes with 1008 (policy
 violation).
@@ -36,7 +36,7 @@ from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
 from shared.core import registry
 from shared.core.errors import Unauthorized
-from shared.infra import events
+from shared.infra import event_bus
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
         _close(ws, NORMAL, "no_events", "live events need Redis; poll the API instead")
         return
     try:
-        with events.Subscription(rt.redis, g.principal.user_id) as stream:
+        with event_bus.Subscription(rt.redis, g.principal.user_id) as stream:
             # Counted before "ready", so whoever reads the gauge after "ready" sees it.
             socket_opened()
             try:
@@ -113,12 +113,12 @@ def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
                 _relay(ws, stream, token)
             finally:
                 socket_closed()
-    except events.EventsUnavailable as exc:
+    except event_bus.EventsUnavailable as exc:
         log.info("events socket closed: %s", exc)
         _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
 
 
-def _relay(ws, stream: events.Subscription, token: str | None) -> None:  # type: ignore[no-untyped-def]
+def _relay(ws, stream: event_bus.Subscription, token: str | None) -> None:  # type: ignore[no-untyped-def]
     """Send the user's events until the client leaves or its token stops being valid;
     `EventsUnavailable` when the stream ends first."""
     checked = time.monotonic()

@@ -9,9 +9,9 @@ from flask.views import MethodView
 
 from api.context import admin_required, runtime
 from api.extensions import Blueprint
-from shared.core import jobs
+from shared.core import job_names
 from shared.core.errors import Unavailable
-from shared.core.jobs import JobQueue
+from shared.core.job_names import JobQueue
 
 blp = Blueprint("jobs", __name__, description="Background jobs")
 
@@ -37,7 +37,7 @@ class IndexRebuild(MethodView):
     @admin_required
     @blp.response(202, JobSchema)
     def post(self) -> dict[str, Any]:
-        job_id = _jobs().enqueue(jobs.INDEX_REBUILD)
+        job_id = _jobs().enqueue(job_names.INDEX_REBUILD)
         return {"id": job_id, "state": "PENDING"}
 
 

@@ -18,7 +18,7 @@ from shared.files.session_store import SESSION_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.models import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
-from shared.sessions.images import NAME_RE as IMAGE_NAME_RE
+from shared.sessions.image_store import NAME_RE as IMAGE_NAME_RE
 
 
 def _bare(pattern: str) -> str:

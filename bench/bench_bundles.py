@@ -34,7 +34,7 @@ from api import create_app
 from api.context import runtime_of
 from shared import index
 from shared.core.settings import load_settings
-from shared.sessions import bundles, images
+from shared.sessions import bundles, image_store
 
 MESSAGES = 50
 IMAGES = 5
@@ -77,11 +77,13 @@ def main() -> int:
 
             state, _ = rt.store.create(user_id, source="web", title="A long chat with photos")
             records = make_history(rng, MESSAGES, tool_every=10)
-            photos = [images.check_image(photo(rng), settings.max_image_bytes)]
-            photos += [images.check_image(photo(rng), settings.max_image_bytes) for _ in range(4)]
+            photos = [image_store.check_image(photo(rng), settings.max_image_bytes)]
+            photos += [
+                image_store.check_image(photo(rng), settings.max_image_bytes) for _ in range(4)
+            ]
             users = [r for r in records if r["role"] == "user"]
             for record, image in zip(users[:: len(users) // IMAGES], photos, strict=False):
-                record["images"] = images.save(rt.store, user_id, state.id, [image])
+                record["images"] = image_store.save(rt.store, user_id, state.id, [image])
             rt.store.append(user_id, state.id, records)
             loaded, info = rt.store.load(user_id, state.id, keep_messages=False)
             with rt.db.session() as db:

@@ -52,7 +52,7 @@ from _common import ROOT, base_parser, bench_account, median, print_header, verd
 from _serve import free_port, http_server, serve_env
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.core.jobs import CURATE_MEMORY, SESSION_TITLE
+from shared.core.job_names import CURATE_MEMORY, SESSION_TITLE
 from shared.db import Database
 
 TARGET_SECONDS = 60.0

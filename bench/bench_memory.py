@@ -55,7 +55,7 @@ from api import create_app
 from api.context import runtime_of
 from shared.chat.compaction import estimate_tokens
 from shared.chat.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
-from shared.core import jobs
+from shared.core import job_names
 from shared.core.settings import load_settings
 from shared.memory import extraction
 from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction
@@ -276,7 +276,7 @@ def session_went_quiet(run: Run) -> None:
 
 def run_jobs(run: Run) -> None:
     for job, *args in run.jobs.drain():  # what the worker would run next, in order
-        if job != jobs.EXTRACT_MEMORY:
+        if job != job_names.EXTRACT_MEMORY:
             run.other_jobs[job] += 1
             continue
         outcome = extract_preferences(run.rt, *args)

@@ -15,7 +15,7 @@ import redis
 
 from shared.accounts.throttle import Throttle
 from shared.core.clock import Clock, SystemClock
-from shared.core.jobs import JobQueue
+from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
 from shared.db import Database
 from shared.files.permissions import make_private_dirs

@@ -49,7 +49,7 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from shared.core import jobs, logs, tracing
+from shared.core import job_names, logs, tracing
 from shared.core.lifetime import die_with_parent
 from shared.core.settings import Settings
 from shared.files import permissions
@@ -225,11 +225,11 @@ def create_celery(settings: Settings) -> EonyxCelery:
         worker_hijack_root_logger=False,
         beat_schedule_filename=str(settings.data_dir / "run" / "celerybeat-schedule"),
         beat_schedule={
-            "reconcile-index": {"task": jobs.INDEX_REBUILD, "schedule": 30 * 60},
-            "sweep-empty-sessions": {"task": jobs.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
-            "purge-trash": {"task": jobs.PURGE_TRASH, "schedule": 60 * 60},
-            "sweep-memory-jobs": {"task": jobs.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
-            "sweep-pending-titles": {"task": jobs.SWEEP_TITLES, "schedule": SWEEP_SECONDS},
+            "reconcile-index": {"task": job_names.INDEX_REBUILD, "schedule": 30 * 60},
+            "sweep-empty-sessions": {"task": job_names.SWEEP_EMPTY_SESSIONS, "schedule": 15 * 60},
+            "purge-trash": {"task": job_names.PURGE_TRASH, "schedule": 60 * 60},
+            "sweep-memory-jobs": {"task": job_names.SWEEP_MEMORY, "schedule": SWEEP_SECONDS},
+            "sweep-pending-titles": {"task": job_names.SWEEP_TITLES, "schedule": SWEEP_SECONDS},
         },
         timezone="UTC",
     )

@@ -7,7 +7,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from api.context import login_required, principal, runtime
-from shared.sessions import images
+from shared.sessions import image_store
 
 blp = Blueprint("images", __name__, description="Images in messages")
 # An image opened on its own (an SVG, say) may run nothing, load nothing and not be framed:
@@ -22,9 +22,9 @@ class SessionImage(MethodView):
     def get(self, session_id: str, name: str) -> Response:
         """Names come from a message's `images`; another user's image is not found."""
         rt, who = runtime(), principal()
-        path = images.path_of(rt.store, who.user_id, session_id, name)
+        path = image_store.path_of(rt.store, who.user_id, session_id, name)
         # Small files (MAX_IMAGE_BYTES): read whole, so no file stays open with the response.
-        response = Response(path.read_bytes(), mimetype=images.media_type(name))
+        response = Response(path.read_bytes(), mimetype=image_store.media_type(name))
         response.set_etag(name.split(".")[0])  # the name is the content's hash
         response.make_conditional(request)
         response.headers["Cache-Control"] = "private, max-age=31536000, immutable"

@@ -19,7 +19,7 @@ other sign-ins and tokens; a disabled account keeps its data and its tokens, but
 accepted (`authenticate`) until it is enabled again; a deleted one leaves nothing behind.
 The deployment always keeps one enabled administrator: a change that would leave none is
 refused (`last_admin`). Whoever changes who may sign in must then call
-`shared.infra.events.publish_auth_change`, so that open event sockets check again at once.
+`shared.infra.event_bus.publish_auth_change`, so that open event sockets check again at once.
 
 Imports shared.core, shared.files, shared.db and shared.index.
 """

@@ -40,7 +40,7 @@ from shared.core.messages import is_model_message
 from shared.files.session_store import SessionState
 from shared.llm import models
 from shared.llm.client import LLMError, LLMInvalidResponse, Offering
-from shared.sessions import images
+from shared.sessions import image_store
 from shared.sessions import service as session_service
 from shared.sessions.turn_lock import hold_turn_lock
 
@@ -164,7 +164,7 @@ def assemble_context(
             prompt = prompt_with(summary)
 
     def image_parts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return images.model_parts(rt.store, state.user_id, state.id, record["images"])
+        return image_store.model_parts(rt.store, state.user_id, state.id, record["images"])
 
     start = summary_start(records, summary)
     usage = sized_usage(prompt, state.sizes[start:], window)

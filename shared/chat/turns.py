@@ -44,15 +44,15 @@ from shared.core.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from shared.core.jobs import PRECOMPUTE_SUMMARY, SESSION_TITLE
+from shared.core.job_names import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.files.session_store import SessionState, new_message_id
-from shared.infra import events
+from shared.infra import event_bus
 from shared.llm import models
 from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion, UsageSum
 from shared.memory import extraction
-from shared.sessions import images, title_job, titles
+from shared.sessions import image_store, title_job, titles
 from shared.sessions import service as session_service
 from shared.sessions.turn_lock import hold_turn_lock
 
@@ -221,10 +221,12 @@ def _turn_steps(
             param="tools",
         )
     fetch = (
-        images.url_fetcher(rt.settings.max_image_bytes) if rt.settings.fetch_image_urls else None
+        image_store.url_fetcher(rt.settings.max_image_bytes)
+        if rt.settings.fetch_image_urls
+        else None
     )
-    message_text, inline = images.split_content(request.content, fetch)
-    checked = images.check_all(rt, [*inline, *request.images])
+    message_text, inline = image_store.split_content(request.content, fetch)
+    checked = image_store.check_all(rt, [*inline, *request.images])
     answers_again = request.retry or request.regenerate
     client_messages = request.client.messages if request.client else ()
     if not answers_again and not (message_text or "").strip() and not checked:
@@ -289,7 +291,7 @@ class Turn:
     offering: Offering
     stream: bool
     text: str | None  # the new message's text, and its checked images
-    images: list[images.CheckedImage]
+    images: list[image_store.CheckedImage]
     writer: session_service.SessionWriter  # appends, and indexes when the turn ends
 
     def save(self, records: list[dict[str, Any]]) -> None:
@@ -318,7 +320,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
         records = list(client.messages)
         if turn.text is not None or turn.images:
-            names = images.save(rt.store, principal.user_id, state.id, turn.images)
+            names = image_store.save(rt.store, principal.user_id, state.id, turn.images)
             records.append(message_record("user", turn.text or "", images=names or None))
         check_tool_results(state, records)
         user_message = records[-1]
@@ -333,7 +335,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         principal,
         state.id,
         temporary=state.temporary,
-        notify=lambda event: events.publish(rt.redis, principal.user_id, event),
+        notify=lambda event: event_bus.publish(rt.redis, principal.user_id, event),
     )
     messages: list[Mapping[str, Any] | orjson.Fragment] = [
         {"role": "system", "content": context.system_prompt},

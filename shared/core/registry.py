@@ -1,4 +1,4 @@
-"""Live event types and Redis keys: their names, in one place (as shared/core/jobs.py holds
+"""Live event types and Redis keys: their names, in one place (as shared/core/job_names.py holds
 the jobs').
 
 An event is published by one process and read by clients that match on its `type` (the web
@@ -10,7 +10,7 @@ of either outside this module.
 
 from __future__ import annotations
 
-# -- live events: the `type` of what shared/infra/events.py pushes to a user's sockets -------
+# -- live events: the `type` of what shared/infra/event_bus.py pushes to a user's sockets -------
 
 EVENT_SESSION_TITLE = "session.title"  # a pending title ended (named, or kept)
 EVENT_LIKE_UPDATED = "like.updated"  # a like's curation status changed

@@ -17,7 +17,7 @@ import redis
 
 from shared.core import registry
 from shared.core.errors import Conflict
-from shared.core.jobs import JobQueue
+from shared.core.job_names import JobQueue
 from shared.infra.locks import Locks
 
 SWEEP_SECONDS = 30  # how often beat runs the sweeps of lost jobs (memory, titles)

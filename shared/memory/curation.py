@@ -29,10 +29,10 @@ from shared.accounts import Principal
 from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
-from shared.core.jobs import CURATE_MEMORY, JobQueue
+from shared.core.job_names import CURATE_MEMORY, JobQueue
 from shared.core.messages import Exchange, exchanges
 from shared.files.session_store import SessionState
-from shared.infra import events
+from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.memory.background import (
     MESSAGE_CHARS,
@@ -120,7 +120,7 @@ def _push(
         "session_id": session_id,
         **_public(exchange_id, like),
     }
-    events.publish(rt.redis, user_id, event)
+    event_bus.publish(rt.redis, user_id, event)
 
 
 def _set_like(
@@ -293,7 +293,7 @@ def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     except (MemoryRefused, InvalidInput, StaleVersion) as exc:
         return Outcome("failed", f"not saved: {exc.message}")
     for what in done:
-        events.publish(
+        event_bus.publish(
             rt.redis, user_id, {"type": registry.EVENT_MEMORY_UPDATED, "file": "MEMORY.md", **what}
         )
     if not done:

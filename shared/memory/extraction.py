@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
-from shared.core.jobs import EXTRACT_MEMORY, JobQueue
+from shared.core.job_names import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import Exchange, count_answered, exchanges
 from shared.core.settings import Settings
 from shared.files.session_store import SessionState
-from shared.infra import events
+from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.memory.background import (
     MESSAGE_CHARS,
@@ -211,7 +211,7 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
     left_out = f"; left out {len(flagged)} the safety filter refused" if flagged else ""
     if after.version == old.version:
         return Outcome("unchanged", "the profile already says all of it" + left_out)
-    events.publish(
+    event_bus.publish(
         rt.redis,
         user_id,
         {

@@ -35,7 +35,7 @@ from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
 from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
-from shared.infra import events
+from shared.infra import event_bus
 from shared.infra.locks import Locks
 from shared.safety import ensure_safe
 
@@ -338,7 +338,7 @@ def _announce(
     client: redis.Redis | None, user_id: str | None, file: MemoryFile, action: str
 ) -> None:
     if user_id is not None:  # the identity has no user to tell (it applies after a restart)
-        events.publish(
+        event_bus.publish(
             client,
             user_id,
             {"type": registry.EVENT_MEMORY_UPDATED, "file": file.name, "action": action},

@@ -60,7 +60,7 @@ from shared.core.messages import (
 from shared.db.orm import SessionRow
 from shared.files.filestore import remove_tree
 from shared.files.session_store import SessionState, new_message_id
-from shared.sessions import images, service
+from shared.sessions import image_store, service
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal
@@ -109,7 +109,7 @@ def export_zip(rt: Runtime, principal: Principal, session_id: str) -> bytes:
     files: dict[str, bytes] = {CONVERSATION: conversation}
     for message in messages:
         for name in message.get("images") or ():
-            path = images.path_of(rt.store, principal.user_id, session_id, name)
+            path = image_store.path_of(rt.store, principal.user_id, session_id, name)
             files[f"images/{name}"] = path.read_bytes()
     manifest = {
         "format": FORMAT,
@@ -189,7 +189,7 @@ class Bundle:
     title: str | None
     messages: int = 0
     # name -> the image without its bytes (read again when saved, one at a time)
-    images: dict[str, images.CheckedImage] = field(default_factory=dict)
+    images: dict[str, image_store.CheckedImage] = field(default_factory=dict)
 
 
 def _check_entries(archive: zipfile.ZipFile, budget: int) -> dict[str, zipfile.ZipInfo]:
@@ -224,7 +224,7 @@ def _check_entries(archive: zipfile.ZipFile, budget: int) -> dict[str, zipfile.Z
 
 
 def _is_image_entry(name: str) -> bool:
-    return name.startswith("images/") and bool(images.NAME_RE.match(name[len("images/") :]))
+    return name.startswith("images/") and bool(image_store.NAME_RE.match(name[len("images/") :]))
 
 
 READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError)
@@ -326,7 +326,7 @@ def _check_message(record: Any, line: int) -> dict[str, Any]:
         raise BadBundle(f"{where}: created_at must be an ISO 8601 time") from None
     names = record.get("images") or []
     if not isinstance(names, list) or not all(
-        isinstance(n, str) and images.NAME_RE.match(n) for n in names
+        isinstance(n, str) and image_store.NAME_RE.match(n) for n in names
     ):
         raise BadBundle(f"{where}: images must be a list of image names")
     calls = record.get("tool_calls")
@@ -422,11 +422,11 @@ def check_bundle(rt: Runtime, archive: zipfile.ZipFile) -> Bundle:
     return bundle
 
 
-def _image(rt: Runtime, bundle: Bundle, name: str) -> images.CheckedImage:
+def _image(rt: Runtime, bundle: Bundle, name: str) -> image_store.CheckedImage:
     raw = _read(bundle.archive, bundle.entries[f"images/{name}"])
     _check_digest(bundle.manifest, f"images/{name}", hashlib.sha256(raw).hexdigest())
     try:
-        checked = images.check_image(raw, rt.settings.max_image_bytes, label=f"images/{name}")
+        checked = image_store.check_image(raw, rt.settings.max_image_bytes, label=f"images/{name}")
     except InvalidInput as exc:
         raise BadBundle(exc.message, code=exc.code) from None
     if checked.name != name:
@@ -482,7 +482,7 @@ def import_bundle(
                 )
                 if image.name != name:  # the archive changed under us
                     raise BadBundle(f"images/{name} does not hold the image its name says")
-                images.save(rt.store, user_id, state.id, [image])
+                image_store.save(rt.store, user_id, state.id, [image])
             _write_messages(rt, state, _records(rt, bundle))
             # The title last, stamped now: the new session is listed first, like any new chat.
             meta = {"type": "meta", "at": isoformat(utcnow()), "set": {"title": bundle.title}}

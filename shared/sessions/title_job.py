@@ -23,10 +23,10 @@ from sqlalchemy import select, true
 from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import NotFound, StorageError
-from shared.core.jobs import SESSION_TITLE, JobQueue
+from shared.core.job_names import SESSION_TITLE, JobQueue
 from shared.db.orm import SessionRow
 from shared.files.session_store import SessionState
-from shared.infra import events
+from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.llm import models
 from shared.llm.client import LLMError
@@ -107,7 +107,7 @@ def publish_title(rt: Runtime, user_id: str, session_id: str, title: str | None)
         "title": title,
         "title_pending": False,
     }
-    events.publish(rt.redis, user_id, event)
+    event_bus.publish(rt.redis, user_id, event)
 
 
 def pending_since(state: SessionState) -> datetime:

@@ -12,7 +12,7 @@ import pytest
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS, estimate_tokens
 from shared.chat.context import precompute_summary
 from shared.chat.prompt import SUMMARY_HEADING
-from shared.core import jobs
+from shared.core import job_names
 from tests.api.conftest import API, Chat
 from tests.fake_llm import FakeLLM, RecordedRequest, Reply, text
 
@@ -133,13 +133,13 @@ def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
         n += 1
         chat.turn(session_id, content=user_message(n))
         assert n < 10
-    assert jobs.PRECOMPUTE_SUMMARY not in queued_jobs(chat, session_id)
+    assert job_names.PRECOMPUTE_SUMMARY not in queued_jobs(chat, session_id)
     # A long answer ends this turn above 80%: the turn enqueues the summary job.
     chat.llm.script(text("y" * 2800))
     chat.turn(session_id, content=user_message(n + 1))
     assert summaries == []
     assert context_of(chat, session_id)["percent"] >= 80
-    assert jobs.PRECOMPUTE_SUMMARY in queued_jobs(chat, session_id)
+    assert job_names.PRECOMPUTE_SUMMARY in queued_jobs(chat, session_id)
 
     # What the job runs in a worker:
     assert precompute_summary(chat.rt, chat.user.user_id, session_id) is True

@@ -14,7 +14,7 @@ import pytest
 import api.events
 from shared import accounts
 from shared.core.clock import utcnow
-from shared.infra import events
+from shared.infra import event_bus
 from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
@@ -52,7 +52,7 @@ def test_an_event_published_right_after_ready_arrives(chat: Chat) -> None:
             try:
                 assert ws.next_json() == {"type": "ready"}
                 event = {"type": "session.title", "session_id": "s", "n": number}
-                events.publish(chat.rt.redis, chat.user.user_id, event)
+                event_bus.publish(chat.rt.redis, chat.user.user_id, event)
                 assert ws.next_json() == event
             finally:
                 ws.hang_up()
@@ -140,7 +140,7 @@ def test_the_socket_lifecycle_fifty_times(make_chat: Callable[..., Chat], tmp_pa
                 ws = connect(f"{url}?token={chat.user.token}")
                 assert ws.next_json() == {"type": "ready"}, number
                 chat.rt.redis.publish(
-                    events.channel(chat.user.user_id), json.dumps({"type": "ping", "n": number})
+                    event_bus.channel(chat.user.user_id), json.dumps({"type": "ping", "n": number})
                 )
                 assert ws.next_json() == {"type": "ping", "n": number}
                 own.stop()

@@ -13,7 +13,7 @@ import pytest
 from api import create_app
 from api.context import runtime_of
 from shared import index
-from shared.core import jobs as job_names
+from shared.core import job_names
 from shared.llm.tools import Tool
 from shared.memory import curation
 from shared.memory.curation import curate_exchange, sweep_likes

@@ -19,7 +19,7 @@ import pytest
 from openai import OpenAI, RateLimitError
 from werkzeug.serving import make_server
 
-from shared.core import jobs, logs
+from shared.core import job_names, logs
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
 from tests.conftest import create_account, wait_for
@@ -105,7 +105,7 @@ def test_metrics_count_a_job_run_by_its_task(watched: Chat) -> None:
     celery.loader.import_default_modules()  # the task modules, as a worker loads them
     # The task as a worker runs it (eagerly, in this process: Celery's signals fire alike),
     # on the worker's own runtime, closed at the end as a worker closes it.
-    title = celery.tasks[jobs.SESSION_TITLE]
+    title = celery.tasks[job_names.SESSION_TITLE]
     try:
         outcome = title.apply(args=(watched.user.user_id, session_id))
         assert outcome.successful(), outcome.traceback
@@ -113,10 +113,10 @@ def test_metrics_count_a_job_run_by_its_task(watched: Chat) -> None:
     finally:
         celery.close_runtime()
     after = scrape(watched)
-    runs = value(after, "eonyx_job_runs_total", task=jobs.SESSION_TITLE)
-    assert runs - value(before, "eonyx_job_runs_total", task=jobs.SESSION_TITLE) == 2
-    seconds = value(after, "eonyx_job_seconds_count", task=jobs.SESSION_TITLE)
-    assert seconds - value(before, "eonyx_job_seconds_count", task=jobs.SESSION_TITLE) == 2
+    runs = value(after, "eonyx_job_runs_total", task=job_names.SESSION_TITLE)
+    assert runs - value(before, "eonyx_job_runs_total", task=job_names.SESSION_TITLE) == 2
+    seconds = value(after, "eonyx_job_seconds_count", task=job_names.SESSION_TITLE)
+    assert seconds - value(before, "eonyx_job_seconds_count", task=job_names.SESSION_TITLE) == 2
     grew = value(after, "eonyx_model_call_seconds_count", role="session_title", offering="default")
     assert (
         grew
@@ -268,7 +268,7 @@ def test_a_request_id_is_in_the_response_the_log_lines_and_the_jobs_it_sends(
     assert {"time", "level", "logger", "message"} <= set(turn_lines[-1])
     # The title job waits in Redis with the request id in its Celery headers.
     queued = [json.loads(raw) for raw in watched.rt.redis.lrange("eonyx", 0, -1)]  # type: ignore[union-attr]
-    titles = [m for m in queued if m["headers"]["task"] == jobs.SESSION_TITLE]
+    titles = [m for m in queued if m["headers"]["task"] == job_names.SESSION_TITLE]
     assert [m["headers"].get("eonyx_request_id") for m in titles] == ["trip-42"]
 
 

@@ -25,7 +25,7 @@ from sqlalchemy import func, select
 from api import create_app
 from api.context import runtime_of
 from shared import accounts
-from shared.core.jobs import TEAMS_TURN
+from shared.core.job_names import TEAMS_TURN
 from shared.core.settings import Settings
 from shared.db.orm import SessionBinding, TeamsUserLink, User
 from shared.integrations.teams import activities, bot, links

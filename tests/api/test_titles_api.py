@@ -13,7 +13,7 @@ import pytest
 from shared import accounts
 from shared.chat import turns
 from shared.core.clock import utcnow
-from shared.core.jobs import SESSION_TITLE
+from shared.core.job_names import SESSION_TITLE
 from shared.sessions import title_job
 from shared.sessions.titles import clean_reply
 from tests.api.conftest import API, Chat, RecordingJobs, live_events

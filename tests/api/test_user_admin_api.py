@@ -28,7 +28,7 @@ from shared.db.orm import (
     TeamsUserLink,
     User,
 )
-from shared.infra import events
+from shared.infra import event_bus
 from shared.integrations import bindings
 from shared.integrations.teams import links
 from tests.api.conftest import API, Chat
@@ -183,7 +183,7 @@ def test_changing_your_password_ends_your_other_sign_ins_but_not_this_one(
     assert status(chat, alice.token) == 200  # the request's own token stays
     assert_cut_off(chat, key, browser, other_socket, "invalid_token")
     event = {"type": "session.title", "session_id": "s", "title": "still here"}
-    events.publish(chat.rt.redis, alice.user_id, event)
+    event_bus.publish(chat.rt.redis, alice.user_id, event)
     assert own_socket.next_json() == event  # the socket of the request's token is still open
 
 
@@ -274,7 +274,7 @@ def test_revoking_a_token_closes_its_socket_at_once(
     assert code == api.events.POLICY_VIOLATION
     assert [m["error"]["code"] for m in seen] == ["invalid_token"]
     event = {"type": "memory.updated", "kind": "user"}
-    events.publish(chat.rt.redis, alice.user_id, event)
+    event_bus.publish(chat.rt.redis, alice.user_id, event)
     assert kept.next_json() == event
 
 

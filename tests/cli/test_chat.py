@@ -24,7 +24,7 @@ from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
 from cli.run import project_part
-from shared.infra import events
+from shared.infra import event_bus
 from shared.llm.tools import Tool
 from shared.sessions import service as session_service
 from tests.cli.conftest import Live
@@ -672,7 +672,7 @@ def titled(live: Live, session_id: str, title: str) -> None:
         live.rt, live.user.user_id, session_id, {"title": title, "title_pending": False}
     )
     event = {"type": "session.title", "session_id": session_id, "title": title}
-    events.publish(live.rt.redis, live.user.user_id, event)
+    event_bus.publish(live.rt.redis, live.user.user_id, event)
 
 
 def test_a_pending_title_updates_live_from_the_events_socket(live: Live) -> None:

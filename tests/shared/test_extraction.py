@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.core import jobs as job_names
+from shared.core import job_names
 from shared.memory import extraction
 from shared.memory.background import MESSAGE_CHARS, TOTAL_CHARS
 from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction

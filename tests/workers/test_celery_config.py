@@ -148,16 +148,18 @@ def test_the_worker_runtime_is_built_once_and_closed_at_worker_shutdown(
 def test_every_job_name_has_a_task(celery_app: Celery) -> None:
     """A job sent by name to no task would sit in the queue forever."""
     import workers.tasks  # noqa: F401
-    from shared.core import jobs
+    from shared.core import job_names
 
-    names = {value for key, value in vars(jobs).items() if key.isupper() and isinstance(value, str)}
-    assert jobs.TEAMS_TURN in names
+    names = {
+        value for key, value in vars(job_names).items() if key.isupper() and isinstance(value, str)
+    }
+    assert job_names.TEAMS_TURN in names
     assert names <= set(celery_app.tasks)
 
 
 def test_beat_resends_lost_titles_within_a_minute(celery_app: Celery) -> None:
     import workers.tasks  # noqa: F401
-    from shared.core.jobs import SESSION_TITLE, SWEEP_TITLES
+    from shared.core.job_names import SESSION_TITLE, SWEEP_TITLES
 
     assert SESSION_TITLE in celery_app.tasks
     schedule = {
@@ -173,13 +175,13 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
 
     import workers.tasks  # noqa: F401
     from shared import index
-    from shared.core import jobs
+    from shared.core import job_names
     from shared.core.clock import isoformat, utcnow
 
     schedule = {
         entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
     }
-    assert schedule[jobs.PURGE_TRASH] <= 60 * 60
+    assert schedule[job_names.PURGE_TRASH] <= 60 * 60
     rt = celery_app.runtime  # type: ignore[attr-defined]
     rt.db.migrate()
     user = "b" * 32
@@ -194,7 +196,7 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
             index.record(db, *rt.store.load(user, state.id))
         ids.append(state.id)
     try:
-        result = celery_app.tasks[jobs.PURGE_TRASH].apply().get()
+        result = celery_app.tasks[job_names.PURGE_TRASH].apply().get()
     finally:
         celery_app.close_runtime()  # type: ignore[attr-defined]
     assert result["purged"] == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.core import jobs, logs
+from shared.core import job_names, logs
 from tests.api.conftest import API, Chat
 from tests.conftest import wait_for
 from tests.fake_llm import text
@@ -60,7 +60,10 @@ def test_the_request_id_is_in_the_api_line_and_in_its_jobs_line(
 
     def job_line() -> dict | None:
         for line in json_lines(log_file.read_text(errors="replace")):
-            if line.get("task") == jobs.SESSION_TITLE and line.get("message") == "job finished":
+            if (
+                line.get("task") == job_names.SESSION_TITLE
+                and line.get("message") == "job finished"
+            ):
                 return line
         return None
 

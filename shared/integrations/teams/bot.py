@@ -24,7 +24,7 @@ from shared.accounts import DISABLED_MESSAGE, Principal
 from shared.chat import turns
 from shared.core import observability, registry
 from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable
-from shared.core.jobs import TEAMS_TURN
+from shared.core.job_names import TEAMS_TURN
 from shared.core.messages import content_text
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 from shared.integrations import bindings
