@@ -1,18 +1,32 @@
-"""Task functions: ids in, one domain call, a small JSON result out. All idempotent."""
+"""Task functions: ids in, one domain call, a small JSON result out. All idempotent.
+
+Each is registered by `eonyx_task`, which carries what every task repeats: the job's name
+from shared/core/job_names.py, binding to Celery, the worker's runtime, and where the job ran in
+its result. Every job's log line, request id and metrics come from Celery's signals
+(workers/observability.py), the same for every task.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import socket
+from collections.abc import Callable
+from typing import Any
 
 from celery import Task, shared_task
 
 from shared import index
 from shared.core import job_names, registry
+from shared.core.job_names import JobQueue
 from shared.infra.lost_jobs import JOB_LOCK_TTL
 from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
 from workers.app import LONGEST_JOB_SECONDS, EonyxCelery
+from workers.queue import CeleryJobs
+
+Result = dict[str, object]
 
 
 def _runtime(task: Task) -> Runtime:
@@ -21,94 +35,120 @@ def _runtime(task: Task) -> Runtime:
     return app.runtime
 
 
-def _where() -> dict[str, object]:
+def _where() -> Result:
     return {"worker": socket.gethostname(), "pid": os.getpid()}
 
 
-@shared_task(name=job_names.INDEX_REBUILD, bind=True, ignore_result=False)
-def rebuild_index(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def eonyx_task(
+    name: str, *, sends_jobs: bool = False, **options: Any
+) -> Callable[[Callable[..., Result]], Task]:
+    """Register `run` as the task of job `name` (a constant of shared/core/job_names.py).
+
+    `run` takes the worker's runtime, then the job's arguments (ids), and returns its small
+    JSON result; the task adds where it ran (worker, pid). With `sends_jobs`, `run` also
+    gets `queue=`, the worker's job queue (a sweep re-sends lost jobs through it: the
+    worker's runtime sends none). `options` go to Celery as given (`ignore_result=False`
+    for a result someone reads); retries are Celery's defaults, as for every task here.
+
+    The task's signature is `run`'s without the runtime (and the queue), so Celery still
+    refuses a job sent with the wrong arguments when it is sent, not when it runs."""
+
+    def register(run: Callable[..., Result]) -> Task:
+        job_parameters = [
+            p for p in list(inspect.signature(run).parameters.values())[1:] if p.name != "queue"
+        ]
+
+        @functools.wraps(run)
+        def task(self: Task, *args: object) -> Result:
+            extra = {"queue": CeleryJobs(self.app)} if sends_jobs else {}
+            return {**run(_runtime(self), *args, **extra), **_where()}
+
+        bound = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        task.__signature__ = inspect.Signature([bound, *job_parameters])  # type: ignore[attr-defined]
+        registered: Task = shared_task(name=name, bind=True, **options)(task)
+        return registered
+
+    return register
+
+
+@eonyx_task(job_names.INDEX_REBUILD, ignore_result=False)
+def rebuild_index(rt: Runtime) -> Result:
     """Bring the index in line with the session files (re-reads only changed files)."""
-    rt = _runtime(self)
     # One at a time: a copy redelivered while the first runs waits, then finds little to do.
     with rt.locks.hold(
         registry.INDEX_REBUILD_LOCK, wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True
     ):
         report = index.rebuild(rt.db.session, rt.store)
-    return {**vars(report), **_where()}
+    return vars(report)
 
 
-@shared_task(name=job_names.SWEEP_EMPTY_SESSIONS, bind=True)
-def sweep_empty(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.SWEEP_EMPTY_SESSIONS)
+def sweep_empty(rt: Runtime) -> Result:
     """Remove sessions that never got beyond the system prompt."""
-    return {"removed": sweep_empty_sessions(_runtime(self)), **_where()}
+    return {"removed": sweep_empty_sessions(rt)}
 
 
-@shared_task(name=job_names.SESSION_TITLE, bind=True)
-def session_title(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.SESSION_TITLE)
+def session_title(rt: Runtime, user_id: str, session_id: str) -> Result:
     """Name a session from its opening exchange (SESSION_TITLE_MODE=llm)."""
     from shared.sessions.title_job import generate_title
 
-    return {**generate_title(_runtime(self), user_id, session_id), **_where()}
+    return generate_title(rt, user_id, session_id)
 
 
-@shared_task(name=job_names.SWEEP_TITLES, bind=True)
-def sweep_titles(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.SWEEP_TITLES, sends_jobs=True)
+def sweep_titles(rt: Runtime, *, queue: JobQueue) -> Result:
     """Re-send lost title jobs, and end titles pending for too long."""
     from shared.sessions.title_job import sweep_titles as sweep
-    from workers.queue import CeleryJobs
 
-    return {**sweep(_runtime(self), CeleryJobs(self.app)), **_where()}
+    return dict(sweep(rt, queue))
 
 
-@shared_task(name=job_names.PURGE_TRASH, bind=True)
-def purge_trash(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.PURGE_TRASH)
+def purge_trash(rt: Runtime) -> Result:
     """Remove sessions that have been in the trash for 30 days."""
     from shared.sessions.lifecycle import purge_trash as purge
 
-    return {"purged": purge(_runtime(self)), **_where()}
+    return {"purged": purge(rt)}
 
 
-@shared_task(name=job_names.PRECOMPUTE_SUMMARY, bind=True)
-def precompute_summary(self, user_id: str, session_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.PRECOMPUTE_SUMMARY)
+def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> Result:
     """Compact a session that ended a turn above 80% so its next turn need not wait."""
     from shared.chat.context import precompute_summary as compute
 
-    return {"summarized": compute(_runtime(self), user_id, session_id), **_where()}
+    return {"summarized": compute(rt, user_id, session_id)}
 
 
-@shared_task(name=job_names.EXTRACT_MEMORY, bind=True)
-def extract_memory(self, user_id: str, session_id: str, upto_turn: int) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.EXTRACT_MEMORY)
+def extract_memory(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Result:
     """Reconcile the user's preference profile with a session's latest turns."""
     from shared.memory.extraction import extract_preferences
 
-    outcome = extract_preferences(_runtime(self), user_id, session_id, upto_turn)
-    return {**outcome.to_dict(), **_where()}
+    return extract_preferences(rt, user_id, session_id, upto_turn).to_dict()
 
 
-@shared_task(name=job_names.CURATE_MEMORY, bind=True)
-def curate_memory(self, user_id: str, session_id: str, exchange_id: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.CURATE_MEMORY)
+def curate_memory(rt: Runtime, user_id: str, session_id: str, exchange_id: str) -> Result:
     """Distill a liked turn into the agent memory."""
     from shared.memory.curation import curate_exchange
 
-    outcome = curate_exchange(_runtime(self), user_id, session_id, exchange_id)
-    return {**outcome.to_dict(), **_where()}
+    return curate_exchange(rt, user_id, session_id, exchange_id).to_dict()
 
 
-@shared_task(name=job_names.SWEEP_MEMORY, bind=True)
-def sweep_memory(self) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.SWEEP_MEMORY, sends_jobs=True)
+def sweep_memory(rt: Runtime, *, queue: JobQueue) -> Result:
     """Re-send extraction and curation jobs that were lost (turn counts past the marker,
     likes still saving long after)."""
     from shared.memory.curation import sweep_likes
     from shared.memory.extraction import sweep_extraction
-    from workers.queue import CeleryJobs
 
-    rt, jobs = _runtime(self), CeleryJobs(self.app)
-    return {"extract": sweep_extraction(rt, jobs), "curate": sweep_likes(rt, jobs), **_where()}
+    return {"extract": sweep_extraction(rt, queue), "curate": sweep_likes(rt, queue)}
 
 
-@shared_task(name=job_names.TEAMS_TURN, bind=True)
-def teams_turn(self, inbound: dict[str, object]) -> dict[str, object]:  # type: ignore[no-untyped-def]
+@eonyx_task(job_names.TEAMS_TURN)
+def teams_turn(rt: Runtime, inbound: dict[str, object]) -> Result:
     """Answer a Teams message: run its turn and post the reply (the endpoint only queued it)."""
     from shared.integrations.teams.bot import answer
 
-    return {**answer(_runtime(self), inbound), **_where()}
+    return answer(rt, inbound)

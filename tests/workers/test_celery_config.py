@@ -202,3 +202,17 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
     assert result["purged"] == 1
     assert not rt.store.path(user, ids[0]).exists()
     assert rt.store.path(user, ids[1]).exists()
+    assert {"worker", "pid"} <= result.keys()  # eonyx_task adds where the job ran
+
+
+def test_a_job_sent_with_the_wrong_arguments_is_refused_when_sent(celery_app: Celery) -> None:
+    """eonyx_task gives each task its function's arguments (the runtime aside): a sender
+    that passes too few or too many learns it at once, not from a failed job later."""
+    import workers.tasks  # noqa: F401
+    from shared.core import jobs
+
+    title = celery_app.tasks[jobs.SESSION_TITLE]
+    with pytest.raises(TypeError, match="session_id"):
+        title.apply_async(args=("a" * 32,))
+    with pytest.raises(TypeError):
+        celery_app.tasks[jobs.SWEEP_TITLES].apply_async(args=("extra",))
