@@ -209,10 +209,10 @@ def test_a_job_sent_with_the_wrong_arguments_is_refused_when_sent(celery_app: Ce
     """eonyx_task gives each task its function's arguments (the runtime aside): a sender
     that passes too few or too many learns it at once, not from a failed job later."""
     import workers.tasks  # noqa: F401
-    from shared.core import jobs
+    from shared.core import job_names
 
-    title = celery_app.tasks[jobs.SESSION_TITLE]
+    title = celery_app.tasks[job_names.SESSION_TITLE]
     with pytest.raises(TypeError, match="session_id"):
         title.apply_async(args=("a" * 32,))
     with pytest.raises(TypeError):
-        celery_app.tasks[jobs.SWEEP_TITLES].apply_async(args=("extra",))
+        celery_app.tasks[job_names.SWEEP_TITLES].apply_async(args=("extra",))
