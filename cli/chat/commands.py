@@ -14,39 +14,30 @@ class Command:
     name: str
     usage: str
     help: str
-    # Replaces the conversation: refused while an answer is still coming.
-    switches: bool = False
-    # Acts on the open session: refused in a new one, before its first message.
-    needs_session: bool = False
+
+    @property
+    def switches(self) -> bool:
+        """It replaces the conversation: refused while an answer is still coming."""
+        return self.name in SWITCHING
+
+    @property
+    def needs_session(self) -> bool:
+        """It acts on the open session: refused in a new one, before its first message."""
+        return self.name in ON_THE_SESSION
 
 
 COMMANDS = (
     Command("sessions", "/sessions [query]", "the session manager, searched over titles and text"),
-    Command("new", "/new", "start a new session", switches=True),
-    Command(
-        "clear",
-        "/clear",
-        "wipe this session's history (keeps its id and title)",
-        switches=True,
-        needs_session=True,
-    ),
-    Command("rename", "/rename <title>", "rename this session", needs_session=True),
-    Command(
-        "fork",
-        "/fork",
-        "copy this session into a new one and continue there",
-        switches=True,
-        needs_session=True,
-    ),
-    Command(
-        "export",
-        "/export",
-        "write .eonyx/exports/eonyx-<id>.md under this directory",
-        needs_session=True,
-    ),
+    Command("new", "/new", "start a new session"),
+    Command("clear", "/clear", "wipe this session's history (keeps its id and title)"),
+    Command("rename", "/rename <title>", "rename this session"),
+    Command("fork", "/fork", "copy this session into a new one and continue there"),
+    Command("export", "/export", "write .eonyx/exports/eonyx-<id>.md under this directory"),
     Command("help", "/help", "commands and keys"),
     Command("quit", "/quit", "leave (the session stays on the server)"),
 )
+SWITCHING = frozenset({"new", "clear", "fork"})
+ON_THE_SESSION = frozenset({"clear", "rename", "fork", "export"})
 BY_NAME = {command.name: command for command in COMMANDS}
 NAMES = tuple(BY_NAME)
 

@@ -66,7 +66,9 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def transcript(turns: list[Exchange], *, per_message: int, total: int) -> str:
+def transcript(
+    turns: list[Exchange], *, per_message: int = MESSAGE_CHARS, total: int = TOTAL_CHARS
+) -> str:
     """`User: ...` / `Assistant: ...` lines for `turns`, each message clipped to `per_message`
     characters; over `total`, the oldest messages are left out (newer ones matter more)."""
     lines: list[str] = []

@@ -34,16 +34,8 @@ from shared.core.messages import Exchange, exchanges
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.memory.background import (
-    MESSAGE_CHARS,
-    TOTAL_CHARS,
-    ModelFailed,
-    Outcome,
-    ask_role,
-    parse_json_answer,
-    recent_sessions,
-    transcript,
-)
+from shared.memory import background
+from shared.memory.background import Outcome
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
@@ -206,7 +198,7 @@ def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_i
 
 def curation_request(entries: list[str], turn: Exchange, limit: int) -> list[dict[str, Any]]:
     notes = render_entries(entries).strip() or "(empty)"
-    exchange = transcript([turn], per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
+    exchange = background.transcript([turn])
     return [
         {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
         {
@@ -218,7 +210,7 @@ def curation_request(entries: list[str], turn: Exchange, limit: int) -> list[dic
 
 
 def parse_operations(content: str | None) -> list[dict[str, Any]] | None:
-    data = parse_json_answer(content)
+    data = background.parse_json_answer(content)
     if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
         return None
     operations: list[dict[str, Any]] = data["operations"]
@@ -269,10 +261,10 @@ def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str
 def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read("agent", user_id)
     try:
-        answer = ask_role(
+        answer = background.ask_role(
             rt, "agent_memory_curation", curation_request(before.entries, turn, before.limit)
         )
-    except ModelFailed as exc:  # the like's detail is shown to its user: the public text
+    except background.ModelFailed as exc:  # the like's detail is shown to its user: the public text
         log.warning("curation failed for user %s: %s", user_id, exc.logged)
         return Outcome("failed", f"the model failed: {exc}")
     operations = parse_operations(answer)
@@ -334,7 +326,7 @@ def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
     not running (a lost job; see extraction's module doc for the timings)."""
     cutoff = rt.clock.now() - LOST_AFTER
     sent = 0
-    for user_id, session_id in recent_sessions(rt, min_messages=2):
+    for user_id, session_id in background.recent_sessions(rt, min_messages=2):
         try:
             state, _ = rt.store.load(user_id, session_id, keep_messages=False)
         except (NotFound, InvalidInput):

@@ -44,16 +44,8 @@ from shared.core.settings import Settings
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
-from shared.memory.background import (
-    MESSAGE_CHARS,
-    TOTAL_CHARS,
-    ModelFailed,
-    Outcome,
-    ask_role,
-    parse_json_answer,
-    recent_sessions,
-    transcript,
-)
+from shared.memory import background
+from shared.memory.background import Outcome
 from shared.memory.files import MemoryRefused, StaleVersion, render_entries
 from shared.safety import check_text
 from shared.sessions import service as session_service
@@ -121,7 +113,7 @@ def extraction_request(
     entries: list[str], turns: list[Exchange], limit: int
 ) -> list[dict[str, Any]]:
     profile = render_entries(entries).strip() or "(empty)"
-    conversation = transcript(turns, per_message=MESSAGE_CHARS, total=TOTAL_CHARS)
+    conversation = background.transcript(turns)
     return [
         {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
         {
@@ -135,7 +127,7 @@ def extraction_request(
 
 def parse_profile(content: str | None) -> list[str] | None:
     """The entries of `{"entries": [...]}`, each on one line; None if the answer is not that."""
-    data = parse_json_answer(content)
+    data = background.parse_json_answer(content)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         return None
     entries: list[str] = []
@@ -183,8 +175,8 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
     before = rt.memory.read("user", user_id)
     request = extraction_request(before.entries, turns, before.limit)
     try:
-        answer = ask_role(rt, "user_memory_extraction", request)
-    except ModelFailed as exc:
+        answer = background.ask_role(rt, "user_memory_extraction", request)
+    except background.ModelFailed as exc:
         log.warning("preference extraction failed for user %s: %s", user_id, exc.logged)
         return Outcome("failed", f"the model failed: {exc}")
     proposed = parse_profile(answer)
@@ -236,7 +228,7 @@ def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
     now = rt.clock.now()
     quiet_since, lost_since = now - IDLE_AFTER, now - LOST_AFTER
     sent = 0
-    for ids in recent_sessions(rt, min_messages=2):
+    for ids in background.recent_sessions(rt, min_messages=2):
         user_id, session_id = ids
         try:
             state, _ = rt.store.load(user_id, session_id)
