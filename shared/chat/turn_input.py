@@ -19,7 +19,7 @@ from typing import Any
 
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput
-from shared.core.messages import CHAT_ROLES
+from shared.core.messages import CHAT_ROLES, MessageRecord
 from shared.files.session_state import SessionState
 
 AnswerMeta = Callable[[dict[str, Any]], dict[str, Any]]
@@ -99,7 +99,7 @@ def _no_call_left(pending: list[str]) -> None:
 
 def message_to_answer(
     state: SessionState, *, regenerate: bool
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[MessageRecord, list[MessageRecord]]:
     """(the user message to answer, the records a regenerate supersedes): a retry answers
     the last user message when no final answer follows it; a regenerate answers it anyway,
     superseding what followed it."""

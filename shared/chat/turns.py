@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from shared.core.errors import (
     Unauthorized,
 )
 from shared.core.job_names import PRECOMPUTE_SUMMARY, SESSION_TITLE
+from shared.files.session_state import MetaRecord, meta_record
 from shared.files.session_store import SessionState, new_message_id
 from shared.infra import event_bus
 from shared.llm import models
@@ -92,7 +93,7 @@ class StepEvent:
 
 @dataclass
 class TurnResult:
-    user_message: dict[str, Any]
+    user_message: Mapping[str, Any]  # a saved record: read it, never change it
     assistant_message: dict[str, Any]  # the answer, or the call of a client's tools
     steps: list[dict[str, Any]]  # this turn's tool calls and results, in order
     context: Usage
@@ -294,7 +295,7 @@ class Turn:
     images: list[image_store.CheckedImage]
     writer: session_service.SessionWriter  # appends, and indexes when the turn ends
 
-    def save(self, records: list[dict[str, Any]]) -> None:
+    def save(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Append and fsync before going on: nothing continues past the disk."""
         self.writer.append(records)
         for record in records:
@@ -313,12 +314,13 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     )
     client = request.client or ClientTurn()
     if request.retry or request.regenerate:
+        user_message: Mapping[str, Any]
         user_message, superseded = message_to_answer(state, regenerate=request.regenerate)
         check_fits(rt, state, turn.project, offering, user_message.get("content"))
-        records = [supersede_record(superseded)] if superseded else []
+        records: list[Mapping[str, Any]] = [supersede_record(superseded)] if superseded else []
     else:
         check_fits(rt, state, turn.project, offering, turn.text)  # before anything is saved
-        records = list(client.messages)
+        records = list[Mapping[str, Any]](client.messages)
         if turn.text is not None or turn.images:
             names = image_store.save(rt.store, principal.user_id, state.id, turn.images)
             records.append(message_record("user", turn.text or "", images=names or None))
@@ -326,7 +328,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         user_message = records[-1]
     meta = _meta_changes(rt, state, turn.project, turn.text)
     if meta:
-        records.append({"type": "meta", "at": isoformat(utcnow()), "set": meta})
+        records.append(meta_record(meta))
     if records:
         turn.save(records)  # on disk before the model is called
 
@@ -376,7 +378,7 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
                     yield StepEvent("memory_write", event)
             client_calls = [c.as_openai() for c in completion.tool_calls if c.name in client_names]
             turn.save(
-                calls + _answer_meta(client, calls[0], client_calls) if client_calls else calls
+                [*calls, *_answer_meta(client, calls[0], client_calls)] if client_calls else calls
             )
             steps.extend(calls)
             if client_calls:  # the answer, for now: the client runs them
@@ -408,12 +410,12 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
 
 def _answer_meta(
     client: ClientTurn, answer: dict[str, Any], client_calls: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+) -> list[MetaRecord]:
     """The metadata record the client asks to save with its answer, if any."""
     if client.answer_meta is None:
         return []
     changes = client.answer_meta({**answer, "tool_calls": client_calls or None})
-    return [{"type": "meta", "at": answer["created_at"], "set": changes}] if changes else []
+    return [meta_record(changes, answer["created_at"])] if changes else []
 
 
 def _end_pending_title(turn: Turn) -> None:
@@ -422,7 +424,7 @@ def _end_pending_title(turn: Turn) -> None:
     if not state.title_pending or titles.is_locked(state) or not state.message_count:
         return
     try:
-        turn.save([{"type": "meta", "at": isoformat(utcnow()), "set": {"title_pending": False}}])
+        turn.save([meta_record({"title_pending": False})])
     except Exception:  # the turn's own error matters more; the sweep ends it
         log.exception("could not end the pending title of %s", turn.state.id)
         return

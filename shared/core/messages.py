@@ -11,9 +11,24 @@ places disagree.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+
+class MessageRecord(TypedDict, total=False):
+    """A message as a session file keeps it: OpenAI's shape, with Eonyx's id and time."""
+
+    type: Literal["message"]
+    id: str
+    role: str  # user, assistant, tool (system only from an imported bundle)
+    content: Any  # text, content parts, or None beside tool calls
+    created_at: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    images: list[str]  # a user message's image files, kept beside the session file
+    name: str
+
 
 CHAT_ROLES = ("user", "assistant")
 MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
@@ -157,11 +172,11 @@ class Exchange:
     """A user's message and the assistant's final answer to it (None while unanswered): what
     a like marks, what extraction and curation read."""
 
-    user: dict[str, Any]
-    answer: dict[str, Any] | None
+    user: Mapping[str, Any]
+    answer: Mapping[str, Any] | None
 
 
-def exchanges(messages: list[dict[str, Any]]) -> list[Exchange]:
+def exchanges(messages: Sequence[Mapping[str, Any]]) -> list[Exchange]:
     """A session's exchanges in order; tool calls and tool results are not part of them."""
     found: list[Exchange] = []
     for message in messages:

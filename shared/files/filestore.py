@@ -20,7 +20,7 @@ import logging
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,13 +53,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def encode_records(records: Iterable[dict[str, Any]]) -> bytes:
+def encode_records(records: Iterable[Mapping[str, Any]]) -> bytes:
     """JSONL as UTF-8. A record holding a lone surrogate (say, from a model's answer) cannot be
     UTF-8, so that record is written with JSON's ASCII escapes instead: still the exact text."""
     return b"".join(_encode_record(record) for record in records)
 
 
-def _encode_record(record: dict[str, Any]) -> bytes:
+def _encode_record(record: Mapping[str, Any]) -> bytes:
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
     try:
         return line.encode()

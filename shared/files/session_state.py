@@ -18,11 +18,17 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
-from shared.core.clock import parse_time
+from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import encode_json
-from shared.core.messages import CHAT_ROLES, is_model_message, message_chars, model_message
+from shared.core.messages import (
+    CHAT_ROLES,
+    MessageRecord,
+    is_model_message,
+    message_chars,
+    model_message,
+)
 
 META_FIELDS = (
     "title",
@@ -63,6 +69,20 @@ BOOKKEEPING_FIELDS: dict[str, Callable[[Any], Any]] = {
     "api_user": _text,  # and the client's `user` and `metadata`, as sent
     "api_metadata": _mapping,
 }
+
+
+class MetaRecord(TypedDict):
+    """A `meta` record: fields of the session (META_FIELDS, BOOKKEEPING_FIELDS or others)
+    set at `at`."""
+
+    type: Literal["meta"]
+    at: str
+    set: dict[str, Any]
+
+
+def meta_record(changes: dict[str, Any], at: str | None = None) -> MetaRecord:
+    """A record setting `changes`, at `at` (an ISO time; now by default)."""
+    return {"type": "meta", "at": at or isoformat(utcnow()), "set": changes}
 
 
 def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:
@@ -110,13 +130,13 @@ class SessionState:
     api_input: str | None = None
     api_user: str | None = None
     api_metadata: dict[str, Any] | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[MessageRecord] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # message_chars; 0: not sent to a model
     forms: list[bytes | None] = field(default_factory=list)  # encoded_model_message
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_header(cls, header: dict[str, Any]) -> SessionState:
+    def from_header(cls, header: Mapping[str, Any]) -> SessionState:
         if header.get("type") != "session":
             raise ValueError("a session file must start with a session header")
         created = _stamp(header["created_at"])
@@ -134,7 +154,7 @@ class SessionState:
             snapshot=header.get("snapshot"),
         )
 
-    def apply(self, record: dict[str, Any], *, keep_messages: bool = True) -> None:
+    def apply(self, record: Mapping[str, Any], *, keep_messages: bool = True) -> None:
         """Fold one record (after the header) into the state."""
         kind = record.get("type")
         if kind == "message":
@@ -145,7 +165,7 @@ class SessionState:
                     self.user_messages += 1
             self.image_count += len(record.get("images") or ())
             if keep_messages:
-                self.messages.append(record)
+                self.messages.append(cast(MessageRecord, record))  # the file's shape
                 self.sizes.append(message_chars(record) if is_model_message(record) else 0)
                 self.forms.append(encoded_model_message(record))
         elif kind == "supersede":  # a regenerated answer: out of the state, still in the file
@@ -202,7 +222,7 @@ def _stamp(value: Any) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def fold(records: Iterable[dict[str, Any]], *, keep_messages: bool = True) -> SessionState:
+def fold(records: Iterable[Mapping[str, Any]], *, keep_messages: bool = True) -> SessionState:
     """Replay a session's records into its current state."""
     iterator = iter(records)
     header = next(iterator, None)

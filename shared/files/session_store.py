@@ -15,7 +15,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -141,7 +141,7 @@ class SessionStore:
         folder_id: str | None = None,
         temporary: bool = False,
         extra: dict[str, Any] | None = None,
-        records: list[dict[str, Any]] | None = None,
+        records: Sequence[Mapping[str, Any]] | None = None,
     ) -> tuple[SessionState, FileInfo]:
         """A new session file: the header and `records` (a fork's copy) in one durable write."""
         moment = utcnow()
@@ -166,7 +166,9 @@ class SessionStore:
         )
         return fold([header, *(records or ())]), FileInfo.of(stat)
 
-    def append(self, user_id: str, session_id: str, records: list[dict[str, Any]]) -> Appended:
+    def append(
+        self, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
+    ) -> Appended:
         """Durably add records: NotFound for a missing session, StorageError if the disk fails."""
         data = encode_records(records)
         path = self.path(user_id, session_id)
@@ -182,7 +184,7 @@ class SessionStore:
         self,
         user_id: str,
         session_id: str,
-        decide: Callable[[SessionState], list[dict[str, Any]] | None],
+        decide: Callable[[SessionState], Sequence[Mapping[str, Any]] | None],
     ) -> Appended | None:
         """Append what `decide(state)` returns, holding the file's lock from the read to the
         write: a check and its write are atomic with respect to every other writer (they all
@@ -235,7 +237,7 @@ class SessionStore:
         self,
         user_id: str,
         session_id: str,
-        make: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+        make: Callable[[list[dict[str, Any]]], Sequence[Mapping[str, Any]]],
     ) -> tuple[SessionState, FileInfo]:
         """Replace a session's records with `make(current records)`, atomically and under the
         file's lock (a writer waiting for it then appends to the new file)."""

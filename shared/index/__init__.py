@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -136,7 +136,7 @@ def note_appended(
     db: Executor,
     user_id: str,
     session_id: str,
-    records: list[dict[str, Any]],
+    records: Sequence[Mapping[str, Any]],
     size_before: int,
     info: FileInfo,
 ) -> bool:

@@ -18,7 +18,7 @@ differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -197,7 +197,7 @@ def snippet(
 
 
 def docs_of(
-    user_id: str, session_id: str, records: Iterable[dict[str, Any]]
+    user_id: str, session_id: str, records: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Rows for the messages among `records` that carry text."""
     docs = []
@@ -266,7 +266,7 @@ def replace_session(
     user_id: str,
     session_id: str,
     title: str | None,
-    records: Iterable[dict[str, Any]],
+    records: Iterable[Mapping[str, Any]],
 ) -> None:
     """All of a session's text again, from its file (a rebuild, a clear, a fork)."""
     forget(db, [session_id])

@@ -42,7 +42,7 @@ import json
 import re
 import stat
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ from shared.core.messages import (
 )
 from shared.db.orm import SessionRow
 from shared.files.filestore import remove_tree
+from shared.files.session_state import meta_record
 from shared.files.session_store import SessionState, new_message_id
 from shared.sessions import image_store, service
 
@@ -94,7 +95,8 @@ def _messages(state: SessionState) -> list[dict[str, Any]]:
     """The conversation as exported: message records with their own fields only."""
     out = []
     for record in state.messages:
-        message = {key: record[key] for key in KEPT_FIELDS if key in record}
+        fields: Mapping[str, Any] = record
+        message = {key: fields[key] for key in KEPT_FIELDS if key in fields}
         if record.get("images"):
             message["images"] = list(record["images"])
         out.append(message)
@@ -485,7 +487,7 @@ def import_bundle(
                 image_store.save(rt.store, user_id, state.id, [image])
             _write_messages(rt, state, _records(rt, bundle))
             # The title last, stamped now: the new session is listed first, like any new chat.
-            meta = {"type": "meta", "at": isoformat(utcnow()), "set": {"title": bundle.title}}
+            meta = meta_record({"title": bundle.title})
             info = service.append_unlisted(rt, user_id, state.id, [meta])
             state.apply(meta, keep_messages=False)  # folded as written: never read back whole
             with rt.db.session() as db:

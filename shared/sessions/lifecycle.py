@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,10 @@ from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
-from shared.core.messages import count_answered, exchanges
+from shared.core.messages import MessageRecord, count_answered, exchanges
 from shared.db.orm import SessionRow
 from shared.files.filestore import copy_tree, remove_tree
+from shared.files.session_state import meta_record
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing
 from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
@@ -71,7 +73,7 @@ def fork_session(
             "forked_from": session_id,
             "forked_at": messages[-1]["id"] if messages else None,
         },
-        records=[*messages, {"type": "meta", "at": now, "set": changes}],
+        records=[*messages, meta_record(changes, now)],
     )
     try:
         _copy_files(rt, user_id, session_id, state.id, messages)
@@ -85,7 +87,7 @@ def fork_session(
         raise
 
 
-def _fork_point(messages: list[dict[str, Any]], message_id: str | None) -> list[dict[str, Any]]:
+def _fork_point(messages: list[MessageRecord], message_id: str | None) -> list[MessageRecord]:
     """The messages a fork copies: all, or up to `message_id`, which must end a step of the
     conversation (a user message or a final answer, never half of a tool call)."""
     if message_id is None:
@@ -104,7 +106,7 @@ def _fork_point(messages: list[dict[str, Any]], message_id: str | None) -> list[
 
 
 def _copy_files(
-    rt: Runtime, user_id: str, source: str, target: str, messages: list[dict[str, Any]]
+    rt: Runtime, user_id: str, source: str, target: str, messages: list[MessageRecord]
 ) -> None:
     """The session's directory without its summary, then the summary if the copy still has
     the message it covers through."""
@@ -138,7 +140,7 @@ def clear_session(rt: Runtime, principal: Principal, session_id: str) -> Session
         return index.get_row(db, user_id, session_id)
 
 
-def _cleared(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _cleared(records: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
     current: SessionState = fold(records, keep_messages=False)
     refuse_in_trash(current)
     keep = {
@@ -148,9 +150,9 @@ def _cleared(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         "pinned": current.pinned,
         "archived": current.archived,
         "folder_id": current.folder_id,
-        "cleared_at": isoformat(utcnow()),
     }
-    return [records[0], {"type": "meta", "at": keep["cleared_at"], "set": keep}]
+    cleared_at = keep["cleared_at"] = isoformat(utcnow())
+    return [records[0], meta_record(keep, cleared_at)]
 
 
 def delete_session(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,9 +22,10 @@ from sqlalchemy.orm import Session
 from shared import index
 from shared.accounts import Principal
 from shared.core import text
-from shared.core.clock import isoformat, utcnow
+from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.db.orm import Folder, SessionRow
+from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
 from shared.index import listing, search
 from shared.index.listing import Filters, Found
@@ -170,7 +171,7 @@ def get_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRo
 
 
 def append_records(
-    rt: Runtime, principal: Principal, session_id: str, records: list[dict[str, Any]]
+    rt: Runtime, principal: Principal, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> SessionRow:
     """Durably append records to the caller's session and index them; the file is written
     first, so a failed write changes no row."""
@@ -180,7 +181,7 @@ def append_records(
 
 
 def append_and_index(
-    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
+    rt: Runtime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> FileInfo:
     """Durably append records, then bring the index row up to date: one write through the
     one write path (`SessionWriter`)."""
@@ -214,7 +215,7 @@ class SessionWriter:
         self.user_id = user_id
         self.session_id = session_id
         self.size_before = size_before
-        self.written: list[dict[str, Any]] = []
+        self.written: list[Mapping[str, Any]] = []
         self.info: FileInfo | None = None  # the file after the last append; None: no append
 
     def __enter__(self) -> SessionWriter:
@@ -223,19 +224,19 @@ class SessionWriter:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def append(self, records: list[dict[str, Any]]) -> FileInfo:
+    def append(self, records: Sequence[Mapping[str, Any]]) -> FileInfo:
         """Durably append records: NotFound for a missing session, StorageError if the disk
         fails (then nothing of them is indexed)."""
         return self._wrote(records, self.rt.store.append(self.user_id, self.session_id, records))
 
     def append_if(
-        self, decide: Callable[[SessionState], list[dict[str, Any]] | None]
+        self, decide: Callable[[SessionState], Sequence[Mapping[str, Any]] | None]
     ) -> FileInfo | None:
         """Append what `decide(state)` returns, decided under the file's lock in the same
         step as the write (`SessionStore.append_if`). None when it returned nothing."""
-        decided: list[dict[str, Any]] = []
+        decided: list[Mapping[str, Any]] = []
 
-        def keep(state: SessionState) -> list[dict[str, Any]] | None:
+        def keep(state: SessionState) -> Sequence[Mapping[str, Any]] | None:
             records = decide(state)
             decided[:] = records or []
             return records
@@ -243,7 +244,7 @@ class SessionWriter:
         appended = self.rt.store.append_if(self.user_id, self.session_id, keep)
         return None if appended is None else self._wrote(decided, appended)
 
-    def _wrote(self, records: list[dict[str, Any]], appended: Appended) -> FileInfo:
+    def _wrote(self, records: Sequence[Mapping[str, Any]], appended: Appended) -> FileInfo:
         if self.size_before is None:
             self.size_before = appended.size_before
         self.written.extend(records)
@@ -261,7 +262,7 @@ class SessionWriter:
 
 
 def append_unlisted(
-    rt: Runtime, user_id: str, session_id: str, records: list[dict[str, Any]]
+    rt: Runtime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> FileInfo:
     """Append to a session the list does not show yet (an import being written) and make
     the records' text searchable at once. Its row is recorded by the caller when the session
@@ -278,14 +279,14 @@ def append_unlisted(
 
 def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
     """Record metadata (a title, like status, extraction progress...) in the session."""
-    append_and_index(rt, user_id, session_id, [{"type": "meta", "at": _now(), "set": changes}])
+    append_and_index(rt, user_id, session_id, [meta_record(changes)])
 
 
 def index_appended(
     rt: Runtime,
     user_id: str,
     session_id: str,
-    records: list[dict[str, Any]],
+    records: Sequence[Mapping[str, Any]],
     size_before: int,
     info: FileInfo,
 ) -> None:
@@ -322,9 +323,7 @@ def update_session(
     if not changes:
         return row
     refuse_in_trash(row)
-    return append_records(
-        rt, principal, session_id, [{"type": "meta", "at": _now(), "set": changes}]
-    )
+    return append_records(rt, principal, session_id, [meta_record(changes)])
 
 
 def check_folder(db: Session, user_id: str, folder_id: str) -> None:
@@ -384,7 +383,3 @@ def discard_unanswered(rt: Runtime, user_id: str, session_id: str) -> None:
     if rt.store.delete_if(user_id, session_id, unanswered):
         with rt.db.session() as db:
             index.forget(db, session_id)
-
-
-def _now() -> str:
-    return isoformat(utcnow())

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, true
 
 from shared.core import registry
-from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.clock import parse_time
 from shared.core.errors import NotFound, StorageError
 from shared.core.job_names import SESSION_TITLE, JobQueue
 from shared.db.orm import SessionRow
+from shared.files.session_state import MetaRecord, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
@@ -78,14 +79,14 @@ def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> boo
     it is still pending and not renamed, decided under the file's lock. Pushes the result."""
     final: dict[str, Any] = {}
 
-    def decide(state: SessionState) -> list[dict[str, Any]] | None:
+    def decide(state: SessionState) -> list[MetaRecord] | None:
         if not state.title_pending or is_locked(state):
             return None
         changes: dict[str, Any] = {"title_pending": False}
         if title:
             changes["title"] = title
         final["title"] = title or state.title
-        return [{"type": "meta", "at": isoformat(utcnow()), "set": changes}]
+        return [meta_record(changes)]
 
     try:
         with service.SessionWriter(rt, user_id, session_id) as writer:

@@ -38,6 +38,6 @@ def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> l
         for message_id in like.get("message_ids") or [exchange_id]:
             by_message[message_id] = view
     return [
-        {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else m
+        {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else dict(m)
         for m in state.messages
     ]
