@@ -69,8 +69,10 @@ def test_a_kept_alive_lock_outlasts_its_ttl_while_held(
 ) -> None:
     holder = make_locks(kind, tmp_path, backend)
     other = make_locks(kind, tmp_path, backend)
-    with holder.hold("job", ttl=0.6, keepalive=True):
-        time.sleep(1.5)  # two and a half lifetimes
+    # Renewed every ttl/3: a lifetime of 2 s survives a renewal thread held up for over a
+    # second by a loaded machine, which 0.6 s (renewed every 0.2 s) did not.
+    with holder.hold("job", ttl=2.0, keepalive=True):
+        time.sleep(5.0)  # two and a half lifetimes
         with pytest.raises(Conflict), other.hold("job", wait=0):
             pass
     with other.hold("job", wait=0):
