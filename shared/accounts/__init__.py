@@ -421,17 +421,16 @@ def authenticate(
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     token_id, source, expires_at, revoked_at, last_used_at = found[:5]
     user_id, username, is_admin, disabled = found[5:]
-    stamp = now
     if (
         revoked_at is not None
-        or (expires_at is not None and expires_at <= stamp)
+        or (expires_at is not None and expires_at <= now)
         or (source == BROWSER) != from_cookie
     ):
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
     if disabled:
         raise Unauthorized(DISABLED_MESSAGE, code="account_disabled")
-    if last_used_at is None or stamp - last_used_at > TOUCH_EVERY:
-        connection.execute(_TOUCH, {"token_id": token_id, "stamp": stamp})
+    if last_used_at is None or now - last_used_at > TOUCH_EVERY:
+        connection.execute(_TOUCH, {"token_id": token_id, "stamp": now})
     # A browser sign-in is the web client: what it starts is from "web", as the listing says.
     return Principal(user_id, username, is_admin, "web" if source == BROWSER else source, token_id)
 
