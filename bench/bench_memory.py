@@ -21,7 +21,7 @@ reversal drops it). It only sees what the request carries, so a statement that n
 request contained never reaches USER.md.
 
 The app's job queue is replaced by a recorder; after every turn each job it received runs as the
-Celery task would (workers/tasks.py: shared.extraction.extract_preferences(rt, user_id,
+Celery task would (workers/tasks.py: shared.memory.extraction.extract_user_profile(rt, user_id,
 session_id, upto_turn)), in order, before the next turn; when a session ends, the beat's sweep
 runs as it would once the session has been quiet for extraction.IDLE_AFTER (its last turns,
 fewer than N, are extracted too). Counted from the fake's request log:
@@ -58,7 +58,8 @@ from shared.chat.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG
 from shared.core import job_names
 from shared.core.settings import load_settings
 from shared.memory import extraction
-from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction
+from shared.memory.extraction import INSTRUCTIONS, extract_user_profile, sweep_extraction
+from shared.memory.files import USER_PROFILE
 from workers.queue import celery_jobs
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
@@ -279,7 +280,7 @@ def run_jobs(run: Run) -> None:
         if job != job_names.EXTRACT_MEMORY:
             run.other_jobs[job] += 1
             continue
-        outcome = extract_preferences(run.rt, *args)
+        outcome = extract_user_profile(run.rt, *args)
         run.outcomes[outcome.status] += 1
 
 
@@ -394,7 +395,7 @@ def main() -> int:
             for run in runs:
                 session_went_quiet(run)  # the last session ends too
             results = [figures(run) for run in runs]
-            profiles = [run.rt.memory.read("user", run.user_id).content for run in runs]
+            profiles = [run.rt.memory.read(USER_PROFILE, run.user_id).content for run in runs]
             errors = [e for run in runs for e in run.fake.errors]
         finally:
             for run in runs:

@@ -122,15 +122,15 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> Result:
 
 @eonyx_task(job_names.EXTRACT_MEMORY)
 def extract_memory(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Result:
-    """Reconcile the user's preference profile with a session's latest turns."""
-    from shared.memory.extraction import extract_preferences
+    """Reconcile the user profile (USER.md) with a session's latest turns."""
+    from shared.memory.extraction import extract_user_profile
 
-    return extract_preferences(rt, user_id, session_id, upto_turn).to_dict()
+    return extract_user_profile(rt, user_id, session_id, upto_turn).to_dict()
 
 
 @eonyx_task(job_names.CURATE_MEMORY)
 def curate_memory(rt: Runtime, user_id: str, session_id: str, exchange_id: str) -> Result:
-    """Distill a liked turn into the agent memory."""
+    """Distill a liked turn into the agent memory (MEMORY.md)."""
     from shared.memory.curation import curate_exchange
 
     return curate_exchange(rt, user_id, session_id, exchange_id).to_dict()

@@ -36,7 +36,7 @@ from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.memory import background
 from shared.memory.background import Outcome
-from shared.memory.files import MemoryRefused, StaleVersion, render_entries
+from shared.memory.files import AGENT_MEMORY, MemoryRefused, StaleVersion, render_entries
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
 from shared.sessions.transcript import LIKES, likes_of
@@ -259,7 +259,7 @@ def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str
 
 
 def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
-    before = rt.memory.read("agent", user_id)
+    before = rt.memory.read(AGENT_MEMORY, user_id)
     try:
         answer = background.ask_role(
             rt, "agent_memory_curation", curation_request(before.entries, turn, before.limit)
@@ -281,7 +281,7 @@ def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
         return new
 
     try:
-        rt.memory.update("agent", user_id, change)
+        rt.memory.update(AGENT_MEMORY, user_id, change)
     except (MemoryRefused, InvalidInput, StaleVersion) as exc:
         return Outcome("failed", f"not saved: {exc.message}")
     for what in done:

@@ -1,12 +1,12 @@
-"""Background reconciliation of the user's preference profile (USER.md).
+"""Extraction: the background reconciliation of the user profile (USER.md).
 
-With USER_MEMORY_EXTRACTION on (and the profile on, and not in demo mode), every
+With USER_MEMORY_EXTRACTION on (and the user profile on, and not in demo mode), every
 USER_MEMORY_EXTRACTION_EVERY_N_TURNS user turns of a non-temporary session the turn enqueues
 `eonyx.memory.extract(user_id, session_id, upto_turn)` and returns; nothing waits for it.
 
 The job asks the `user_memory_extraction` model once, with bounded input (the current
 entries and the user/assistant messages of the turns since the last run), for the WHOLE
-reconciled profile as JSON, and writes it through `MemoryStore.update` (lock, filter, cap,
+reconciled user profile as JSON, and writes it through `MemoryStore.update` (lock, filter, cap,
 backup, atomic replace). Progress is kept in the session file as a meta record
 `{"extracted_turns": K}`: a retried or duplicated job for turns already done does nothing.
 
@@ -46,7 +46,7 @@ from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.memory import background
 from shared.memory.background import Outcome
-from shared.memory.files import MemoryRefused, StaleVersion, render_entries
+from shared.memory.files import USER_PROFILE, MemoryRefused, StaleVersion, render_entries
 from shared.safety import check_text
 from shared.sessions import service as session_service
 
@@ -125,7 +125,7 @@ def extraction_request(
     ]
 
 
-def parse_profile(content: str | None) -> list[str] | None:
+def parse_user_profile(content: str | None) -> list[str] | None:
     """The entries of `{"entries": [...]}`, each on one line; None if the answer is not that."""
     data = background.parse_json_answer(content)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
@@ -146,7 +146,7 @@ def extract_lock(session_id: str) -> str:
     return registry.EXTRACT_LOCK + session_id
 
 
-def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
+def extract_user_profile(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
     """Reconcile USER.md with the session's turns up to `upto_turn` (see the module doc)."""
     if not extraction_enabled(rt.settings):
         return Outcome("skipped", "extraction is off")
@@ -159,7 +159,7 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
             return Outcome("skipped", "the session is gone")
         done = extracted_upto(state)
         if state.temporary:
-            return Outcome("skipped", "temporary chats never shape the profile", done)
+            return Outcome("skipped", "temporary chats never shape the user profile", done)
         turns = exchanges(state.messages)
         target = min(upto_turn, count_answered(turns))
         if target <= done:
@@ -172,20 +172,20 @@ def extract_preferences(rt: Runtime, user_id: str, session_id: str, upto_turn: i
 
 
 def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
-    before = rt.memory.read("user", user_id)
+    before = rt.memory.read(USER_PROFILE, user_id)
     request = extraction_request(before.entries, turns, before.limit)
     try:
         answer = background.ask_role(rt, "user_memory_extraction", request)
     except background.ModelFailed as exc:
-        log.warning("preference extraction failed for user %s: %s", user_id, exc.logged)
+        log.warning("user profile extraction failed for user %s: %s", user_id, exc.logged)
         return Outcome("failed", f"the model failed: {exc}")
-    proposed = parse_profile(answer)
+    proposed = parse_user_profile(answer)
     if proposed is None:
         return Outcome("ignored", "the model's answer was not a JSON list of entries")
     flagged = [e for e in proposed if e not in before.entries and not check_text(e).allowed]
     entries = [e for e in proposed if e not in flagged]
     if not entries:
-        return Outcome("ignored", "the model returned no entries; the profile was kept")
+        return Outcome("ignored", "the model returned no entries; the user profile was kept")
 
     def change(current: list[str]) -> list[str]:
         if current != before.entries:  # written meanwhile: this answer is out of date
@@ -195,14 +195,14 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
         return entries
 
     try:
-        old, after = rt.memory.update("user", user_id, change)
+        old, after = rt.memory.update(USER_PROFILE, user_id, change)
     except StaleVersion as exc:
         return Outcome("failed", exc.message)
     except (MemoryRefused, InvalidInput) as exc:  # over the cap, or the filter's last word
         return Outcome("ignored", f"not saved: {exc.message}")
     left_out = f"; left out {len(flagged)} the safety filter refused" if flagged else ""
     if after.version == old.version:
-        return Outcome("unchanged", "the profile already says all of it" + left_out)
+        return Outcome("unchanged", "the user profile already says all of it" + left_out)
     event_bus.publish(
         rt.redis,
         user_id,

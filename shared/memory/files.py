@@ -1,18 +1,19 @@
-"""The memory files: the deployment's identity and, per user, a preference profile (USER.md)
-and an agent memory about the work (MEMORY.md).
+"""The memory files: the deployment's identity and, per user, the user profile (USER.md)
+and the agent memory about the work (MEMORY.md), named as in docs/glossary.md.
 
     DATA_DIR/.agent/IDENTITY.md                 the persona, first block of every prompt
-    users/<user-id>/.agent/USER.md              preferences, <= USER_CHAR_LIMIT
+    users/<user-id>/.agent/USER.md              how to help the user, <= USER_CHAR_LIMIT
     users/<user-id>/.agent/MEMORY.md            facts about the work, <= MEMORY_CHAR_LIMIT
     users/<user-id>/.agent/backups/             a timestamped copy before every write
 
-Profile and agent memory are lists of independent entries, one per line (`- entry`). Every
-automated write (the chat's tools, extraction, curation) goes through `MemoryStore.update`:
-under a lock that holds across processes and hosts it reads the file, applies the change,
-runs the safety filter, checks the cap (refusing, never truncating), backs up the previous
-file and replaces it atomically. A version check (the hash of the content the change was
-computed from) stops a writer whose lock expired from overwriting a newer file. The operator's
-own edits (`save`) skip the filter: only the size limit applies to them.
+The user profile and the agent memory are lists of independent entries, one per line
+(`- entry`). Every automated write (the chat's tools, extraction, curation) goes through
+`MemoryStore.update`: under a lock that holds across processes and hosts it reads the file,
+applies the change, runs the safety filter, checks the cap (refusing, never truncating),
+backs up the previous file and replaces it atomically. A version check (the hash of the
+content the change was computed from) stops a writer whose lock expired from overwriting a
+newer file. The operator's own edits (`save`) skip the filter: only the size limit applies to
+them.
 
 The memory panel goes through `read_for`, `edit`, `backups_for` and `restore`, which decide
 what a caller may touch (everyone reads the identity, only admins change it; USER.md and
@@ -55,9 +56,14 @@ You are Eonyx, a capable and candid assistant with durable memory across convers
   hard to undo."""
 
 log = logging.getLogger(__name__)
+# A file's kind is its name in the API (`/memory/<kind>`) and in lock names, kept for the
+# clients that use it; the code says which file it means with these constants.
 Kind = Literal["identity", "user", "agent"]
-KINDS: tuple[Kind, ...] = ("identity", "user", "agent")
-FILE_NAMES = {"identity": "IDENTITY.md", "user": "USER.md", "agent": "MEMORY.md"}
+IDENTITY: Kind = "identity"
+USER_PROFILE: Kind = "user"
+AGENT_MEMORY: Kind = "agent"
+KINDS: tuple[Kind, ...] = (IDENTITY, USER_PROFILE, AGENT_MEMORY)
+FILE_NAMES = {IDENTITY: "IDENTITY.md", USER_PROFILE: "USER.md", AGENT_MEMORY: "MEMORY.md"}
 IDENTITY_LIMIT = 20_000
 BACKUPS_KEPT = 50
 
@@ -128,7 +134,7 @@ class MemoryStore:
     # -- where and how big ------------------------------------------------------------------
 
     def path(self, kind: Kind, user_id: str | None) -> Path:
-        if kind == "identity":
+        if kind == IDENTITY:
             return self.settings.data_dir / ".agent" / FILE_NAMES[kind]
         if user_id is None:
             raise ValueError("a user's memory needs the user's id")
@@ -136,9 +142,9 @@ class MemoryStore:
 
     def limit(self, kind: Kind) -> int:
         return {
-            "identity": IDENTITY_LIMIT,
-            "user": self.settings.user_char_limit,
-            "agent": self.settings.memory_char_limit,
+            IDENTITY: IDENTITY_LIMIT,
+            USER_PROFILE: self.settings.user_char_limit,
+            AGENT_MEMORY: self.settings.memory_char_limit,
         }[kind]
 
     def backups_dir(self, kind: Kind, user_id: str | None) -> Path:
@@ -148,7 +154,7 @@ class MemoryStore:
         try:
             content = self.path(kind, user_id).read_text(encoding="utf-8")
         except FileNotFoundError:
-            content = DEFAULT_IDENTITY if kind == "identity" else ""
+            content = DEFAULT_IDENTITY if kind == IDENTITY else ""
         return MemoryFile(kind, content, self.limit(kind), version_of(content))
 
     # -- writes ------------------------------------------------------------------------------
@@ -243,14 +249,14 @@ class MemoryStore:
     # -- what a session sees ------------------------------------------------------------------
 
     def snapshot(self, user_id: str) -> dict[str, str | None]:
-        """The profile and agent memory as a new session's prompt shows them. A session keeps
+        """The user profile and agent memory as a new session's prompt shows them. A session keeps
         this snapshot for its whole life, so its prompt is stable across processes and
         reloads; what is learned meanwhile applies from the next session."""
         return {
-            "user_profile": self._for_prompt("user", user_id)
+            "user_profile": self._for_prompt(USER_PROFILE, user_id)
             if self.settings.user_profile_enabled
             else None,
-            "agent_memory": self._for_prompt("agent", user_id)
+            "agent_memory": self._for_prompt(AGENT_MEMORY, user_id)
             if self.settings.agent_memory_enabled
             else None,
         }
@@ -266,7 +272,7 @@ class MemoryStore:
     def ensure_identity(self) -> str:
         """The identity for this process: the file, regenerated from the default when it was
         deleted; on a read-only store the built-in default, and the service still boots."""
-        path = self.path("identity", None)
+        path = self.path(IDENTITY, None)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -288,14 +294,14 @@ class MemoryStore:
 def _file_for(principal: Principal, kind: str, *, change: bool) -> tuple[Kind, str | None]:
     """The file `kind` means for `principal`: the deployment's identity (anyone reads it, only
     admins change it or see its backups), or the caller's own USER.md or MEMORY.md."""
-    if kind == "identity":
+    if kind == IDENTITY:
         if change and not principal.is_admin:
             raise Forbidden("the identity is edited by administrators")
-        return "identity", None
-    if kind == "user":
-        return "user", principal.user_id
-    if kind == "agent":
-        return "agent", principal.user_id
+        return IDENTITY, None
+    if kind == USER_PROFILE:
+        return USER_PROFILE, principal.user_id
+    if kind == AGENT_MEMORY:
+        return AGENT_MEMORY, principal.user_id
     raise NotFound(f"no memory {kind!r}; choose identity, user or agent")
 
 

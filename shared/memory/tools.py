@@ -1,5 +1,6 @@
-"""The chat model's memory tools: `memory` (the user's profile, USER.md) and `manage_memory`
-(the agent memory about the work, MEMORY.md).
+"""The chat model's memory tools: `memory` (the user profile, USER.md) and `manage_memory`
+(the agent memory about the work, MEMORY.md). The tools keep these names: session files
+record the model's calls by name, and a resumed session's history must name tools that exist.
 
 Entries are found by a unique substring; an ambiguous or missing one is refused with a result
 that says so. `memory` reconciles instead of piling up: `replace` (or `add` with
@@ -20,13 +21,21 @@ from shared.core.errors import Conflict, InvalidInput
 from shared.core.settings import Settings
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from shared.memory.describe import describe_write
-from shared.memory.files import FILE_NAMES, Kind, MemoryRefused, MemoryStore, usage_line
+from shared.memory.files import (
+    AGENT_MEMORY,
+    FILE_NAMES,
+    USER_PROFILE,
+    Kind,
+    MemoryRefused,
+    MemoryStore,
+    usage_line,
+)
 
 MAX_REFUSALS = 3
 STOP = "Stop trying to save memory in this turn and answer the user."
 
 _TEXT = {"type": "string"}
-_PROFILE_SCHEMA: dict[str, Any] = {
+_USER_PROFILE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["add", "replace", "remove", "consolidate"]},
@@ -54,7 +63,7 @@ _OPERATION: dict[str, Any] = {
     },
     "required": ["action"],
 }
-_AGENT_SCHEMA: dict[str, Any] = {
+_AGENT_MEMORY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         **_OPERATION["properties"],
@@ -181,14 +190,14 @@ def run_memory_write(
 
 
 def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: Settings) -> None:
-    def profile_tool(context: ToolContext, args: dict[str, Any]) -> str:
+    def user_profile_tool(context: ToolContext, args: dict[str, Any]) -> str:
         def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             new, what = apply_operation(entries, args)
             return new, [what]
 
-        return run_memory_write(store, context, "user", compute)
+        return run_memory_write(store, context, USER_PROFILE, compute)
 
-    def agent_tool(context: ToolContext, args: dict[str, Any]) -> str:
+    def agent_memory_tool(context: ToolContext, args: dict[str, Any]) -> str:
         def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             if args.get("action") == "batch":
                 return apply_batch(entries, args.get("operations"))
@@ -197,7 +206,7 @@ def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: 
             new, what = apply_operation(entries, args)
             return new, [what]
 
-        return run_memory_write(store, context, "agent", compute)
+        return run_memory_write(store, context, AGENT_MEMORY, compute)
 
     def writable(context: ToolContext) -> bool:
         return not context.temporary and not settings.demo_mode
@@ -211,8 +220,8 @@ def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: 
                 "preference. When a new explicit preference contradicts an older one, replace "
                 "it (action replace, or add with supersedes) so it stays one line. Never store "
                 "secrets or sensitive personal data.",
-                _PROFILE_SCHEMA,
-                profile_tool,
+                _USER_PROFILE_SCHEMA,
+                user_profile_tool,
                 available=writable,
             )
         )
@@ -224,8 +233,8 @@ def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: 
                 "about their environment and projects (conventions, commands, tool quirks, "
                 "stable rules). One fact per entry; modify an entry that changed rather than "
                 "adding a second one. A batch is applied all or nothing.",
-                _AGENT_SCHEMA,
-                agent_tool,
+                _AGENT_MEMORY_SCHEMA,
+                agent_memory_tool,
                 available=writable,
             )
         )

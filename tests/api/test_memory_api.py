@@ -31,7 +31,7 @@ def file_of(chat: Chat, kind: str) -> str:
     return chat.rt.memory.read(kind, chat.user.user_id).content
 
 
-def test_profile_tool_add_replace_remove_consolidate(chat: Chat) -> None:
+def test_user_profile_tool_add_replace_remove_consolidate(chat: Chat) -> None:
     sid = chat.new_session()
     body, result = use_tool(chat, sid, "memory", action="add", content="Answer in English")
     assert result.startswith("Saved: added 'Answer in English' to USER.md. USER.md is now ")

@@ -14,7 +14,7 @@ import pytest
 from shared.core import job_names
 from shared.memory import extraction
 from shared.memory.background import MESSAGE_CHARS, TOTAL_CHARS
-from shared.memory.extraction import INSTRUCTIONS, extract_preferences, sweep_extraction
+from shared.memory.extraction import INSTRUCTIONS, extract_user_profile, sweep_extraction
 from tests.api.conftest import API, Chat, RecordingJobs, make_chat  # noqa: F401  (make_chat is a fixture)
 from tests.conftest import Backend, MovedClock
 from tests.fake_llm import RecordedRequest, Reply, error, text
@@ -79,7 +79,7 @@ def marker(chat: Chat, session_id: str) -> int | None:
 
 
 def extract(chat: Chat, session_id: str, upto: int):  # type: ignore[no-untyped-def]
-    return extract_preferences(chat.rt, chat.user.user_id, session_id, upto)
+    return extract_user_profile(chat.rt, chat.user.user_id, session_id, upto)
 
 
 def test_the_job_is_sent_after_turns_4_8_and_12_and_no_turn_waits_for_it(chat: Chat) -> None:
