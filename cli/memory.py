@@ -16,7 +16,8 @@ def _usage(file: dict) -> str:
 
 @click.group()
 def memory() -> None:
-    """Your memory files: identity (admins), user (USER.md) and agent (MEMORY.md)."""
+    """Your memory files, by KIND: identity (IDENTITY.md, edited by admins), user (the user
+    profile, USER.md) and agent (the agent memory, MEMORY.md)."""
 
 
 @memory.command("show")

@@ -1,11 +1,12 @@
 """What the model is sent: the system prompt, then the session's messages after the summary's
 boundary.
 
-The prompt is built in the order the design gives (identity, profile, agent memory, project
-context, summary), from the memory snapshot the session took when it started. When the history
-nears the model's window, old turns are compacted into a running summary first (the
-summarization role's model call; a summary a worker precomputed is reused). The messages come
-from the session's state as encoded when it was read, so a long history costs a copy of bytes.
+The prompt is built in the order the design gives (identity, user profile, agent memory,
+project context, summary), from the memory snapshot the session took when it started. When
+the history nears the model's window, old turns are compacted into a running summary first
+(the summarization role's model call; a summary a worker precomputed is reused). The
+messages come from the session's state as encoded when it was read, so a long history costs a
+copy of bytes.
 Used by a turn, by GET /sessions/<id>/context and by the worker's summary precomputation
 (`precompute_summary`, here).
 """

@@ -2,7 +2,7 @@
 
 This module owns the text the model receives as its system message. It reads nothing from
 disk and never looks at the message history; callers hand it the parts (identity, the
-session's frozen profile/memory snapshot, project files, the current compaction summary).
+session's frozen memory snapshot, project files, the current compaction summary).
 
 Generated prompt, in order (DESIGN.md "The system prompt, in order"), sections separated by a
 blank line, empty parts left out:
@@ -17,7 +17,7 @@ blank line, empty parts left out:
 
 Overrides (`choose_override`): a `system_prompt` sent with the request beats `eonyx.json`'s
 `system_prompt`, which beats generation. A blank override counts as not given. An override
-replaces the generated prompt wholesale: identity, profile, agent memory and AGENTS.md are
+replaces the generated prompt wholesale: identity, user profile, agent memory and AGENTS.md are
 all left out. A client's instructions are the client's own and follow an override too. The
 one exception is the compaction summary, which is still appended after the
 override under its usual heading: compaction only drops older turns from what the model sees

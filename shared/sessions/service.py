@@ -60,8 +60,8 @@ def _check_folder_id(folder_id: str | None) -> str | None:
 
 
 class MemorySnapshots(Protocol):
-    """What a new session takes from the memory, a package above this one: the profile and
-    agent memory as its prompt will show them, frozen for the session's life. The caller
+    """What a new session takes from the memory, a package above this one: the user profile
+    and agent memory as its prompt will show them, frozen for the session's life. The caller
     passes `rt.memory` (shared.memory.files.MemoryStore), so sessions never reach up for it."""
 
     def snapshot(self, user_id: str) -> dict[str, str | None]: ...

@@ -157,3 +157,9 @@ def test_the_console_clients_load_no_server_module() -> None:
     ]
     assert "cli.chat.app" in loaded
     assert forbidden == []
+
+
+def test_memory_help_says_which_file_each_kind_is() -> None:
+    shown = " ".join(CliRunner().invoke(main, ["memory", "--help"]).output.split())
+    assert "user (the user profile, USER.md)" in shown
+    assert "agent (the agent memory, MEMORY.md)" in shown
