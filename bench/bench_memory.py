@@ -1,4 +1,4 @@
-"""Model calls and prompt tokens spent on the user's preference profile (USER.md) per 100 user
+"""Model calls and prompt tokens spent on the user profile (USER.md) per 100 user
 turns: background extraction every 4 turns against extraction on every turn, in one run.
 
     .venv/bin/python bench/bench_memory.py [--turns 100] [--every 4] [--sessions 12,9,14,...]
