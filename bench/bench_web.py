@@ -147,7 +147,7 @@ def main() -> int:
                 if n == 1:
                     page.wait_for_load_state("networkidle")
                     before = set(first_load)
-                    page.get_by_role("button", name="Memory", exact=True).click()
+                    page.get_by_role("button", name="Agent memory").click()
                     page.locator(".memory-editor .cm-content").first.wait_for()
                     page.get_by_role("button", name="Close the memory panel").click()
                     page.get_by_role("button", name="Model settings").click()

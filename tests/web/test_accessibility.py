@@ -115,8 +115,8 @@ def test_the_main_screens_have_no_serious_violations(
         row.hover()
         page.locator("nav.sidebar").screenshot(path=shots / "readme-sidebar.png")
 
-    page.get_by_role("button", name="Memory", exact=True).click()
-    panel = page.get_by_role("dialog", name="Memory", exact=True)
+    page.get_by_role("button", name="Agent memory").click()
+    panel = page.get_by_role("dialog", name="Agent memory")
     expect(panel.locator("#memory-panel-user .cm-content")).to_contain_text("answers, code first")
     assert serious_violations(page) == [], "memory panel"
     if keep:

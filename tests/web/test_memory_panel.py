@@ -13,11 +13,9 @@ from tests.web.conftest import Browsing, Server, poll
 
 
 def open_memory(page: Page) -> Locator:
-    page.get_by_role("button", name="Memory", exact=True).click()
-    panel = page.get_by_role("dialog", name="Memory", exact=True)
-    # The glossary's names, in the panel's order: the identity, then the user's two files.
-    expect(panel.get_by_role("tab")).to_contain_text(["Identity", "User profile", "Agent memory"])
-    expect(panel.get_by_role("tab", name="User profile")).to_have_attribute("aria-selected", "true")
+    page.get_by_role("button", name="Agent memory").click()
+    panel = page.get_by_role("dialog", name="Agent memory")
+    expect(panel.get_by_role("tab", name="Preferences")).to_have_attribute("aria-selected", "true")
     return panel
 
 
@@ -105,10 +103,10 @@ def test_closing_with_unsaved_edits_asks_first(web: Browsing, user: dict[str, An
     write(user, "agent", "- Project uses pnpm\n")
     page = web.open(user)
     panel = open_memory(page)
-    panel.get_by_role("tab", name="Agent memory").click()
+    panel.get_by_role("tab", name="Notes").click()
     expect(editor(panel, "agent")).to_have_text("- Project uses pnpm")
     type_at_end(page, editor(panel, "agent"), "- Node 22\n")
-    expect(panel.get_by_role("tab", name="Agent memory")).to_contain_text("(unsaved)")
+    expect(panel.get_by_role("tab", name="Notes")).to_contain_text("(unsaved)")
 
     panel.get_by_role("button", name="Close the memory panel").click()
     question = page.get_by_role("alertdialog", name="Discard unsaved edits?")
@@ -117,7 +115,7 @@ def test_closing_with_unsaved_edits_asks_first(web: Browsing, user: dict[str, An
     expect(question).to_be_hidden()
     expect(editor(panel, "agent")).to_contain_text("- Node 22")
 
-    panel.get_by_role("tab", name="Agent memory").focus()
+    panel.get_by_role("tab", name="Notes").focus()
     page.keyboard.press("Escape")  # Escape asks too
     question.get_by_role("button", name="Discard and close").click()
     expect(panel).to_be_hidden()
@@ -125,7 +123,7 @@ def test_closing_with_unsaved_edits_asks_first(web: Browsing, user: dict[str, An
 
     # Without edits, closing does not ask; reopened, the file is as saved.
     panel = open_memory(page)
-    panel.get_by_role("tab", name="Agent memory").click()
+    panel.get_by_role("tab", name="Notes").click()
     expect(editor(panel, "agent")).to_have_text("- Project uses pnpm")
     panel.get_by_role("button", name="Close the memory panel").click()
     expect(panel).to_be_hidden()

@@ -118,7 +118,7 @@ def test_an_admin_adds_assigns_and_removes_an_offering_and_never_sees_a_key(
 def test_a_plain_user_sees_no_admin_settings(web: Browsing, user: dict[str, Any]) -> None:
     page = web.open(user)
     footer = page.locator(".sidebar-footer")
-    expect(footer.get_by_role("button", name="Memory", exact=True)).to_be_visible()
+    expect(footer.get_by_role("button", name="Agent memory")).to_be_visible()
     expect(page.get_by_role("button", name="Model settings")).to_have_count(0)
     expect(page.get_by_text("Task model assignments")).to_have_count(0)
     # The module itself, loaded by hand, shows nothing but that the settings are for admins.

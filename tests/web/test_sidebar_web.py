@@ -296,7 +296,7 @@ def test_the_settings_icon_is_for_administrators_only(
     web: Browsing, server: Any, user: dict[str, Any]
 ) -> None:
     page = web.open(user)
-    expect(page.get_by_role("button", name="Memory", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Agent memory")).to_be_visible()
     expect(page.get_by_role("button", name="Model settings")).to_have_count(0)
     admin = web.open(server.user(admin=True))
     expect(admin.get_by_role("button", name="Model settings")).to_be_visible()

@@ -8,7 +8,7 @@ import { api } from "./api.js";
 import { Icon, Spinner } from "./icons.js";
 
 export const PANELS = {
-  memory: { title: "Memory", module: "/static/panels/memory.js" },
+  memory: { title: "Agent memory", module: "/static/panels/memory.js" },
   models: { title: "Model settings", module: "/static/panels/models.js" },
   account: { title: "Account", module: "/static/panels/account.js" },
 };

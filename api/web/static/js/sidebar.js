@@ -132,7 +132,7 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
       }
     </div>
     <div class="sidebar-footer">
-      <button type="button" class="icon-button" aria-label="Memory" title="Memory"
+      <button type="button" class="icon-button" aria-label="Agent memory" title="Agent memory"
         onClick=${() => openPanel("memory")}><${Icon} name="brain" /></button>
       ${
         user.is_admin &&

@@ -1,6 +1,6 @@
-// The memory panel (the brain icon): Identity (IDENTITY.md), User profile (USER.md) and Agent
-// memory (MEMORY.md), named as in docs/glossary.md, each in a CodeMirror Markdown editor with
-// a live character count against the file's limit. Saving sends back the version the editor read: the server backs the old file
+// The memory panel (the brain icon): Identity (IDENTITY.md), Preferences (USER.md) and Notes
+// (MEMORY.md), each in a CodeMirror Markdown editor with a live character count against the
+// file's limit. Saving sends back the version the editor read: the server backs the old file
 // up first and answers 409 when the file changed meanwhile (the assistant may have written
 // it), and the panel then offers to reload. Backups are listed and restored (the current file
 // is itself backed up). Only administrators edit the identity; others read it.
@@ -36,13 +36,13 @@ const FILES = [
   },
   {
     kind: "user",
-    label: "User profile",
+    label: "Preferences",
     name: "USER.md",
     about: "What the assistant remembers about you. Applies from your next chat.",
   },
   {
     kind: "agent",
-    label: "Agent memory",
+    label: "Notes",
     name: "MEMORY.md",
     about: "The assistant's own notes about your work. Applies from your next chat.",
   },
@@ -390,7 +390,7 @@ export default function MemoryPanel({ api, user, onClose }) {
     tabs.current[next.kind]?.focus();
   };
 
-  return html`<${PanelFrame} className="memory-panel" titleId="memory-title" title="Memory"
+  return html`<${PanelFrame} className="memory-panel" titleId="memory-title" title="Agent memory"
     closeLabel="Close the memory panel" onRequestClose=${requestClose}>
     <div role="tablist" aria-label="Memory files" class="pn-tabs" onKeyDown=${onTabKey}>
       ${FILES.map(
