@@ -15,6 +15,8 @@ from tests.web.conftest import Browsing, Server, poll
 def open_memory(page: Page) -> Locator:
     page.get_by_role("button", name="Agent memory").click()
     panel = page.get_by_role("dialog", name="Agent memory")
+    # The spec's tab names, in its order: the identity, then the user's two files.
+    expect(panel.get_by_role("tab")).to_contain_text(["Identity", "Preferences", "Notes"])
     expect(panel.get_by_role("tab", name="Preferences")).to_have_attribute("aria-selected", "true")
     return panel
 

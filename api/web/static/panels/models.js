@@ -11,8 +11,8 @@ ensureStylesheet();
 const ROLES = [
   ["chat", "Chat", "answers in every chat"],
   ["session_title", "Chat titles", "names new chats"],
-  ["user_memory_extraction", "Preference extraction", "keeps USER.md up to date"],
-  ["agent_memory_curation", "Memory curation", "distils liked turns into MEMORY.md"],
+  ["user_memory_extraction", "User profile extraction", "keeps the user profile (USER.md) up to date"],
+  ["agent_memory_curation", "Agent memory curation", "distils liked turns into the agent memory (MEMORY.md)"],
   ["summarization", "Summarization", "compacts long chats"],
 ];
 const SAME_AS_CHAT = "";
