@@ -166,9 +166,43 @@ def test_the_registry_check_catches_a_literal(tmp_path: Path) -> None:
 
 
 # -- no upward use through the runtime ---------------------------------------------------------
-# Runtime is imported for type hints only, so import-linter cannot see `rt.memory` inside
-# shared/sessions: this test reads what each Runtime field's type belongs to and fails when a
-# package uses a field owned by a package above it (or beside it, in an independent layer).
+# A domain package takes the protocol of what it uses (shared/<package>/needs.py), never the
+# whole Runtime: mypy then refuses `rt.memory` inside shared/sessions, and import-linter sees
+# the protocols' imports. The AST check below reads what each Runtime field's type belongs to
+# and fails when a package uses a field owned by a package above it (or beside it, in an
+# independent layer), whatever its parameter is typed as.
+
+
+def runtime_imports(path: Path) -> list[str]:
+    """Imports of shared.runtime (type-checking ones included) in a domain module."""
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [
+        f"{where}:{node.lineno}: imports shared.runtime; type the parameter with the "
+        "protocol of what the package uses (shared/<package>/needs.py)"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (isinstance(node, ast.ImportFrom) and node.module == "shared.runtime")
+        or (isinstance(node, ast.Import) and any(a.name == "shared.runtime" for a in node.names))
+    ]
+
+
+def test_domain_packages_take_what_they_use_not_the_runtime() -> None:
+    found = [
+        hit
+        for package in SHARED_PACKAGES
+        for path in _modules(f"shared/{package}")
+        for hit in runtime_imports(path)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_runtime_import_check_catches_one(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from shared.runtime import Runtime\nimport shared.runtime\n"
+    )
+    assert len(runtime_imports(planted)) == 2
+
 
 RUNTIME_NAMES = {"rt", "runtime"}  # `rt.x`, `runtime.x`, and `self.rt.x`, `turn.rt.x`...
 

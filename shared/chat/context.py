@@ -34,6 +34,7 @@ from shared.chat.compaction import (
     summary_start,
     to_model_messages,
 )
+from shared.chat.needs import ChatRuntime
 from shared.chat.project_context import ContextFile
 from shared.chat.prompt import build_system_prompt
 from shared.core.errors import TooLarge
@@ -47,7 +48,6 @@ from shared.sessions.turn_lock import hold_turn_lock
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class AssembledContext:
 
 
 def session_prompt(
-    rt: Runtime, state: SessionState, project: ProjectInput, summary: str | None
+    rt: ChatRuntime, state: SessionState, project: ProjectInput, summary: str | None
 ) -> str:
     """The session's system prompt: the identity this process read at start, then the memory
     snapshot the session took when it started (none for a temporary chat, and none for a part
@@ -129,7 +129,7 @@ def session_prompt(
 
 
 def assemble_context(
-    rt: Runtime,
+    rt: ChatRuntime,
     state: SessionState,
     project: ProjectInput,
     offering: Offering | None,
@@ -172,7 +172,7 @@ def assemble_context(
     return AssembledContext(prompt, state, start, summary, usage, image_parts)
 
 
-def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> SummaryState:
+def summarize_plan(rt: ChatRuntime, state: SessionState, plan: CompactionPlan) -> SummaryState:
     """Ask the summarization role for the running summary and keep it beside the session."""
     offering = models.offering_for(rt, "summarization")
     completion = rt.llm.complete(offering, summary_request(plan))
@@ -184,7 +184,7 @@ def summarize_plan(rt: Runtime, state: SessionState, plan: CompactionPlan) -> Su
     return summary
 
 
-def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
+def precompute_summary(rt: ChatRuntime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
     Idempotent: with nothing to compact (or already done) it does nothing."""
     try:
@@ -202,7 +202,7 @@ def precompute_summary(rt: Runtime, user_id: str, session_id: str) -> bool:
 
 
 def check_fits(
-    rt: Runtime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
+    rt: ChatRuntime, state: SessionState, project: ProjectInput, offering: Offering, content: Any
 ) -> None:
     """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
     even with no history at all: compaction shrinks the history, never the message or the
@@ -223,7 +223,7 @@ def check_fits(
     )
 
 
-def describe_context(rt: Runtime, principal: Principal, session_id: str) -> AssembledContext:
+def describe_context(rt: ChatRuntime, principal: Principal, session_id: str) -> AssembledContext:
     """What the model would be sent on the next turn (no compaction is run for a look)."""
     session_service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)

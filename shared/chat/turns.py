@@ -16,13 +16,14 @@ import logging
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from shared.accounts import Principal
 from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import ProjectInput, assemble_context, check_fits
+from shared.chat.needs import ChatRuntime
 from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
 from shared.chat.prompt import choose_override
 from shared.chat.turn_input import (
@@ -56,9 +57,6 @@ from shared.memory import extraction
 from shared.sessions import image_store, title_job, titles
 from shared.sessions import service as session_service
 from shared.sessions.turn_lock import hold_turn_lock
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +107,7 @@ def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
     return record | {k: v for k, v in extra.items() if v is not None}
 
 
-def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
+def resolve_project(rt: ChatRuntime, request: TurnRequest) -> ProjectInput:
     """Request `system_prompt` beats eonyx.json's, which beats generation; an override
     attaches no AGENTS.md. `cwd` is walked on the server, `project_context` comes walked."""
     if request.cwd is not None and request.project_context is not None:
@@ -129,7 +127,7 @@ def resolve_project(rt: Runtime, request: TurnRequest) -> ProjectInput:
 
 
 def _call_model(
-    rt: Runtime,
+    rt: ChatRuntime,
     offering: Offering,
     messages: Messages,
     tools: list[dict[str, Any]] | None,
@@ -160,7 +158,7 @@ REJECTIONS = (InvalidInput, NotFound, Conflict, TooLarge, Forbidden, Unauthorize
 
 
 def iter_turn(
-    rt: Runtime,
+    rt: ChatRuntime,
     principal: Principal,
     session_id: str,
     request: TurnRequest,
@@ -201,7 +199,7 @@ def iter_turn(
 
 
 def _turn_steps(
-    rt: Runtime,
+    rt: ChatRuntime,
     principal: Principal,
     session_id: str,
     request: TurnRequest,
@@ -284,7 +282,7 @@ class Turn:
     """A turn in progress under its session's lock: who asks what, of which model, and the
     records saved so far (they go to the file as they happen and into the state's fold)."""
 
-    rt: Runtime
+    rt: ChatRuntime
     principal: Principal
     state: SessionState
     request: TurnRequest
@@ -441,7 +439,7 @@ def _ask_for_title(turn: Turn) -> None:
 
 
 def _meta_changes(
-    rt: Runtime, state: SessionState, project: ProjectInput, content: str | None
+    rt: ChatRuntime, state: SessionState, project: ProjectInput, content: str | None
 ) -> dict[str, Any]:
     """Metadata to record with the user's message: a first title, a changed project context."""
     changes = titles.first_message_changes(rt, state, content)
@@ -452,7 +450,7 @@ def _meta_changes(
 
 
 def run_turn(
-    rt: Runtime, principal: Principal, session_id: str, request: TurnRequest
+    rt: ChatRuntime, principal: Principal, session_id: str, request: TurnRequest
 ) -> TurnResult:
     """A whole turn without streaming."""
     result = None

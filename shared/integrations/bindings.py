@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, select
 
@@ -18,9 +18,7 @@ from shared.core import registry
 from shared.core.clock import utcnow
 from shared.db import Executor, upsert
 from shared.db.orm import SessionBinding
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.integrations.needs import IntegrationsRuntime
 
 BIND_LOCK_WAIT = 30.0
 _TABLE = cast(Table, SessionBinding.__table__)
@@ -39,7 +37,7 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
+def lookup(rt: IntegrationsRuntime, user_id: str, channel: str, key: str) -> str | None:
     """The bound session, if it still exists (a deleted session unbinds itself)."""
     where = {"user_id": user_id, "channel": channel, "key": key}
     with rt.db.transaction() as db:  # Core: a facade request looks up on every turn
@@ -49,7 +47,7 @@ def lookup(rt: Runtime, user_id: str, channel: str, key: str) -> str | None:
     return None
 
 
-def bind(rt: Runtime, user_id: str, channel: str, key: str, session_id: str) -> None:
+def bind(rt: IntegrationsRuntime, user_id: str, channel: str, key: str, session_id: str) -> None:
     with rt.db.transaction() as db:
         bind_in(db, user_id, channel, key, session_id)
 
@@ -66,13 +64,13 @@ def bind_in(db: Executor, user_id: str, channel: str, key: str, session_id: str)
     upsert(db, _TABLE, [row], _KEY)
 
 
-def unbind(rt: Runtime, user_id: str, channel: str, key: str) -> None:
+def unbind(rt: IntegrationsRuntime, user_id: str, channel: str, key: str) -> None:
     with rt.db.transaction() as db:
         db.execute(_UNBIND, {"user_id": user_id, "channel": channel, "key": key})
 
 
 def bound_session(
-    rt: Runtime, principal: Principal, channel: str, key: str, create: Callable[[], str]
+    rt: IntegrationsRuntime, principal: Principal, channel: str, key: str, create: Callable[[], str]
 ) -> tuple[str, bool]:
     """The session bound to `key`, or a new one from `create()` bound to it: (id, created).
 

@@ -27,7 +27,7 @@ import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.accounts import Principal
 from shared.chat.compaction import CHARS_PER_TOKEN
@@ -38,12 +38,10 @@ from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import content_text, message_chars, tool_call_parts
 from shared.files.session_store import SessionState, check_session_id
 from shared.integrations import bindings
+from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest
 from shared.llm import models
 from shared.sessions import service as session_service
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 SOURCE = CHANNEL = "api"
 HEAD, PARENT, INPUT = "api_head", "api_parent", "api_input"  # meta keys of the session
@@ -142,7 +140,7 @@ def _asks_again(state: SessionState, new: Sequence[Mapping[str, Any]]) -> bool:
     return _canonical(new[0]) == _canonical({"role": "user", "content": last.get("content")})
 
 
-def _load(rt: Runtime, principal: Principal, session_id: str) -> SessionState | None:
+def _load(rt: IntegrationsRuntime, principal: Principal, session_id: str) -> SessionState | None:
     try:
         state, _ = rt.store.load(principal.user_id, session_id)
     except NotFound:
@@ -151,7 +149,7 @@ def _load(rt: Runtime, principal: Principal, session_id: str) -> SessionState | 
 
 
 def choose_session(
-    rt: Runtime,
+    rt: IntegrationsRuntime,
     principal: Principal,
     request: ChatRequest,
     header: str | None,
@@ -261,14 +259,16 @@ def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
     return planned
 
 
-def remember(rt: Runtime, principal: Principal, planned: PlannedTurn) -> None:
+def remember(rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn) -> None:
     """Bind the session's new head, so the client's next request, which resends it, lands
     in the same session."""
     if planned.head:
         bindings.bind(rt, principal.user_id, CHANNEL, planned.head, planned.session_id)
 
 
-def forget_unused(rt: Runtime, principal: Principal, continuation: Continuation) -> None:
+def forget_unused(
+    rt: IntegrationsRuntime, principal: Principal, continuation: Continuation
+) -> None:
     """A session made for a request that failed goes again unless an answer was saved."""
     if continuation.created:
         session_service.discard_unanswered(rt, principal.user_id, continuation.session_id)

@@ -21,7 +21,7 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select
 
@@ -32,10 +32,8 @@ from shared.core.messages import image_part, text_part
 from shared.db.orm import ApiResponse
 from shared.integrations import bindings, facade
 from shared.integrations.facade import PlannedTurn
+from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 # Responses field -> Chat Completions field, for the fields that only change their name.
 RENAMED = {"max_output_tokens": "max_tokens"}
@@ -214,7 +212,9 @@ def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | 
     return read_chat_request({k: v for k, v in chat.items() if v is not None}), previous
 
 
-def _kept(rt: Runtime, principal: Principal, response_id: str, column: str) -> str | None:
+def _kept(
+    rt: IntegrationsRuntime, principal: Principal, response_id: str, column: str
+) -> str | None:
     """A column of a stored response of the caller's (Core: one read on every request
     that continues a response)."""
     where = {"id": response_id, "user_id": principal.user_id}
@@ -223,7 +223,7 @@ def _kept(rt: Runtime, principal: Principal, response_id: str, column: str) -> s
         return value
 
 
-def session_of(rt: Runtime, principal: Principal, response_id: str) -> str:
+def session_of(rt: IntegrationsRuntime, principal: Principal, response_id: str) -> str:
     """The session a stored response of the caller's was given in; NotFound otherwise."""
     session_id = _kept(rt, principal, response_id, "session_id")
     if session_id is None:
@@ -236,7 +236,7 @@ def session_of(rt: Runtime, principal: Principal, response_id: str) -> str:
 
 
 def keep(
-    rt: Runtime, principal: Principal, planned: PlannedTurn, response: Mapping[str, Any]
+    rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn, response: Mapping[str, Any]
 ) -> None:
     """Bind the session's new head (as `facade.remember` does) and keep the response unless
     it was asked not to be stored, in one transaction."""
@@ -256,7 +256,7 @@ def keep(
         db.execute(_KEEP, [row])
 
 
-def stored(rt: Runtime, principal: Principal, response_id: str) -> dict[str, Any]:
+def stored(rt: IntegrationsRuntime, principal: Principal, response_id: str) -> dict[str, Any]:
     """A stored response of the caller's, as it was sent; NotFound otherwise."""
     body = _kept(rt, principal, response_id, "body")
     if body is None:

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import delete, select
@@ -30,10 +30,8 @@ from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
 from shared.db.orm import OfferingRow, RoleBinding
 from shared.llm.client import Offering
+from shared.llm.needs import LlmRuntime
 from shared.llm.offering_cache import mark_changed
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 ROLES = (
     "chat",
@@ -295,7 +293,7 @@ def _offering(db: Session, settings: Settings, offering_id: str, role: str | Non
     )
 
 
-def offering_for(rt: Runtime, role: str) -> Offering:
+def offering_for(rt: LlmRuntime, role: str) -> Offering:
     """The offering that serves `role`: the one this process keeps (`offering_cache`), else
     looked up in a database session of its own that is closed before the caller talks to
     the model (never hold one across a model call)."""
@@ -307,7 +305,7 @@ def offering_for(rt: Runtime, role: str) -> Offering:
     return replace(rt.offerings.get(role, lookup), role=role)
 
 
-def offering_named(rt: Runtime, offering_id: str) -> Offering:
+def offering_named(rt: LlmRuntime, offering_id: str) -> Offering:
     """The offering with this id (NotFound otherwise), in a database session of its own."""
     with rt.db.session() as db:
         return _offering(db, rt.settings, offering_id, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import false, select
 
@@ -17,9 +17,7 @@ from shared.core.messages import Exchange, content_text
 from shared.db.orm import SessionRow
 from shared.llm import models
 from shared.llm.client import LLMError
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.memory.needs import MemoryRuntime
 
 MESSAGE_CHARS = 4_000  # per message sent to the model
 TOTAL_CHARS = 16_000  # all messages of one request together
@@ -35,7 +33,7 @@ class ModelFailed(Exception):
         self.logged = logged
 
 
-def ask_role(rt: Runtime, role: str, messages: list[dict[str, Any]]) -> str | None:
+def ask_role(rt: MemoryRuntime, role: str, messages: list[dict[str, Any]]) -> str | None:
     """The text of the answer of the model assigned to `role` (the chat's own when none is),
     or ModelFailed: no model configured, an error, a timeout."""
     try:
@@ -102,7 +100,7 @@ def parse_json_answer(content: str | None) -> Any:
         return None
 
 
-def recent_sessions(rt: Runtime, *, min_messages: int = 0) -> list[tuple[str, str]]:
+def recent_sessions(rt: MemoryRuntime, *, min_messages: int = 0) -> list[tuple[str, str]]:
     """(user id, session id) of non-temporary sessions the index shows updated lately."""
     since = rt.clock.now() - SWEEP_WINDOW
     query = select(SessionRow.user_id, SessionRow.id).where(

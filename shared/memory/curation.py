@@ -23,7 +23,7 @@ nothing is recorded, nothing is enqueued, MEMORY.md stays as it is.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.accounts import Principal
 from shared.core import registry
@@ -37,12 +37,10 @@ from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_
 from shared.memory import background
 from shared.memory.background import Outcome
 from shared.memory.files import AGENT_MEMORY, MemoryRefused, StaleVersion, render_entries
+from shared.memory.needs import MemoryRuntime
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
 from shared.sessions.transcript import LIKES, likes_of
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
@@ -105,7 +103,7 @@ def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _push(
-    rt: Runtime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
+    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
     event = {
         "type": registry.EVENT_LIKE_UPDATED,
@@ -116,7 +114,7 @@ def _push(
 
 
 def _set_like(
-    rt: Runtime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
+    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
     """Record one exchange's like (None: remove it). The caller holds the session's like lock:
     the meta record carries the whole map, so writers must not interleave."""
@@ -137,7 +135,7 @@ def _curate_lock(session_id: str, exchange_id: str) -> str:
     return f"{registry.CURATE_LOCK}{session_id}:{exchange_id}"
 
 
-def check_allowed(rt: Runtime, state: SessionState) -> None:
+def check_allowed(rt: MemoryRuntime, state: SessionState) -> None:
     if rt.settings.demo_mode:
         raise Forbidden("turns are not remembered in demo mode", code="demo_mode")
     if not rt.settings.agent_memory_enabled:
@@ -147,7 +145,7 @@ def check_allowed(rt: Runtime, state: SessionState) -> None:
 
 
 def like_message(
-    rt: Runtime, principal: Principal, session_id: str, message_id: str
+    rt: MemoryRuntime, principal: Principal, session_id: str, message_id: str
 ) -> tuple[dict[str, Any], bool]:
     """Like a message's turn; returns (the like, whether a curation was started)."""
     session_service.get_session(rt, principal, session_id)  # another user's: not found
@@ -178,7 +176,9 @@ def like_message(
     return _public(exchange_id, like), True
 
 
-def unlike_message(rt: Runtime, principal: Principal, session_id: str, message_id: str) -> None:
+def unlike_message(
+    rt: MemoryRuntime, principal: Principal, session_id: str, message_id: str
+) -> None:
     """Remove the like of a message's turn; what was remembered stays in MEMORY.md."""
     session_service.get_session(rt, principal, session_id)
     user_id = principal.user_id
@@ -234,7 +234,7 @@ def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> li
     return kept
 
 
-def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str) -> Outcome:
+def curate_exchange(rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str) -> Outcome:
     """Distill a liked turn into MEMORY.md (see the module doc). Idempotent."""
     with rt.locks.hold(
         _curate_lock(session_id, exchange_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
@@ -258,7 +258,7 @@ def curate_exchange(rt: Runtime, user_id: str, session_id: str, exchange_id: str
         return _finish(rt, user_id, session_id, exchange_id, status, outcome.detail, outcome)
 
 
-def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
+def _curate(rt: MemoryRuntime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read(AGENT_MEMORY, user_id)
     try:
         answer = background.ask_role(
@@ -294,7 +294,7 @@ def _curate(rt: Runtime, user_id: str, turn: Exchange) -> Outcome:
 
 
 def _finish(
-    rt: Runtime,
+    rt: MemoryRuntime,
     user_id: str,
     session_id: str,
     exchange_id: str,
@@ -321,7 +321,7 @@ def _finish(
 # -- the sweep ---------------------------------------------------------------------------------
 
 
-def sweep_likes(rt: Runtime, jobs: JobQueue) -> int:
+def sweep_likes(rt: MemoryRuntime, jobs: JobQueue) -> int:
     """Re-send curation for likes still `saving` LOST_AFTER after they were made whose job is
     not running (a lost job; see extraction's module doc for the timings)."""
     cutoff = rt.clock.now() - LOST_AFTER

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
@@ -47,11 +47,9 @@ from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_
 from shared.memory import background
 from shared.memory.background import Outcome
 from shared.memory.files import USER_PROFILE, MemoryRefused, StaleVersion, render_entries
+from shared.memory.needs import MemoryRuntime
 from shared.safety import check_text
 from shared.sessions import service as session_service
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 MARKER = "extracted_turns"
@@ -93,7 +91,7 @@ def extraction_enabled(settings: Settings) -> bool:
     )
 
 
-def maybe_enqueue_extraction(rt: Runtime, state: SessionState) -> bool:
+def maybe_enqueue_extraction(rt: MemoryRuntime, state: SessionState) -> bool:
     """Called at the end of a successful turn: enqueue the job when the session's user
     messages reach a multiple of N. Only sends a job; a queue that fails is logged (the
     sweep catches up), never an error for the turn, whose answer is already saved."""
@@ -146,7 +144,9 @@ def extract_lock(session_id: str) -> str:
     return registry.EXTRACT_LOCK + session_id
 
 
-def extract_user_profile(rt: Runtime, user_id: str, session_id: str, upto_turn: int) -> Outcome:
+def extract_user_profile(
+    rt: MemoryRuntime, user_id: str, session_id: str, upto_turn: int
+) -> Outcome:
     """Reconcile USER.md with the session's turns up to `upto_turn` (see the module doc)."""
     if not extraction_enabled(rt.settings):
         return Outcome("skipped", "extraction is off")
@@ -171,7 +171,7 @@ def extract_user_profile(rt: Runtime, user_id: str, session_id: str, upto_turn: 
         return Outcome(outcome.status, outcome.detail, target)
 
 
-def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
+def _reconcile(rt: MemoryRuntime, user_id: str, turns: list[Exchange]) -> Outcome:
     before = rt.memory.read(USER_PROFILE, user_id)
     request = extraction_request(before.entries, turns, before.limit)
     try:
@@ -219,7 +219,7 @@ def _reconcile(rt: Runtime, user_id: str, turns: list[Exchange]) -> Outcome:
 # -- the sweep ---------------------------------------------------------------------------------
 
 
-def sweep_extraction(rt: Runtime, jobs: JobQueue) -> int:
+def sweep_extraction(rt: MemoryRuntime, jobs: JobQueue) -> int:
     """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
     quiet before reaching the next multiple of N; returns how many jobs were sent."""
     if not extraction_enabled(rt.settings):

@@ -62,10 +62,10 @@ from shared.files.filestore import remove_tree
 from shared.files.session_state import meta_record
 from shared.files.session_store import SessionState, new_message_id
 from shared.sessions import image_store, service
+from shared.sessions.needs import SessionsRuntime
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal
-    from shared.runtime import Runtime
 
 FORMAT = "eonyx-session"
 FORMAT_VERSION = 1
@@ -103,7 +103,7 @@ def _messages(state: SessionState) -> list[dict[str, Any]]:
     return out
 
 
-def export_zip(rt: Runtime, principal: Principal, session_id: str) -> bytes:
+def export_zip(rt: SessionsRuntime, principal: Principal, session_id: str) -> bytes:
     service.get_session(rt, principal, session_id)  # another user's: not found
     state, _ = rt.store.load(principal.user_id, session_id)
     messages = _messages(state)
@@ -138,7 +138,7 @@ def export_zip(rt: Runtime, principal: Principal, session_id: str) -> bytes:
     return out.getvalue()
 
 
-def export_markdown(rt: Runtime, principal: Principal, session_id: str) -> str:
+def export_markdown(rt: SessionsRuntime, principal: Principal, session_id: str) -> str:
     """A readable transcript: the title, then each message under its speaker and time."""
     service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
@@ -371,7 +371,7 @@ def _lines(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, most: int) -> Itera
         raise BadBundle(f"entry {entry.filename!r} cannot be read: {exc}") from None
 
 
-def _records(rt: Runtime, bundle: Bundle) -> Iterator[dict[str, Any]]:
+def _records(rt: SessionsRuntime, bundle: Bundle) -> Iterator[dict[str, Any]]:
     """Each message of the conversation, checked, read as it streams out of the zip."""
     entry = bundle.entries[CONVERSATION]
     digest = hashlib.sha256()
@@ -393,7 +393,7 @@ def _records(rt: Runtime, bundle: Bundle) -> Iterator[dict[str, Any]]:
     _check_digest(bundle.manifest, CONVERSATION, digest.hexdigest())
 
 
-def check_bundle(rt: Runtime, archive: zipfile.ZipFile) -> Bundle:
+def check_bundle(rt: SessionsRuntime, archive: zipfile.ZipFile) -> Bundle:
     """Read and check a whole bundle without keeping it: BadBundle (400) for anything wrong
     with it, TooLarge (413) for a conversation or a record over its setting."""
     budget = max(4 * rt.settings.session_import_max_bytes, MIN_UNCOMPRESSED_BUDGET)
@@ -424,7 +424,7 @@ def check_bundle(rt: Runtime, archive: zipfile.ZipFile) -> Bundle:
     return bundle
 
 
-def _image(rt: Runtime, bundle: Bundle, name: str) -> image_store.CheckedImage:
+def _image(rt: SessionsRuntime, bundle: Bundle, name: str) -> image_store.CheckedImage:
     raw = _read(bundle.archive, bundle.entries[f"images/{name}"])
     _check_digest(bundle.manifest, f"images/{name}", hashlib.sha256(raw).hexdigest())
     try:
@@ -449,14 +449,14 @@ def _open(source: IO[bytes]) -> zipfile.ZipFile:
         raise BadBundle("the file is not a zip bundle", code="not_a_zip") from None
 
 
-def read_bundle(rt: Runtime, source: IO[bytes]) -> Bundle:
+def read_bundle(rt: SessionsRuntime, source: IO[bytes]) -> Bundle:
     """Check a bundle (as an import does first) and close it: BadBundle or TooLarge."""
     with _open(source) as archive:
         return check_bundle(rt, archive)
 
 
 def import_bundle(
-    rt: Runtime, principal: Principal, memory: service.MemorySnapshots, source: IO[bytes]
+    rt: SessionsRuntime, principal: Principal, memory: service.MemorySnapshots, source: IO[bytes]
 ) -> tuple[SessionRow, dict[str, Any]]:
     """A new session from a bundle. The bundle is checked whole first; then the conversation
     is read again as it is written, a batch of records at a time, each batch made searchable
@@ -499,7 +499,9 @@ def import_bundle(
     return row, imported_from
 
 
-def _write_messages(rt: Runtime, state: SessionState, records: Iterator[dict[str, Any]]) -> None:
+def _write_messages(
+    rt: SessionsRuntime, state: SessionState, records: Iterator[dict[str, Any]]
+) -> None:
     """Append the records in batches of about BATCH_CHARS, each made searchable as it is
     saved, and fold them into `state` (without keeping them). A message id that is missing,
     malformed or already used gets a new one."""
@@ -519,12 +521,12 @@ def _write_messages(rt: Runtime, state: SessionState, records: Iterator[dict[str
     _save_batch(rt, state, batch)
 
 
-def _save_batch(rt: Runtime, state: SessionState, batch: list[dict[str, Any]]) -> None:
+def _save_batch(rt: SessionsRuntime, state: SessionState, batch: list[dict[str, Any]]) -> None:
     if batch:
         service.append_unlisted(rt, state.user_id, state.id, batch)
 
 
-def _remove(rt: Runtime, user_id: str, session_id: str) -> None:
+def _remove(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
     """Undo a half-written import: the file, the images, the row and its text."""
     path = rt.store.path(user_id, session_id)
     path.unlink(missing_ok=True)

@@ -25,10 +25,10 @@ from shared.core.clock import utcnow
 from shared.core.errors import Conflict, InvalidInput, NotFound
 from shared.db.orm import DeviceUiState, Folder
 from shared.sessions import service
+from shared.sessions.needs import SessionsRuntime
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.accounts import Principal
-    from shared.runtime import Runtime
 
 # The preset palette: names the API takes and gives, with the color a client shows.
 PALETTE: dict[str, str] = {
@@ -91,12 +91,14 @@ def _owned(db: Session, user_id: str, folder_id: str) -> Folder:
     return db.get_one(Folder, folder_id)
 
 
-def list_folders(rt: Runtime, principal: Principal) -> list[Folder]:
+def list_folders(rt: SessionsRuntime, principal: Principal) -> list[Folder]:
     with rt.db.session() as db:
         return _healed(db, principal.user_id)
 
 
-def create_folder(rt: Runtime, principal: Principal, name: str, color: str | None = None) -> Folder:
+def create_folder(
+    rt: SessionsRuntime, principal: Principal, name: str, color: str | None = None
+) -> Folder:
     with rt.db.session() as db:
         folders = _healed(db, principal.user_id)
         if len(folders) >= MAX_FOLDERS:
@@ -116,7 +118,7 @@ def create_folder(rt: Runtime, principal: Principal, name: str, color: str | Non
 
 
 def update_folder(
-    rt: Runtime, principal: Principal, folder_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, principal: Principal, folder_id: str, changes: dict[str, Any]
 ) -> Folder:
     """Rename and/or recolor."""
     with rt.db.session() as db:
@@ -130,7 +132,7 @@ def update_folder(
         return folder
 
 
-def reorder_folders(rt: Runtime, principal: Principal, ids: list[str]) -> list[Folder]:
+def reorder_folders(rt: SessionsRuntime, principal: Principal, ids: list[str]) -> list[Folder]:
     """The folders in `ids` first, in that order; any not named (made meanwhile on another
     device) keep their order after them."""
     if len(set(ids)) != len(ids):
@@ -147,7 +149,7 @@ def reorder_folders(rt: Runtime, principal: Principal, ids: list[str]) -> list[F
         return ordered
 
 
-def delete_folder(rt: Runtime, principal: Principal, folder_id: str) -> int:
+def delete_folder(rt: SessionsRuntime, principal: Principal, folder_id: str) -> int:
     """Delete a folder; its sessions become unfiled (never deleted). Returns how many."""
     user_id = principal.user_id
     with rt.db.session() as db:
@@ -208,7 +210,7 @@ def _stored(
     return row, data if isinstance(data, dict) else {}
 
 
-def get_ui_state(rt: Runtime, principal: Principal, device_id: str) -> dict[str, Any]:
+def get_ui_state(rt: SessionsRuntime, principal: Principal, device_id: str) -> dict[str, Any]:
     device_id = _device(device_id)
     with rt.db.session() as db:
         folder_ids = [f.id for f in _healed(db, principal.user_id)]
@@ -217,7 +219,7 @@ def get_ui_state(rt: Runtime, principal: Principal, device_id: str) -> dict[str,
 
 
 def put_ui_state(
-    rt: Runtime, principal: Principal, device_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, principal: Principal, device_id: str, changes: dict[str, Any]
 ) -> dict[str, Any]:
     """Set the sections and folders named in `changes` (others keep their state); folder
     ids that are not the user's are ignored."""

@@ -33,10 +33,10 @@ from PIL import Image, UnidentifiedImageError
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part
 from shared.files.filestore import atomic_write
+from shared.sessions.needs import SessionsRuntime
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
     from shared.files.session_store import SessionStore
-    from shared.runtime import Runtime
 
 # Pillow's format name -> (media type, file extension)
 FORMATS = {
@@ -189,7 +189,7 @@ def url_fetcher(max_bytes: int, timeout: float = FETCH_TIMEOUT) -> Callable[[str
     return fetch
 
 
-def check_all(rt: Runtime, images: Sequence[bytes]) -> list[CheckedImage]:
+def check_all(rt: SessionsRuntime, images: Sequence[bytes]) -> list[CheckedImage]:
     """Every image of one message checked, before anything is saved."""
     limit = rt.settings.max_images_per_message
     if len(images) > limit:

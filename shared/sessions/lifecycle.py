@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared import index
 from shared.accounts import Principal
@@ -30,11 +30,9 @@ from shared.files.filestore import copy_tree, remove_tree
 from shared.files.session_state import meta_record
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing
+from shared.sessions.needs import SessionsRuntime
 from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
 from shared.sessions.turn_lock import hold_turn_lock
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 TRASH_DAYS = 30
@@ -43,7 +41,7 @@ EXTRACTION_MARK = "extracted_turns"  # shared.memory.extraction.MARKER (a packag
 
 
 def fork_session(
-    rt: Runtime,
+    rt: SessionsRuntime,
     principal: Principal,
     session_id: str,
     *,
@@ -106,7 +104,7 @@ def _fork_point(messages: list[MessageRecord], message_id: str | None) -> list[M
 
 
 def _copy_files(
-    rt: Runtime, user_id: str, source: str, target: str, messages: list[MessageRecord]
+    rt: SessionsRuntime, user_id: str, source: str, target: str, messages: list[MessageRecord]
 ) -> None:
     """The session's directory without its summary, then the summary if the copy still has
     the message it covers through."""
@@ -121,7 +119,7 @@ def _copy_files(
         rt.store.write_summary(user_id, target, summary)
 
 
-def clear_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+def clear_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:
     refuse_in_trash(get_session(rt, principal, session_id))
     user_id = principal.user_id
     try:
@@ -156,7 +154,7 @@ def _cleared(records: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def delete_session(
-    rt: Runtime, principal: Principal, session_id: str, *, purge: bool = False
+    rt: SessionsRuntime, principal: Principal, session_id: str, *, purge: bool = False
 ) -> None:
     """To the trash (again is a no-op), or, with `purge`, gone at once."""
     row = get_session(rt, principal, session_id)
@@ -166,7 +164,7 @@ def delete_session(
         append_meta(rt, principal.user_id, session_id, {"deleted_at": isoformat(utcnow())})
 
 
-def restore_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+def restore_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:
     """Out of the trash, back at its place in the list (restoring twice is a no-op)."""
     row = get_session(rt, principal, session_id)
     if row.deleted_at is not None:
@@ -174,7 +172,7 @@ def restore_session(rt: Runtime, principal: Principal, session_id: str) -> Sessi
     return get_session(rt, principal, session_id)
 
 
-def purge_session(rt: Runtime, user_id: str, session_id: str) -> None:
+def purge_session(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
     try:
         rt.store.delete(user_id, session_id)
     finally:  # gone from disk or already gone: the index forgets it either way
@@ -182,7 +180,7 @@ def purge_session(rt: Runtime, user_id: str, session_id: str) -> None:
             index.forget(db, session_id)
 
 
-def purge_trash(rt: Runtime, now: datetime | None = None) -> int:
+def purge_trash(rt: SessionsRuntime, now: datetime | None = None) -> int:
     """Remove sessions in the trash for TRASH_DAYS. Candidates come from the index; each is
     confirmed against its file under the file's lock (a session restored meanwhile stays)."""
     now = now or utcnow()

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
@@ -30,9 +30,7 @@ from shared.files.session_store import Appended, FileInfo, SessionState, check_s
 from shared.index import listing, search
 from shared.index.listing import Filters, Found
 from shared.sessions import titles
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.sessions.needs import SessionsRuntime
 
 log = logging.getLogger(__name__)
 TITLE_MAX = 200
@@ -68,7 +66,7 @@ class MemorySnapshots(Protocol):
 
 
 def create_session(
-    rt: Runtime,
+    rt: SessionsRuntime,
     principal: Principal,
     memory: MemorySnapshots,
     *,
@@ -104,12 +102,12 @@ def create_session(
         raise
 
 
-def _ensure_index(db: Session, rt: Runtime, user_id: str) -> None:
+def _ensure_index(db: Session, rt: SessionsRuntime, user_id: str) -> None:
     if not index.is_built(db, user_id):
         index.reconcile_user(db, rt.store, user_id)
 
 
-def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
+def _row(db: Session, rt: SessionsRuntime, user_id: str, session_id: str) -> SessionRow:
     """The caller's session row; a file the index has not seen yet is indexed on the way."""
     check_session_id(session_id)
     _ensure_index(db, rt, user_id)
@@ -124,7 +122,7 @@ def _row(db: Session, rt: Runtime, user_id: str, session_id: str) -> SessionRow:
 
 
 def list_sessions(
-    rt: Runtime,
+    rt: SessionsRuntime,
     principal: Principal,
     *,
     limit: int = 50,
@@ -147,7 +145,7 @@ def list_sessions(
 
 
 def search_sessions(
-    rt: Runtime,
+    rt: SessionsRuntime,
     principal: Principal,
     query: str,
     *,
@@ -165,13 +163,13 @@ def search_sessions(
         )
 
 
-def get_session(rt: Runtime, principal: Principal, session_id: str) -> SessionRow:
+def get_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:
     with rt.db.session() as db:
         return _row(db, rt, principal.user_id, session_id)
 
 
 def append_records(
-    rt: Runtime, principal: Principal, session_id: str, records: Sequence[Mapping[str, Any]]
+    rt: SessionsRuntime, principal: Principal, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> SessionRow:
     """Durably append records to the caller's session and index them; the file is written
     first, so a failed write changes no row."""
@@ -181,7 +179,7 @@ def append_records(
 
 
 def append_and_index(
-    rt: Runtime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
+    rt: SessionsRuntime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> FileInfo:
     """Durably append records, then bring the index row up to date: one write through the
     one write path (`SessionWriter`)."""
@@ -209,7 +207,7 @@ class SessionWriter:
     """
 
     def __init__(
-        self, rt: Runtime, user_id: str, session_id: str, *, size_before: int | None = None
+        self, rt: SessionsRuntime, user_id: str, session_id: str, *, size_before: int | None = None
     ) -> None:
         self.rt = rt
         self.user_id = user_id
@@ -262,7 +260,7 @@ class SessionWriter:
 
 
 def append_unlisted(
-    rt: Runtime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
+    rt: SessionsRuntime, user_id: str, session_id: str, records: Sequence[Mapping[str, Any]]
 ) -> FileInfo:
     """Append to a session the list does not show yet (an import being written) and make
     the records' text searchable at once. Its row is recorded by the caller when the session
@@ -277,13 +275,15 @@ def append_unlisted(
     return info
 
 
-def append_meta(rt: Runtime, user_id: str, session_id: str, changes: dict[str, Any]) -> None:
+def append_meta(
+    rt: SessionsRuntime, user_id: str, session_id: str, changes: dict[str, Any]
+) -> None:
     """Record metadata (a title, like status, extraction progress...) in the session."""
     append_and_index(rt, user_id, session_id, [meta_record(changes)])
 
 
 def index_appended(
-    rt: Runtime,
+    rt: SessionsRuntime,
     user_id: str,
     session_id: str,
     records: Sequence[Mapping[str, Any]],
@@ -305,7 +305,7 @@ def index_appended(
 
 
 def update_session(
-    rt: Runtime, principal: Principal, session_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, principal: Principal, session_id: str, changes: dict[str, Any]
 ) -> SessionRow:
     """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record. A title
     given here is a rename, and final: `title_locked` keeps every title job and title mode
@@ -333,7 +333,7 @@ def check_folder(db: Session, user_id: str, folder_id: str) -> None:
         raise NotFound("folder not found", code="folder_not_found")
 
 
-def session_ids_in_folder(rt: Runtime, user_id: str, folder_id: str) -> list[str]:
+def session_ids_in_folder(rt: SessionsRuntime, user_id: str, folder_id: str) -> list[str]:
     """Every session of the user filed in `folder_id` (archived and temporary included)."""
     with rt.db.session() as db:
         _ensure_index(db, rt, user_id)
@@ -354,7 +354,7 @@ def refuse_in_trash(session: SessionRow | SessionState) -> None:
         raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
 
 
-def sweep_empty_sessions(rt: Runtime) -> int:
+def sweep_empty_sessions(rt: SessionsRuntime) -> int:
     """Remove sessions that never got a message and are older than the grace period.
 
     Candidates come from the index (cheap); each one is confirmed against its file under the
@@ -372,7 +372,7 @@ def sweep_empty_sessions(rt: Runtime) -> int:
     return removed
 
 
-def discard_unanswered(rt: Runtime, user_id: str, session_id: str) -> None:
+def discard_unanswered(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
     """Remove a session made for a request that then failed or was refused, if no answer
     was saved in it. The client still holds its messages and sends them again, which makes
     a session anew: this one would be left behind as an unanswered duplicate."""

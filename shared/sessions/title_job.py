@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select, true
 
@@ -32,17 +32,15 @@ from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_
 from shared.llm import models
 from shared.llm.client import LLMError
 from shared.sessions import service
+from shared.sessions.needs import SessionsRuntime
 from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 GIVE_UP_AFTER = timedelta(minutes=6)  # a title pending this long keeps the truncated title
 SWEEP_BATCH = 100
 
 
-def generate_title(rt: Runtime, user_id: str, session_id: str) -> dict[str, Any]:
+def generate_title(rt: SessionsRuntime, user_id: str, session_id: str) -> dict[str, Any]:
     """The worker's job: name a pending session from its opening exchange, or end the
     pending state with the truncated title. Idempotent: a session no longer pending (named,
     renamed, given up on) is left alone; a duplicate waits for the job that runs."""
@@ -74,7 +72,7 @@ def title_lock(session_id: str) -> str:
     return registry.TITLE_LOCK + session_id
 
 
-def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> bool:
+def finish(rt: SessionsRuntime, user_id: str, session_id: str, title: str | None) -> bool:
     """End a pending title, with `title` or (None) keeping the one the session has; only if
     it is still pending and not renamed, decided under the file's lock. Pushes the result."""
     final: dict[str, Any] = {}
@@ -99,7 +97,7 @@ def finish(rt: Runtime, user_id: str, session_id: str, title: str | None) -> boo
     return True
 
 
-def publish_title(rt: Runtime, user_id: str, session_id: str, title: str | None) -> None:
+def publish_title(rt: SessionsRuntime, user_id: str, session_id: str, title: str | None) -> None:
     """Tell the user's clients the title a session keeps now that it is no longer pending
     (named by the job, kept by the sweep, or ended by a turn whose first answer failed)."""
     event = {
@@ -119,7 +117,7 @@ def pending_since(state: SessionState) -> datetime:
     return state.created_at
 
 
-def sweep_titles(rt: Runtime, jobs: JobQueue) -> dict[str, int]:
+def sweep_titles(rt: SessionsRuntime, jobs: JobQueue) -> dict[str, int]:
     """Titles left pending by a lost job or a worker that died mid-call: the job is sent
     again once the title has waited LOST_AFTER and no job holds its lock, and the truncated
     title is kept (pending ended without the model) once it has waited GIVE_UP_AFTER."""

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.core import registry
 from shared.core.messages import content_text
 from shared.core.text import strip_forbidden
 from shared.files.filestore import atomic_write
 from shared.files.session_store import SessionState
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.sessions.needs import SessionsRuntime
 
 TITLE_LOCKED = "title_locked"  # set by an explicit rename: no mode or job changes it after
 TRUNCATE_CHARS = 60
@@ -54,7 +52,7 @@ def is_locked(state: SessionState) -> bool:
 
 
 def for_new_session(
-    rt: Runtime, user_id: str, title: str | None, temporary: bool
+    rt: SessionsRuntime, user_id: str, title: str | None, temporary: bool
 ) -> tuple[str | None, bool]:
     """(title, title_pending) of a session being created without or with a title."""
     mode = rt.settings.session_title_mode
@@ -65,7 +63,7 @@ def for_new_session(
     return None, mode == "llm"
 
 
-def next_number(rt: Runtime, user_id: str) -> int:
+def next_number(rt: SessionsRuntime, user_id: str) -> int:
     """The user's next sequential title: 1 for their first session, never given twice."""
     path = rt.store.sessions_dir(user_id).parent / "session-numbers.json"
     with rt.locks.hold(registry.SESSION_NUMBERS_LOCK + user_id, wait=10, ttl=30):
@@ -78,7 +76,9 @@ def next_number(rt: Runtime, user_id: str) -> int:
     return last + 1
 
 
-def first_message_changes(rt: Runtime, state: SessionState, content: str | None) -> dict[str, Any]:
+def first_message_changes(
+    rt: SessionsRuntime, state: SessionState, content: str | None
+) -> dict[str, Any]:
     """What the first message of a session sets: the truncated title (in `llm` mode the
     fallback shown while the model names the session, marked pending)."""
     mode = rt.settings.session_title_mode

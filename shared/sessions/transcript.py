@@ -7,14 +7,12 @@ the transcript route and the curation job read one record the same way.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.accounts import Principal
 from shared.files.session_store import SessionState
 from shared.sessions import service
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.sessions.needs import SessionsRuntime
 
 LIKES = (
     "likes"  # the meta key holding a session's likes, keyed by exchange id (its user message's id)
@@ -26,7 +24,9 @@ def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
     return dict(state.likes)
 
 
-def messages_with_likes(rt: Runtime, principal: Principal, session_id: str) -> list[dict[str, Any]]:
+def messages_with_likes(
+    rt: SessionsRuntime, principal: Principal, session_id: str
+) -> list[dict[str, Any]]:
     """The transcript, both messages of a liked exchange carrying `like: {status, ...}`."""
     service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)

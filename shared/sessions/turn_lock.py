@@ -16,19 +16,16 @@ each record whole (appends are atomic lines under the session file's own lock).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from shared.core import registry
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
+from shared.sessions.needs import SessionsRuntime
 
 TTL = 30.0  # seconds a dead holder's lock outlives it (renewed every TTL/3 while it lives)
 WAIT = 5 * 60  # a turn waits this long for the session's previous turn before giving up
 
 
 def hold_turn_lock(
-    rt: Runtime, session_id: str, *, wait: float = WAIT
+    rt: SessionsRuntime, session_id: str, *, wait: float = WAIT
 ) -> AbstractContextManager[None]:
     """The session's turn lock, kept alive while held; Conflict `busy` after `wait`."""
     return rt.locks.hold(registry.TURN_LOCK + session_id, wait=wait, ttl=TTL, keepalive=True)

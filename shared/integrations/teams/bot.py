@@ -18,7 +18,6 @@ message the dead worker saved, with a retry, instead of saving it a second time.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from shared.accounts import DISABLED_MESSAGE, Principal
 from shared.chat import turns
@@ -28,14 +27,12 @@ from shared.core.job_names import TEAMS_TURN
 from shared.core.messages import content_text
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 from shared.integrations import bindings
+from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.teams import activities, auth, links
 from shared.integrations.teams.activities import Inbound
 from shared.integrations.teams.channel import TeamsChannel
 from shared.llm.client import LLMError
 from shared.sessions import service as session_service
-
-if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.runtime import Runtime
 
 log = logging.getLogger(__name__)
 SOURCE = CHANNEL = "teams"
@@ -47,13 +44,13 @@ TEXT_ONLY_REPLY = "I can only read text messages."
 DISABLED_REPLY = "Your Eonyx account is disabled: ask your Eonyx administrator."
 
 
-def channel_of(rt: Runtime) -> TeamsChannel:
+def channel_of(rt: IntegrationsRuntime) -> TeamsChannel:
     if rt.teams is None:
         raise NotFound("the Teams endpoint is off (set TEAMS_APP_ID to turn it on)")
     return rt.teams
 
 
-def receive(rt: Runtime, authorization: str | None, body: bytes) -> str | None:
+def receive(rt: IntegrationsRuntime, authorization: str | None, body: bytes) -> str | None:
     """Check an incoming activity and queue its turn: the job id, or None when the activity
     needs no answer. Unauthorized (401) or InvalidInput (400) leave no trace."""
     channel = channel_of(rt)
@@ -81,7 +78,7 @@ def _delivery_key(inbound: Inbound) -> str:
     return registry.TEAMS_SEEN + bindings.digest(f"{inbound.conversation_id}|{inbound.activity_id}")
 
 
-def _take(rt: Runtime, key: str) -> bytes | None:
+def _take(rt: IntegrationsRuntime, key: str) -> bytes | None:
     """Mark the activity taken: None for its first delivery, else the mark an earlier one
     left (TAKEN: that delivery's worker died before answering; ANSWERED: done)."""
     if rt.redis is None:
@@ -92,7 +89,9 @@ def _take(rt: Runtime, key: str) -> bytes | None:
     return earlier if isinstance(earlier, bytes) else ANSWERED  # expired meanwhile: day-old
 
 
-def _last_exchange(rt: Runtime, user_id: str, session_id: str) -> tuple[str | None, str | None]:
+def _last_exchange(
+    rt: IntegrationsRuntime, user_id: str, session_id: str
+) -> tuple[str | None, str | None]:
     """The text of the session's last user message and of its final answer (None: none
     yet). After a worker died mid-turn, its user message may be saved unanswered, or
     answered with the reply never posted."""
@@ -106,7 +105,7 @@ def _last_exchange(rt: Runtime, user_id: str, session_id: str) -> tuple[str | No
     return None, None
 
 
-def principal_for(rt: Runtime, inbound: Inbound) -> Principal | None:
+def principal_for(rt: IntegrationsRuntime, inbound: Inbound) -> Principal | None:
     """The Eonyx user the sender is linked to (provisioned first with TEAMS_AUTO_PROVISION);
     `Forbidden` when that account is disabled."""
     if not inbound.aad_object_id:
@@ -136,7 +135,7 @@ def link_help(inbound: Inbound) -> str:
     )
 
 
-def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
+def answer(rt: IntegrationsRuntime, data: dict[str, object]) -> dict[str, object]:
     """The worker's half: run the message's turn and post the answer. Idempotent: a message
     delivered again is skipped, one whose first worker died is answered once."""
     inbound = Inbound.from_dict(dict(data))
@@ -154,7 +153,7 @@ def answer(rt: Runtime, data: dict[str, object]) -> dict[str, object]:
         return result
 
 
-def _answer(rt: Runtime, inbound: Inbound, *, resumed: bool) -> dict[str, object]:
+def _answer(rt: IntegrationsRuntime, inbound: Inbound, *, resumed: bool) -> dict[str, object]:
     connector = channel_of(rt).connector
     try:
         principal = principal_for(rt, inbound)
@@ -195,7 +194,7 @@ def _answer(rt: Runtime, inbound: Inbound, *, resumed: bool) -> dict[str, object
 
 
 def _run_turn(
-    rt: Runtime, principal: Principal, session_id: str, text: str, *, retry: bool
+    rt: IntegrationsRuntime, principal: Principal, session_id: str, text: str, *, retry: bool
 ) -> tuple[str, str]:
     """(the reply, the outcome) of the message's turn; a failure is told, not raised."""
     try:

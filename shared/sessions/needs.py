@@ -1,0 +1,23 @@
+"""What shared.sessions needs from the runtime (see shared/llm/needs.py for why): the session
+files, their locks, Redis for events and the turn lock, the model client for titles, the
+clock; and what shared.llm needs."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import redis
+
+from shared.core.clock import Clock
+from shared.files.session_store import SessionStore
+from shared.infra.locks import Locks
+from shared.llm.client import ModelClient
+from shared.llm.needs import LlmRuntime
+
+
+class SessionsRuntime(LlmRuntime, Protocol):
+    store: SessionStore
+    locks: Locks
+    redis: redis.Redis | None
+    llm: ModelClient
+    clock: Clock
