@@ -76,7 +76,9 @@ def main() -> int:
             principal = Principal(user_id, "bench", False, "web", "")
             store_session, _ = rt.store.create(user_id, source="web", title="append target")
             raw_session, _ = rt.store.create(user_id, source="web", title="durable_append")
-            api_session = session_service.create_session(rt, principal, title="service path")
+            api_session = session_service.create_session(
+                rt, principal, rt.memory, title="service path"
+            )
             raw_path = rt.store.path(user_id, raw_session.id)
             bare_path = Path(rt.store.sessions_dir(user_id)) / "bare.bin"
             bare_fd = os.open(bare_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
