@@ -68,7 +68,7 @@ def run_breakdown(
             rotations = prepare_sessions(
                 rt.store,
                 principal.user_id,
-                lambda: session_service.create_session(rt, principal).id,
+                lambda: session_service.create_session(rt, principal, rt.memory).id,
                 histories,
                 -(-(warmup + turns + 1) // every) + extra,
                 every,

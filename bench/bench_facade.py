@@ -164,7 +164,7 @@ def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, l
         if conv.turns == every:
             conversations[kind, mode] = conv = Conversation()
         if kind == "direct" and conv.session_id is None:
-            conv.session_id = session_service.create_session(rt, principal).id
+            conv.session_id = session_service.create_session(rt, principal, rt.memory).id
         stream = mode == "stream"
         headers = {SESSION: conv.session_id} if kind == "header" and conv.session_id else {}
         if kind == "direct":

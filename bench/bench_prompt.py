@@ -79,10 +79,10 @@ def main() -> int:
         try:
             user_id = uuid.uuid4().hex
             principal = Principal(user_id, "bench", False, "web", "")
-            row = session_service.create_session(rt, principal, title="long session")
+            row = session_service.create_session(rt, principal, rt.memory, title="long session")
             history = make_history(random.Random(11), args.messages)
             session_service.append_records(rt, principal, row.id, history)
-            compacted = session_service.create_session(rt, principal, title="compacted")
+            compacted = session_service.create_session(rt, principal, rt.memory, title="compacted")
             session_service.append_records(rt, principal, compacted.id, history)
             boundary = find_boundary(history)
             rt.store.write_summary(
