@@ -136,15 +136,19 @@ class EonyxApi(Api):
 
 def _describe(status: int, details: Any, error: HTTPException) -> str:
     if details:
-        problems = field_problems(details)
-        if problems:
-            return "; ".join(
-                f"{name}: {text}" if name else f"body: {text}" for name, text in problems
-            )
-        return "invalid request"
+        return validation_message(details)
     if status == 413:
         return "the request body is too large"
     return error.description or error.name
+
+
+def validation_message(details: Any) -> str:
+    """A validation error as one sentence naming each field: `content: longer than maximum
+    length 200000` (never marshmallow's dict as Python prints it)."""
+    problems = field_problems(details)
+    if not problems:
+        return "invalid request"
+    return "; ".join(f"{name}: {text}" if name else f"body: {text}" for name, text in problems)
 
 
 LOCATIONS = ("json", "query", "path", "view_args", "headers", "form", "files", "cookies")

@@ -24,7 +24,12 @@ class SessionSchema(ma.Schema):
     message_count = ma.fields.Integer()
     image_count = ma.fields.Integer()
     created_at = ma.fields.AwareDateTime()
-    updated_at = ma.fields.AwareDateTime()
+    updated_at = ma.fields.AwareDateTime(
+        metadata={
+            "description": "the last message's time (the creation's before one): the list's "
+            "order, which a rename, a pin, a move or the trash leave as it is"
+        }
+    )
     forked_from = ma.fields.String(allow_none=True, metadata={"description": "a fork's origin"})
     deleted_at = ma.fields.AwareDateTime(
         allow_none=True, metadata={"description": "in the trash since (purged 30 days later)"}

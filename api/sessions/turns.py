@@ -7,15 +7,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import marshmallow as ma
-from flask import Response, request, stream_with_context
+from flask import Response, g, request, stream_with_context
 from flask.views import MethodView
 
 from api.context import body_limit, login_required, principal, runtime
 from api.errors import render_error
-from api.extensions import Blueprint, error_payload
+from api.extensions import Blueprint, error_payload, validation_message
 from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.chat.context import describe_context
+from shared.sessions import title_job
 from shared.core import sse
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import EonyxError, InvalidInput
@@ -91,6 +92,21 @@ class Turns(MethodView):
         )
 
 
+REFUSED_AS_SENT = (400, 413, 422)  # the message can never be taken as it is (not 409, 429)
+
+
+@blp.after_request
+def _end_the_title_of_a_refused_first_message(response: Response) -> Response:
+    """A session whose first message was refused has no title coming: its pending state
+    ends (and is pushed), so no client shows a spinner for it, even after a reload. The
+    session stays for the client to send a message it can take (or to delete)."""
+    session_id = (request.view_args or {}).get("session_id")
+    who = g.get("principal")
+    if request.method == "POST" and response.status_code in REFUSED_AS_SENT and session_id and who:
+        title_job.finish(runtime(), who.user_id, session_id, None, unused_only=True)
+    return response
+
+
 def _multipart_turn() -> dict[str, Any]:
     """A turn sent as a form: its fields through the same schema, its files as images."""
     fields: dict[str, Any] = {k: v for k, v in request.form.items() if k != "project_context"}
@@ -107,7 +123,7 @@ def _multipart_turn() -> dict[str, Any]:
     try:
         body = TurnSchema().load(fields)
     except ma.ValidationError as exc:
-        raise InvalidInput(f"invalid form: {exc.messages}", code="invalid_request") from None
+        raise InvalidInput(validation_message(exc.messages), code="invalid_request") from None
     cap = runtime().settings.max_image_bytes + 1  # one byte more tells "too large"
     uploads = request.files.getlist("images")
     body["images"] = tuple(upload.stream.read(cap) for upload in uploads)

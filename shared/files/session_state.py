@@ -39,8 +39,6 @@ META_FIELDS = (
     "folder_id",
     "deleted_at",  # in the trash since then (ISO time); None again once restored
 )
-# Changes that do not make a session "recently updated" (it keeps its place in the list).
-QUIET_FIELDS = ("title_locked", "deleted_at")
 
 
 def _text(value: Any) -> str | None:
@@ -182,13 +180,12 @@ class SessionState:
                     setattr(self, key, BOOKKEEPING_FIELDS[key](value))
                 else:
                     self.extra[key] = value
-            if not any(key in META_FIELDS and key not in QUIET_FIELDS for key in changes):
-                return  # bookkeeping (likes, extraction progress, trash) keeps the list order
+            return  # a rename, a pin, a move, the trash keep the session's place in the list
         else:
             return
         stamp = record.get("at") or record.get("created_at")
-        if stamp:
-            self.updated_at = _stamp(stamp)
+        if stamp:  # never back: a fork's copied messages are older than the fork itself
+            self.updated_at = max(self.updated_at, _stamp(stamp))
 
     def _supersede(self, record: Mapping[str, Any]) -> None:
         self.message_count -= int(record.get("messages") or 0)

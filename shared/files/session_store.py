@@ -37,7 +37,6 @@ from shared.files.filestore import (
 from shared.files.session_cache import SessionCache
 from shared.files.session_state import (  # re-exported: the store's vocabulary
     META_FIELDS,
-    QUIET_FIELDS,
     SessionState,
     fold,
 )
@@ -45,7 +44,6 @@ from shared.files.session_state import (  # re-exported: the store's vocabulary
 __all__ = [
     "CHAT_ROLES",
     "META_FIELDS",
-    "QUIET_FIELDS",
     "Appended",
     "FileInfo",
     "SessionState",

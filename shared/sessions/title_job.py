@@ -72,13 +72,24 @@ def title_lock(session_id: str) -> str:
     return registry.TITLE_LOCK + session_id
 
 
-def finish(rt: SessionsRuntime, user_id: str, session_id: str, title: str | None) -> bool:
+def finish(
+    rt: SessionsRuntime,
+    user_id: str,
+    session_id: str,
+    title: str | None,
+    *,
+    unused_only: bool = False,
+) -> bool:
     """End a pending title, with `title` or (None) keeping the one the session has; only if
-    it is still pending and not renamed, decided under the file's lock. Pushes the result."""
+    it is still pending and not renamed, decided under the file's lock. Pushes the result.
+    `unused_only`: only in a session that holds no message yet (its first one was refused:
+    the spinner ends, and the next first message starts a title of its own)."""
     final: dict[str, Any] = {}
 
     def decide(state: SessionState) -> list[MetaRecord] | None:
         if not state.title_pending or is_locked(state):
+            return None
+        if unused_only and state.message_count:
             return None
         changes: dict[str, Any] = {"title_pending": False}
         if title:

@@ -72,9 +72,12 @@ def test_pinned_first_then_most_recently_updated(
     assert ids(client, alice) == [b, c, a]
     say(rt, alice, a)  # an update does not beat a pin
     assert ids(client, alice) == [b, a, c]
-    patch(client, alice, b, pinned=False)
+    patch(client, alice, b, pinned=False)  # back where its last message puts it
+    assert ids(client, alice) == [a, c, b]
+    patch(client, alice, b, title="renamed")  # a metadata change does not move it up
+    assert ids(client, alice) == [a, c, b]
     say(rt, alice, c)
-    assert ids(client, alice) == [c, b, a]
+    assert ids(client, alice) == [c, a, b]
 
 
 def new_folder(client: FlaskClient, alice: Account) -> str:

@@ -124,6 +124,45 @@ def test_a_failing_title_job_keeps_the_truncated_title_and_ends_pending(
     assert [(e["title"], e["title_pending"]) for e in pushed] == [(TRUNCATED, False)]
 
 
+@pytest.mark.parametrize("how", ["too-long-for-the-window", "over-the-api-limit-as-a-form"])
+def test_a_refused_first_message_ends_pending_at_once(
+    make_chat: Callable[..., Chat], how: str
+) -> None:
+    """Seen before: after a 413 the session stayed `title_pending` with no message, and every
+    client spun on it for good, across reloads. The refusal ends it and pushes that; the next
+    first message starts a title of its own."""
+    chat = make_chat(SESSION_TITLE_MODE="llm", EONYX_LLM_CONTEXT_WINDOW="2000")
+    chat.rt.jobs = RecordingJobs()
+    session_id = chat.new_session()
+    assert title_of(chat, session_id) == (None, True)
+    with live_events(chat) as pushed:
+        if how == "too-long-for-the-window":
+            refused = chat.turn(session_id, content="word " * 2_000)
+            assert (refused.status_code, refused.get_json()["error"]["code"]) == (
+                413,
+                "message_too_long",
+            )
+        else:
+            refused = chat.client.post(
+                f"{API}/sessions/{session_id}/turns",
+                data={"content": "x" * 300_000},
+                headers=chat.user.headers,
+                content_type="multipart/form-data",
+            )
+            assert refused.status_code == 400
+            assert refused.get_json()["error"]["message"] == (
+                "content: longer than maximum length 200000"  # a sentence, not a dict
+            )
+    assert title_of(chat, session_id) == (None, False)
+    assert [(e["title"], e["title_pending"]) for e in pushed] == [(None, False)]
+    assert [(s["id"], s["title_pending"]) for s in listed(chat)] == [(session_id, False)]
+
+    chat.llm.script(text("Start with the Jardin du Luxembourg."))
+    assert chat.turn(session_id, content=OPENING).status_code == 200
+    assert title_of(chat, session_id) == (TRUNCATED, True)
+    assert chat.rt.jobs.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]  # type: ignore[union-attr]
+
+
 def test_a_failed_first_reply_ends_pending_at_once(make_chat: Callable[..., Chat]) -> None:
     chat = llm_chat(make_chat)
     session_id = chat.new_session()

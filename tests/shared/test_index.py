@@ -11,7 +11,7 @@ import pytest
 from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import SessionStore
+from shared.files.session_store import SessionStore, new_message_id
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from tests.conftest import Account, Backend
@@ -158,13 +158,25 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
     assert session_service.get_session(rt, me, session_id).message_count == 2
 
 
-def test_bookkeeping_records_do_not_reorder_the_list(rt: Runtime, alice: Account) -> None:
+def test_only_a_message_reorders_the_list(rt: Runtime, alice: Account) -> None:
+    """The list is ordered by the last message: bookkeeping, a rename, an archive and back,
+    a move into a folder leave a session where it was (seen before: a rename moved it up)."""
     me = principal(alice)
     older = session_service.create_session(rt, me, rt.memory, title="older").id
     newer = session_service.create_session(rt, me, rt.memory, title="newer").id
     session_service.append_meta(rt, alice.user_id, older, {"extracted_turns": 4})
+    session_service.update_session(rt, me, older, {"title": "renamed"})
+    session_service.update_session(rt, me, older, {"archived": True})
+    session_service.update_session(rt, me, older, {"archived": False})
     assert [r[0] for r in listing(rt, me)] == [newer, older]
-    session_service.update_session(rt, me, older, {"title": "renamed"})  # a real change
+    news = {
+        "type": "message",
+        "id": new_message_id(),
+        "role": "user",
+        "content": "news",
+        "created_at": isoformat(utcnow()),
+    }
+    session_service.append_records(rt, me, older, [news])
     assert [r[0] for r in listing(rt, me)] == [older, newer]
 
 
