@@ -16,11 +16,11 @@ from api.extensions import Blueprint, error_payload, validation_message
 from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.chat.context import describe_context
-from shared.sessions import title_job
 from shared.core import sse
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
+from shared.sessions import title_job
 
 log = logging.getLogger(__name__)
 # One server-sent event of a streamed turn; `data` is JSON (see STREAM_EVENTS).
