@@ -171,3 +171,36 @@ def test_the_session_manager_draws_its_list_and_its_search(
     terminal.tmux("send-keys", "-t", "chat", "Escape")
     terminal.wait_for("Message, or / for commands")
     quit_chat(terminal, exit_file)
+
+
+def resident_mb(terminal: Terminal) -> float:
+    """The resident memory of `eonyx chat` (the pane's shell's child), in MB."""
+    shell = terminal.tmux("display-message", "-p", "-t", "chat", "#{pane_pid}").strip()
+    children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    status = Path(f"/proc/{children[0]}/status").read_text()
+    kilobytes = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS"))
+    return int(kilobytes) / 1024
+
+
+def test_a_long_paste_that_arrives_as_keystrokes_is_sent_whole(
+    live: Live, terminal: Terminal, tmp_path: Path
+) -> None:
+    """A terminal without bracketed paste (tmux paste-buffer without -p) types the text key by
+    key. Seen before: 50,000 characters, then Enter did nothing, a core at 100 % and memory past
+    1 GB within 90 s. The text arrives whole, the answer comes, the memory stays small."""
+    pasted = "lorem ipsum " * 4166 + "END-OF-PASTE"  # 50,004 characters, one line
+    (tmp_path / "paste.txt").write_text(pasted)
+    exit_file = start_chat(live, terminal, tmp_path, "--new")
+    terminal.wait_for("new session")
+    terminal.tmux("load-buffer", "-b", "big", str(tmp_path / "paste.txt"))
+    terminal.tmux("paste-buffer", "-b", "big", "-t", "chat")
+    terminal.wait_for("END-OF-PASTE")
+    assert resident_mb(terminal) < 300
+
+    live.llm.script(text("Read all of it."))
+    terminal.tmux("send-keys", "-t", "chat", "Enter")
+    terminal.wait_for("Read all of it.")
+    session_id = live.session_ids()[0]
+    assert live.transcript(session_id) == [("user", pasted), ("assistant", "Read all of it.")]
+    assert resident_mb(terminal) < 300
+    quit_chat(terminal, exit_file)
