@@ -78,6 +78,7 @@ class PromptInput(Input):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.typed: list[str] = []
+        self.refused_at: str | None = None  # the full line the limit was last named at
 
     async def _on_key(self, event: events.Key) -> None:
         if event.is_printable and self.selection.is_empty:
@@ -96,14 +97,17 @@ class PromptInput(Input):
             return
         typed, self.typed = "".join(self.typed), []
         room = MAX_MESSAGE_CHARS - len(self.value)
-        if len(typed) > room:
+        cut = len(typed) > room
+        if cut:
             typed = typed[: max(room, 0)]
+        if typed:
+            self.insert_text_at_cursor(typed)
+        if cut and self.value != self.refused_at:  # named once per full line, not per key
+            self.refused_at = self.value
             self.notify(
                 f"a message holds at most {MAX_MESSAGE_CHARS:,} characters: the rest was not typed",
                 severity="error",
             )
-        if typed:
-            self.insert_text_at_cursor(typed)
 
     async def action_submit(self) -> None:
         self.insert_typed()

@@ -25,6 +25,7 @@ from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
 from cli.run import project_part
+from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.infra import event_bus
 from shared.llm.tools import Tool
 from shared.sessions import service as session_service
@@ -330,6 +331,20 @@ def test_a_refused_first_message_goes_back_into_the_prompt(make_live: Callable[.
             ("user", "a short one"),
             ("assistant", "short is fine"),
         ]
+
+    drive(live, scenario, new=True)
+
+
+def test_typing_stops_at_the_message_limit_and_names_it(live: Live) -> None:
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        prompt = app.query_one("#prompt", Input)
+        prompt.value = "a" * (MAX_MESSAGE_CHARS - 3)
+        prompt.cursor_position = len(prompt.value)
+        await pilot.press(*"bcdefg")
+        await pilot.pause()
+        assert prompt.value == "a" * (MAX_MESSAGE_CHARS - 3) + "bcd"
+        told = [n.message for n in app._notifications]
+        assert told == ["a message holds at most 200,000 characters: the rest was not typed"]
 
     drive(live, scenario, new=True)
 
