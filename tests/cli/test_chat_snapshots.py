@@ -4,8 +4,8 @@ server cannot be reached, the typed message back in the box.
 
 After a deliberate change of the screens, write them again and look at them before
 committing: `EONYX_UPDATE_SNAPSHOTS=1 pytest tests/cli/test_chat_snapshots.py` (this also
-refreshes the README's screenshots, docs/eonyx-chat.svg and docs/eonyx-chat-offline.svg). A failing comparison leaves the new
-picture beside the kept one as `<name>.actual.svg`.
+refreshes the README's screenshots, docs/eonyx-chat.svg and docs/eonyx-chat-offline.svg).
+A failing comparison leaves the new picture beside the kept one as `<name>.actual.svg`.
 """
 
 from __future__ import annotations
