@@ -347,9 +347,12 @@ class AsyncApiClient(_Api):
         scheme, rest = self.url.split("://", 1)
         return f"{'wss' if scheme == 'https' else 'ws'}://{rest}/api/v1/events"
 
-    def listen(self, deliver: Callable[[dict[str, Any]], None], stop: threading.Event) -> str:
+    def listen(
+        self, deliver: Callable[[dict[str, Any]], None], stop: threading.Event
+    ) -> tuple[str, bool]:
         """Pass each live event to `deliver` until `stop` is set or the socket ends; returns
-        why it ended (for the app to fall back to refreshing by itself)."""
+        why it ended (for the app to fall back to refreshing by itself) and whether the server
+        could be reached at all (a refused connection is an outage; a refused handshake not)."""
         from simple_websocket import Client as WebSocket  # off the start-up path: 0.1 s
         from simple_websocket import ConnectionClosed
 
@@ -357,8 +360,10 @@ class AsyncApiClient(_Api):
             ws = WebSocket.connect(
                 self.events_url(), headers={"Authorization": f"Bearer {self.token}"}
             )
-        except (OSError, ConnectionClosed, ValueError) as exc:
-            return f"cannot open the events socket: {exc}"
+        except OSError as exc:
+            return f"cannot open the events socket: {exc}", False
+        except (ConnectionClosed, ValueError) as exc:
+            return f"cannot open the events socket: {exc}", True
         try:
             while not stop.is_set():
                 data = ws.receive(timeout=0.5)
@@ -366,14 +371,14 @@ class AsyncApiClient(_Api):
                     continue
                 event = json.loads(data)
                 if event.get("type") == "error":
-                    return str((event.get("error") or {}).get("message") or "events error")
+                    return str((event.get("error") or {}).get("message") or "events error"), True
                 deliver(event)
         except (ConnectionClosed, OSError, ValueError) as exc:
-            return f"the events socket closed: {exc}"
+            return f"the events socket closed: {exc}", True
         finally:
             with contextlib.suppress(ConnectionClosed, OSError):  # closed by the server already
                 ws.close()
-        return "stopped"
+        return "stopped", True
 
 
 def _page_params(

@@ -4,6 +4,7 @@ import marshmallow as ma
 
 from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
 from shared.core import text
+from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.core.text import NON_BLANK_TEXT_PATTERN
 from shared.index.listing import SOURCES, UNFILED
 
@@ -131,7 +132,7 @@ class ContentField(ma.fields.Field):
     """A message's content: text, or OpenAI-style content parts (`text` and `image_url` with
     a data: URL); the parts themselves are checked by the domain."""
 
-    MAX_TEXT = 200_000
+    MAX_TEXT = MAX_MESSAGE_CHARS
     MAX_PARTS = 64
 
     def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[no-untyped-def]
@@ -166,7 +167,11 @@ class TurnSchema(StrictSchema):
             "{type: image_url, image_url: {url: 'data:image/png;base64,...'}}; leave it out "
             "with `retry: true`",
             "oneOf": [
-                {"type": "string", "maxLength": 200_000, "pattern": NON_BLANK_TEXT_PATTERN},
+                {
+                    "type": "string",
+                    "maxLength": MAX_MESSAGE_CHARS,
+                    "pattern": NON_BLANK_TEXT_PATTERN,
+                },
                 {"type": "array", "items": {"type": "object"}, "minItems": 1, "maxItems": 64},
             ],
         },

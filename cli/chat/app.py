@@ -3,7 +3,9 @@
 It resumes the session updated last (or the one given, or none with --new: the first message
 then creates it). A message is sent as a streamed turn; tokens go into a Markdown answer as
 they come, tool steps fold under their call, memory writes show as one line. A failed or
-stopped turn leaves the user's message saved on the server and Ctrl+R answers it again.
+stopped turn leaves the user's message saved on the server and Ctrl+R answers it again; so
+does a chat reopened on an unanswered message. A message the server refused or never got goes
+back into the prompt.
 Everything goes through `AsyncApiClient`; the live events socket runs in a thread and its events
 come back to this loop with `call_from_thread`.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -31,7 +33,7 @@ from textual.worker import Worker
 
 from cli.api_client import ApiError, AsyncApiClient
 from cli.chat import commands
-from cli.chat.manager import SessionManager
+from cli.chat.manager import Confirm, SessionManager
 from cli.chat.widgets import (
     AnswerEntry,
     Entry,
@@ -42,18 +44,74 @@ from cli.chat.widgets import (
     WorkerGroups,
 )
 from cli.stream import memory_line
-from shared.core.messages import content_text
+from shared.core.messages import MAX_MESSAGE_CHARS, content_text
 
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
 POLL_SECONDS = 2.0  # without the events socket: how often pending titles and likes are asked
-RECONNECT_SECONDS = 15.0
-RETRYABLE = (0, 502)  # a model failure, or a stream cut off: the message is saved, ask again
+RECONNECT_SECONDS = (1.0, 2.0, 5.0, 15.0)  # the events socket's waits before trying again
+
+
+def message_kept(exc: ApiError, *, streamed: bool) -> bool:
+    """Whether the server kept the message of a failed turn: it did once the stream began,
+    after a model failure (502), and maybe when the connection broke after sending. A refusal
+    (4xx) or a server that could not be reached kept nothing."""
+    return streamed or exc.status == 502 or exc.code == "stream_broken"
+
+
+async def stopped(stream: MarkdownStream | None) -> None:
+    """The Markdown stream flushed and ended, if one is open."""
+    if stream is not None:
+        await stream.stop()
 
 
 class PromptInput(Input):
-    """The message line; Tab completes a /command."""
+    """The message line; Tab completes a /command.
+
+    Typed characters are inserted in batches: a paste that a terminal without bracketed paste
+    sends key by key (50,000 keys) would otherwise redraw, re-measure and post `Changed` with
+    the whole line once per key, quadratic in its length. The first key of a run schedules one
+    insert behind the keys already queued, which all join it. Past the server's limit on a
+    message the rest is refused, and the limit is named."""
 
     BINDINGS = [Binding("tab", "complete", "Complete", show=False)]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.typed: list[str] = []
+        self.refused_at: str | None = None  # the full line the limit was last named at
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable and self.selection.is_empty:
+            assert event.character is not None
+            event.stop()
+            event.prevent_default()
+            if not self.typed:
+                self.call_later(self.insert_typed)
+            self.typed.append(event.character)
+            return
+        self.insert_typed()  # what was typed before this key comes first
+        await super()._on_key(event)
+
+    def insert_typed(self) -> None:
+        if not self.typed:
+            return
+        typed, self.typed = "".join(self.typed), []
+        room = MAX_MESSAGE_CHARS - len(self.value)
+        cut = len(typed) > room
+        if cut:
+            typed = typed[: max(room, 0)]
+        if typed:
+            self.insert_text_at_cursor(typed)
+        if cut and self.value != self.refused_at:  # named once per full line, not per key
+            self.refused_at = self.value
+            self.notify(
+                f"a message holds at most {MAX_MESSAGE_CHARS:,} characters: the rest was not typed",
+                severity="error",
+            )
+
+    async def action_submit(self) -> None:
+        self.insert_typed()
+        await super().action_submit()
 
     def action_complete(self) -> None:
         matches = commands.completions(self.value)
@@ -104,6 +162,7 @@ class ChatApp(WorkerGroups, App[None]):
         self.turn: Worker[None] | None = None
         self.can_retry = False
         self.events_live = False
+        self.reconnects = 0
         self.stop_events = threading.Event()
         self.steps: dict[str, StepEntry] = {}
 
@@ -187,6 +246,9 @@ class ChatApp(WorkerGroups, App[None]):
         if isinstance(messages, BaseException):
             raise messages
         await self.show_transcript(messages)
+        if messages and messages[-1].get("role") == "user":
+            self.can_retry = True
+            await self.say("your last message has no answer yet: Ctrl+R answers it now")
         if isinstance(context, dict):  # the gauge is a hint: without it the session still opens
             self.show_gauge(context.get("percent"))
 
@@ -221,6 +283,9 @@ class ChatApp(WorkerGroups, App[None]):
     def _liked(entry: Entry, message: dict[str, Any]) -> Entry:
         entry.like_status = (message.get("like") or {}).get("status")
         return entry
+
+    def show_reachable(self, reachable: bool) -> None:
+        self.query_one(SessionHeader).show_reachable(reachable, self.api.url)
 
     def show_gauge(self, percent: float | None) -> None:
         self.query_one(SessionHeader).query_one("#gauge").show(percent)  # type: ignore[attr-defined]
@@ -264,10 +329,14 @@ class ChatApp(WorkerGroups, App[None]):
         conversation.anchor()  # stay at the end as the answer grows, until the user scrolls up
         answer: AnswerEntry | None = None
         stream: MarkdownStream | None = None
+        created = streamed = False
         try:
             if self.session is None:
                 self.session = await self.api.create_session()
+                created = True
             async for name, data in self.api.stream_turn(self.open_id, body):
+                streamed = True
+                self.show_reachable(True)
                 if name == "token":
                     if answer is None:
                         answer = AnswerEntry()
@@ -276,14 +345,12 @@ class ChatApp(WorkerGroups, App[None]):
                     assert stream is not None
                     await stream.write(data["text"])  # the anchored view follows it
                 elif name in ("tool_call", "tool_result", "memory_write"):
-                    if stream is not None:
-                        await stream.stop()
+                    await stopped(stream)
                     answer = stream = None
                     await self.show_step(name, data)
                 elif name == "done":
-                    if stream is not None:
-                        await stream.stop()
-                        stream = None
+                    await stopped(stream)
+                    stream = None
                     await self.finish_turn(data, user, answer)
                 elif name == "error":
                     error = data.get("error") or {}
@@ -293,7 +360,10 @@ class ChatApp(WorkerGroups, App[None]):
                         str(error.get("message", "the turn failed")),
                     )
         except ApiError as exc:
-            await self.turn_failed(exc)
+            if message_kept(exc, streamed=streamed):
+                await self.turn_failed(exc)
+            else:
+                await self.turn_refused(exc, body.get("content"), user, created=created)
         except asyncio.CancelledError:
             await conversation.mount(
                 Notice("stopped: your message is saved; Ctrl+R asks for the answer again", "info")
@@ -301,8 +371,7 @@ class ChatApp(WorkerGroups, App[None]):
             self.can_retry = self.session is not None
             raise
         finally:
-            if stream is not None:
-                await stream.stop()
+            await stopped(stream)
             conversation.scroll_end(animate=False)
 
     async def show_step(self, name: str, data: dict[str, Any]) -> None:
@@ -333,9 +402,29 @@ class ChatApp(WorkerGroups, App[None]):
                 self.session = await self.api.session(self.open_id)
 
     async def turn_failed(self, exc: ApiError) -> None:
-        self.can_retry = self.session is not None and exc.status in RETRYABLE
+        """The message is saved and unanswered: Ctrl+R asks for the answer."""
+        self.can_retry = self.session is not None
         hint = "; Ctrl+R answers your message again" if self.can_retry else ""
         await self.conversation.mount(Notice(f"{exc}{hint}", "error"))
+
+    async def turn_refused(
+        self, exc: ApiError, content: Any, user: UserEntry | None, *, created: bool
+    ) -> None:
+        """Nothing was saved: the message leaves the conversation and goes back into the
+        prompt, and a session made for it is new again (the server drops an empty one)."""
+        if exc.status == 0:
+            self.show_reachable(False)
+        if user is not None:
+            await user.remove()
+        if created:
+            self.session = None
+        prompt = self.query_one("#prompt", PromptInput)
+        back = isinstance(content, str) and not prompt.value
+        if back:
+            prompt.value = content
+            prompt.cursor_position = len(content)
+        where = "; your message is back in the box" if back else ""
+        await self.conversation.mount(Notice(f"{exc}{where}", "error"))
 
     def action_stop(self) -> None:
         if self.streaming:
@@ -401,6 +490,10 @@ class ChatApp(WorkerGroups, App[None]):
         await self.say(f"renamed to {renamed['title']!r}")
 
     async def clear_command(self, _argument: str) -> None:
+        question = "Wipe this session's history? Its id and title stay; this cannot be undone."
+        if not await self.push_screen_wait(Confirm(question)):
+            await self.say("not cleared")
+            return
         await self.api.clear(self.open_id)
         await self.open_session(await self.api.session(self.open_id))
         await self.say("cleared: the history is wiped; the id and title stay")
@@ -498,9 +591,9 @@ class ChatApp(WorkerGroups, App[None]):
 
     @work(thread=True, exclusive=True, group="events")
     def listen_events(self) -> None:
-        reason = self.api.listen(self._from_thread, self.stop_events)
+        reason, reachable = self.api.listen(self._from_thread, self.stop_events)
         if not self.stop_events.is_set():
-            self._from_thread({"type": "closed", "reason": reason})
+            self._from_thread({"type": "closed", "reason": reason, "unreachable": not reachable})
 
     def _from_thread(self, event: dict[str, Any]) -> None:
         try:
@@ -511,10 +604,15 @@ class ChatApp(WorkerGroups, App[None]):
     def on_server_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "ready":
-            self.events_live = True
+            self.events_live, self.reconnects = True, 0
+            self.show_reachable(True)
         elif kind == "closed":
             self.events_live = False
-            self.set_timer(RECONNECT_SECONDS, self.listen_events)
+            if event.get("unreachable"):
+                self.show_reachable(False)
+            wait = RECONNECT_SECONDS[min(self.reconnects, len(RECONNECT_SECONDS) - 1)]
+            self.reconnects += 1
+            self.set_timer(wait, self.listen_events)
         elif kind == "session.title":
             session_id = str(event.get("session_id") or event.get("id") or "")
             title = event.get("title")

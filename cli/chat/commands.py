@@ -29,10 +29,10 @@ class Command:
 COMMANDS = (
     Command("sessions", "/sessions [query]", "the session manager, searched over titles and text"),
     Command("new", "/new", "start a new session"),
-    Command("clear", "/clear", "wipe this session's history (keeps its id and title)"),
+    Command("clear", "/clear", "wipe this session's history, once confirmed (keeps id and title)"),
     Command("rename", "/rename <title>", "rename this session"),
     Command("fork", "/fork", "copy this session into a new one and continue there"),
-    Command("export", "/export", "write .eonyx/exports/eonyx-<id>.md under this directory"),
+    Command("export", "/export", "write `.eonyx/exports/eonyx-<id>.md` under this directory"),
     Command("help", "/help", "commands and keys"),
     Command("quit", "/quit", "leave (the session stays on the server)"),
 )
@@ -47,16 +47,16 @@ KEYS = (
     ("Esc, Ctrl+C", "stop the answer being streamed"),
     ("Ctrl+R", "answer the last message again after a failure or a stop"),
     ("Ctrl+S", "the session manager"),
-    ("Ctrl+Up / Ctrl+Down", "select a message; then L likes it (remember this turn)"),
+    ("Ctrl+Up / Ctrl+Down", "select a message; then l likes it (remember this turn)"),
     ("Ctrl+Q", "quit"),
 )
 MANAGER_KEYS = (
     ("Enter", "open"),
-    ("R", "rename"),
-    ("F", "fork"),
-    ("D", "delete (to the trash, after a confirmation)"),
-    ("P", "pin or unpin"),
-    ("A", "archive or unarchive"),
+    ("r", "rename"),
+    ("f", "fork"),
+    ("d", "delete (to the trash, after a confirmation)"),
+    ("p", "pin or unpin"),
+    ("a", "archive or unarchive"),
     ("/", "search titles and text"),
     ("Esc", "back"),
 )

@@ -96,7 +96,9 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         self.query_text = query or ""
         self.items: dict[str, dict[str, Any]] = {}
         self.next_cursor: str | None = None
-        self.loading = False
+        # A page is being fetched. Not `loading`: that is Textual's own flag, which covers the
+        # screen with a loading indicator that, under tmux, stayed drawn after the answer.
+        self.fetching = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="manager"):
@@ -126,14 +128,14 @@ class SessionManager(WorkerGroups, Screen[str | None]):
     @work(exclusive=True, group="list")
     async def reload(self, select: str | None = None) -> None:
         """The first page again (after a search or a change that moves rows)."""
-        self.loading = True
+        self.fetching = True
         try:
             page = await self.api.list_sessions(query=self.query_text or None)
         except ApiError as exc:
             self.status(str(exc), error=True)
             return
         finally:
-            self.loading = False
+            self.fetching = False
         table = self.query_one(SessionTable)
         table.clear()
         self.items.clear()
@@ -143,16 +145,16 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         found = len(self.items)
         where = f" matching {self.query_text!r}" if self.query_text else ""
         self.status(
-            f"{found}{'+' if self.next_cursor else ''} sessions{where}"
+            f"{found}{'+' if self.next_cursor else ''} session{'' if found == 1 else 's'}{where}"
             if found
             else f"no sessions{where}"
         )
 
     @work(group="more")
     async def load_more(self) -> None:
-        if self.loading or not self.next_cursor:
+        if self.fetching or not self.next_cursor:
             return
-        self.loading = True
+        self.fetching = True
         try:
             page = await self.api.list_sessions(
                 query=self.query_text or None, cursor=self.next_cursor
@@ -161,7 +163,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         except ApiError as exc:
             self.status(str(exc), error=True)
         finally:
-            self.loading = False
+            self.fetching = False
 
     def _add(self, page: dict[str, Any]) -> None:
         table = self.query_one(SessionTable)
@@ -199,7 +201,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
             self._refresh_row({**item, "title": title, "title_pending": False})
 
     def _poll_pending(self) -> None:
-        if self.app.events_live or self.loading:
+        if self.app.events_live or self.fetching:
             return
         if any(item.get("title_pending") for item in self.items.values()):
             self.reload(select=self.selected())

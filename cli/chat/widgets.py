@@ -54,7 +54,14 @@ class SessionHeader(Horizontal):
     def compose(self) -> ComposeResult:
         yield Static("new session", id="title")
         yield Static("", id="source")
+        yield Static("", id="offline")
         yield Gauge("", id="gauge")
+
+    def show_reachable(self, reachable: bool, url: str) -> None:
+        """Said at once when the server stops answering, not only after a send."""
+        offline = self.query_one("#offline", Static)
+        offline.update("" if reachable else escape(f"cannot reach {url}"))
+        offline.display = not reachable
 
     def show_session(self, session: dict[str, Any] | None) -> None:
         title = self.query_one("#title", Static)

@@ -31,6 +31,7 @@ class MessageRecord(TypedDict, total=False):
 
 
 CHAT_ROLES = ("user", "assistant")
+MAX_MESSAGE_CHARS = 200_000  # a message's text, as the API accepts it (the clients stop there)
 MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
 
 

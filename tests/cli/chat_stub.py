@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
+
 from cli.api_client import AsyncApiClient
 from cli.stream import Event
 
@@ -102,7 +104,8 @@ class StubAPI(AsyncApiClient):
         return {"tokens": 6592, "window": 8000, "percent": 82.4}
 
     async def stream_turn(self, session_id: str, body: dict[str, Any]) -> AsyncIterator[Event]:
-        raise AssertionError("the stub answers no turn")
+        """The server is down: the picture of what a person sees then."""
+        raise self.unreachable(httpx.ConnectError("[Errno 111] Connection refused"))
         yield  # pragma: no cover
 
     @staticmethod

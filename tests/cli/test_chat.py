@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from textual.pilot import Pilot
@@ -24,6 +25,7 @@ from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
 from cli.run import project_part
+from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.infra import event_bus
 from shared.llm.tools import Tool
 from shared.sessions import service as session_service
@@ -302,6 +304,115 @@ def test_a_model_failure_shows_the_reason_and_ctrl_r_retries(live: Live) -> None
     drive(live, scenario)
 
 
+def test_a_refused_first_message_goes_back_into_the_prompt(make_live: Callable[..., Live]) -> None:
+    """Seen before: a too-long first message left `titling…` in the header for good and the
+    text was gone. Nothing was saved: the text is back in the box, the session is new again."""
+    live = make_live(EONYX_LLM_CONTEXT_WINDOW="1000")
+    too_long = "word " * 2000
+
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        await type_line(pilot, too_long)
+        await idle(app, pilot)
+        kind, message = entries(app)[-1]
+        assert kind == "error"
+        assert "(message_too_long)" in message
+        assert message.endswith("your message is back in the box")
+        assert ("user", too_long) not in entries(app)
+        assert app.query_one("#prompt", Input).value == too_long
+        assert app.session is None
+        assert header_title(app) == "new session"
+        assert live.session_ids() == []
+
+        live.llm.script(text("short is fine"))
+        await type_line(pilot, "a short one")
+        await idle(app, pilot)
+        assert app.session is not None
+        assert live.transcript(app.session["id"]) == [
+            ("user", "a short one"),
+            ("assistant", "short is fine"),
+        ]
+
+    drive(live, scenario, new=True)
+
+
+def test_typing_stops_at_the_message_limit_and_names_it(live: Live) -> None:
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        prompt = app.query_one("#prompt", Input)
+        prompt.value = "a" * (MAX_MESSAGE_CHARS - 3)
+        prompt.cursor_position = len(prompt.value)
+        await pilot.press(*"bcdefg")
+        await pilot.pause()
+        assert prompt.value == "a" * (MAX_MESSAGE_CHARS - 3) + "bcd"
+        told = [n.message for n in app._notifications]
+        assert told == ["a message holds at most 200,000 characters: the rest was not typed"]
+
+    drive(live, scenario, new=True)
+
+
+def test_a_message_that_never_reached_the_server_stays_in_the_prompt(live: Live) -> None:
+    """Seen before: after an outage the app offered Ctrl+R, which answered nothing_to_retry,
+    and the typed text was gone. Now the header says the server is unreachable and the text
+    waits in the box until it can be sent."""
+    session_id = seed(live, "first answer")
+
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        served = app.api.http.base_url
+        app.api.http.base_url = "http://127.0.0.1:9/api/v1"  # nothing listens there
+        await type_line(pilot, "are you there?")
+        await idle(app, pilot)
+        kind, message = entries(app)[-1]
+        assert kind == "error"
+        assert message.startswith("cannot reach Eonyx")
+        assert "Ctrl+R" not in message
+        assert app.query_one("#prompt", Input).value == "are you there?"
+        offline = app.query_one("#offline", Static)
+        assert offline.display
+        assert "cannot reach" in text_of(offline)
+        await pilot.press("ctrl+r")  # nothing was saved: nothing to answer
+        assert live.transcript(session_id)[-1] == ("assistant", "first answer")
+
+        app.api.http.base_url = served
+        live.llm.script(text("here now"))
+        app.query_one("#prompt", Input).focus()
+        await pilot.press("enter")
+        await idle(app, pilot)
+        assert entries(app)[-1] == ("answer", "here now")
+        assert not offline.display
+        assert live.transcript(session_id)[-2:] == [
+            ("user", "are you there?"),
+            ("assistant", "here now"),
+        ]
+
+    drive(live, scenario)
+
+
+def test_reopening_an_unanswered_message_offers_ctrl_r(live: Live) -> None:
+    session_id = live.api("POST", "/sessions", json={})["id"]
+    live.llm.script(error(500, "the model is down"))
+    response = httpx.post(
+        f"{live.url}/api/v1/sessions/{session_id}/turns",
+        json={"content": "still there?"},
+        headers=live.user.headers,
+    )
+    assert response.status_code == 502
+
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        assert entries(app)[-1] == (
+            "info",
+            "your last message has no answer yet: Ctrl+R answers it now",
+        )
+        live.llm.script(text("Back again."))
+        await pilot.press("ctrl+r")
+        await idle(app, pilot)
+        assert entries(app)[-1] == ("answer", "Back again.")
+        assert live.transcript(session_id) == [
+            ("user", "still there?"),
+            ("assistant", "Back again."),
+        ]
+
+    drive(live, scenario, session_id=session_id)
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
 def test_stopping_a_stream_keeps_what_was_saved(live: Live, key: str) -> None:
     live.llm.script(text("word " * 400, chunk_size=5, chunk_delay=0.02))
@@ -419,6 +530,10 @@ def test_new_rename_help_and_an_unknown_command(live: Live) -> None:
         await idle(app, pilot)
         assert "`/rename <title>`" in entries(app)[-1][1]
         assert "Ctrl+S" in entries(app)[-1][1]
+        await pilot.pause()
+        drawn = app.export_screenshot()  # what the Markdown shows, not its source
+        assert "eonyx-&lt;id&gt;.md" in drawn
+        assert "`r`: rename" in entries(app)[-1][1]  # the manager's keys as they are typed
 
         await type_line(pilot, "/new")
         await idle(app, pilot)
@@ -445,7 +560,16 @@ def test_clear_wipes_the_history_and_keeps_id_and_title(live: Live) -> None:
     live.api("PATCH", f"/sessions/{session_id}", json={"title": "Keep me"})
 
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        await type_line(pilot, "/clear")  # asks first, as `eonyx sessions clear` does
+        await until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+        await pilot.press("n")
+        await idle(app, pilot)
+        assert entries(app)[-1] == ("info", "not cleared")
+        assert len(live.transcript(session_id)) == 4
+
         await type_line(pilot, "/clear")
+        await until(pilot, lambda: isinstance(app.screen, Confirm), "the question")
+        await pilot.press("y")
         await idle(app, pilot)
         assert entries(app)[-1][0] == "info"
         assert entries(app)[-1][1].startswith("cleared")

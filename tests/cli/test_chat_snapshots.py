@@ -1,10 +1,11 @@
 """SVG snapshots of `eonyx chat`: the main screen and the session manager, fed fixed data by
-`StubAPI`, compared with the SVGs kept in tests/cli/snapshots/.
+`StubAPI`, compared with the SVGs kept in tests/cli/snapshots/; and the main screen when the
+server cannot be reached, the typed message back in the box.
 
 After a deliberate change of the screens, write them again and look at them before
 committing: `EONYX_UPDATE_SNAPSHOTS=1 pytest tests/cli/test_chat_snapshots.py` (this also
-refreshes the README's screenshot, docs/eonyx-chat.svg). A failing comparison leaves the new
-picture beside the kept one as `<name>.actual.svg`.
+refreshes the README's screenshots, docs/eonyx-chat.svg and docs/eonyx-chat-offline.svg).
+A failing comparison leaves the new picture beside the kept one as `<name>.actual.svg`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.cli.chat_stub import StubAPI
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 README_SHOT = Path(__file__).parents[2] / "docs" / "eonyx-chat.svg"
+OFFLINE_SHOT = README_SHOT.with_name("eonyx-chat-offline.svg")
 UPDATE = os.environ.get("EONYX_UPDATE_SNAPSHOTS") == "1"
 SIZE = (100, 34)
 PROJECT = {
@@ -81,5 +83,13 @@ def test_snapshots_of_the_main_screen_and_the_session_manager() -> None:
             await settle(app, pilot)
             assert isinstance(app.screen, SessionManager)
             check("session_manager", app.export_screenshot(title="eonyx chat: sessions"))
+            await pilot.press("escape")
+            await settle(app, pilot)
+            app.query_one("#prompt").value = "Is the deploy done?"  # type: ignore[attr-defined]
+            await pilot.press("enter")
+            while app.workers_in("turn"):
+                await pilot.pause(0.05)
+            await settle(app, pilot)
+            check("server_down", app.export_screenshot(title="eonyx chat"), also=OFFLINE_SHOT)
 
     asyncio.run(play())

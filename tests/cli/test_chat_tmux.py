@@ -78,7 +78,8 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     subprocess.run(["tmux", "-S", str(term.socket), "kill-server"], capture_output=True)
 
 
-def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path) -> None:
+def start_chat(live: Live, terminal: Terminal, tmp_path: Path, *args: str) -> Path:
+    """`eonyx chat ARGS` in the terminal (100x30); returns the file its exit status goes to."""
     env = {
         "EONYX_URL": live.url,
         "EONYX_TOKEN": live.user.token,
@@ -89,7 +90,7 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
     # The shell writes the program's exit status down: tmux's own `pane_dead_status` stays
     # blank when tmux is late to reap the process (seen: a zombie for 30 s under load).
     exit_file = tmp_path / "exit-status"
-    command = [shlex.quote(sys.executable), "-m", "cli", "chat", "--new"]
+    command = [shlex.quote(sys.executable), "-m", "cli", "chat", *map(shlex.quote, args)]
     command += ["; echo $? >", shlex.quote(str(exit_file))]
     terminal.tmux(
         "new-session", "-d", "-s", "chat", "-x", "100", "-y", "30", "-c", str(Path.cwd()),
@@ -98,6 +99,17 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
     )  # fmt: skip
     terminal.tmux("set-option", "-t", "chat", "remain-on-exit", "on")
     terminal.wait_for("Message, or / for commands")
+    return exit_file
+
+
+def quit_chat(terminal: Terminal, exit_file: Path) -> None:
+    terminal.type("/quit")
+    status = wait_for_file(exit_file)
+    assert status == "0", f"eonyx chat exited with {status}:\n{terminal.screen()}"
+
+
+def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path) -> None:
+    exit_file = start_chat(live, terminal, tmp_path, "--new")
     terminal.wait_for("new session")
 
     live.llm.script(text("Hello from the **model**."))
@@ -115,6 +127,80 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
     assert terminal.screen().splitlines()[0].strip().startswith("Terminal test")
     assert live.api("GET", f"/sessions/{session_id}")["title"] == "Terminal test"
 
-    terminal.type("/quit")
-    status = wait_for_file(exit_file)
-    assert status == "0", f"eonyx chat exited with {status}:\n{terminal.screen()}"
+    quit_chat(terminal, exit_file)
+
+
+def seed_sessions(live: Live, *titles: str) -> list[str]:
+    """A session per title, each with one answered message (an empty one is not listed)."""
+    ids = []
+    for title in titles:
+        session_id = live.api("POST", "/sessions", json={})["id"]
+        live.llm.script(text(f"answer in {title}"))
+        live.api("POST", f"/sessions/{session_id}/turns", json={"content": f"about {title}"})
+        live.api("PATCH", f"/sessions/{session_id}", json={"title": title})
+        ids.append(session_id)
+    return ids
+
+
+def test_the_session_manager_draws_its_list_and_its_search(
+    live: Live, terminal: Terminal, tmp_path: Path
+) -> None:
+    """Seen before: the list stayed `● ● ● ● ●` until the terminal was resized, although the
+    server had answered (the screen's own `loading` flag, set and cleared without a redraw)."""
+    seed_sessions(live, "Parser rewrite", "Tea party plans", "Garden notes")
+    exit_file = start_chat(live, terminal, tmp_path, "--new")
+
+    terminal.tmux("send-keys", "-t", "chat", "C-s")
+    screen = terminal.wait_for("3 sessions")
+    for title in ("Parser rewrite", "Tea party plans", "Garden notes"):
+        assert title in screen
+    assert "● ● ●" not in screen
+
+    terminal.tmux("send-keys", "-t", "chat", "/")
+    terminal.wait_for("search titles and text")
+    terminal.type("tea")
+    screen = terminal.wait_for("1 session matching 'tea'")
+    assert "Tea party plans" in screen
+    assert "Parser rewrite" not in screen
+
+    terminal.tmux("send-keys", "-t", "chat", "Escape")
+    terminal.wait_for("Message, or / for commands")
+    terminal.type("/sessions garden")
+    screen = terminal.wait_for("1 session matching 'garden'")
+    assert "Garden notes" in screen
+    terminal.tmux("send-keys", "-t", "chat", "Escape")
+    terminal.wait_for("Message, or / for commands")
+    quit_chat(terminal, exit_file)
+
+
+def resident_mb(terminal: Terminal) -> float:
+    """The resident memory of `eonyx chat` (the pane's shell's child), in MB."""
+    shell = terminal.tmux("display-message", "-p", "-t", "chat", "#{pane_pid}").strip()
+    children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    status = Path(f"/proc/{children[0]}/status").read_text()
+    kilobytes = next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS"))
+    return int(kilobytes) / 1024
+
+
+def test_a_long_paste_that_arrives_as_keystrokes_is_sent_whole(
+    live: Live, terminal: Terminal, tmp_path: Path
+) -> None:
+    """A terminal without bracketed paste (tmux paste-buffer without -p) types the text key by
+    key. Seen before: 50,000 characters, then Enter did nothing, a core at 100 % and memory past
+    1 GB within 90 s. The text arrives whole, the answer comes, the memory stays small."""
+    pasted = "lorem ipsum " * 4166 + "END-OF-PASTE"  # 50,004 characters, one line
+    (tmp_path / "paste.txt").write_text(pasted)
+    exit_file = start_chat(live, terminal, tmp_path, "--new")
+    terminal.wait_for("new session")
+    terminal.tmux("load-buffer", "-b", "big", str(tmp_path / "paste.txt"))
+    terminal.tmux("paste-buffer", "-b", "big", "-t", "chat")
+    terminal.wait_for("END-OF-PASTE")
+    assert resident_mb(terminal) < 300
+
+    live.llm.script(text("Read all of it."))
+    terminal.tmux("send-keys", "-t", "chat", "Enter")
+    terminal.wait_for("Read all of it.")
+    session_id = live.session_ids()[0]
+    assert live.transcript(session_id) == [("user", pasted), ("assistant", "Read all of it.")]
+    assert resident_mb(terminal) < 300
+    quit_chat(terminal, exit_file)
