@@ -282,9 +282,10 @@ class AsyncApiClient(_Api):
         """PATCH title, pinned, archived or folder_id."""
         return await self.request("PATCH", f"/sessions/{session_id}", json=changes)
 
-    async def delete_session(self, session_id: str) -> None:
-        """To the trash."""
-        await self.request("DELETE", f"/sessions/{session_id}")
+    async def delete_session(self, session_id: str, *, purge: bool = False) -> None:
+        """To the trash; with `purge`, gone at once."""
+        params = {"purge": "true"} if purge else None
+        await self.request("DELETE", f"/sessions/{session_id}", params=params)
 
     async def fork(self, session_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/sessions/{session_id}/fork")

@@ -411,12 +411,14 @@ class ChatApp(WorkerGroups, App[None]):
         self, exc: ApiError, content: Any, user: UserEntry | None, *, created: bool
     ) -> None:
         """Nothing was saved: the message leaves the conversation and goes back into the
-        prompt, and a session made for it is new again (the server drops an empty one)."""
+        prompt, and a session made for it is removed (it would be listed, empty)."""
         if exc.status == 0:
             self.show_reachable(False)
         if user is not None:
             await user.remove()
-        if created:
+        if created:  # the session made for it holds nothing: it goes, and the next send makes one
+            with contextlib.suppress(ApiError):
+                await self.api.delete_session(self.open_id, purge=True)
             self.session = None
         prompt = self.query_one("#prompt", PromptInput)
         back = isinstance(content, str) and not prompt.value

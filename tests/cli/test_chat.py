@@ -649,14 +649,15 @@ def test_manager_lists_in_the_servers_order_and_enter_opens(live: Live) -> None:
     live.api("PATCH", f"/sessions/{older}", json={"title": "Pinned one", "pinned": True})
     newer = seed(live, "newer answer")
     live.api("PATCH", f"/sessions/{newer}", json={"title": "Recent one"})
-    seed(live, "oldest")  # newest of all, in fact: the list is by update time
-    live.api("PATCH", f"/sessions/{newer}", json={"title": "Recent one!"})
+    live.api("PATCH", f"/sessions/{older}", json={"title": "Pinned one!"})  # moves nothing
+    newer_title = seed(live, "second answer")  # newest of all: the list is by last message
+    live.api("PATCH", f"/sessions/{newer_title}", json={"title": "Newest one"})
 
     async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
         manager = await open_manager(app, pilot)
         shown = rows(manager)
-        assert shown[0] == "* Pinned one"
-        assert shown[1] == "Recent one!"
+        assert shown == ["* Pinned one!", "Newest one", "Recent one"]
+        await pilot.press("down")
         assert manager.query_one(DataTable).get_row_at(1)[2].plain == "2"
         await pilot.press("down", "enter")
         await until(pilot, lambda: not isinstance(app.screen, SessionManager))
