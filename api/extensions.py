@@ -139,6 +139,8 @@ def _describe(status: int, details: Any, error: HTTPException) -> str:
         return validation_message(details)
     if status == 413:
         return "the request body is too large"
+    if status == 404:  # werkzeug's "The requested URL was not found on the server. If you..."
+        return f"nothing at {request.method} {request.path}: check the address and the id"
     return error.description or error.name
 
 

@@ -42,6 +42,9 @@ MODEL_FAILED = 502  # the model failed: the user's message is saved, a retry ans
 Page = dict[str, Any]
 
 
+SOURCE = "cli"  # the sessions the console clients make (shared.index.listing.CONSOLE_SOURCE)
+
+
 class ApiError(click.ClickException):
     """A call the server refused (status, code, message) or could not answer (status 0);
     `hint` says what the user can do next (log in again, retry the saved message)."""
@@ -64,6 +67,11 @@ def error_of(response: httpx.Response) -> tuple[str, str]:
         return printable(str(error["code"])), printable(str(error["message"]))
     except (ValueError, KeyError, TypeError):
         return "", printable(response.text[:200] or response.reason_phrase)
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 session`, `2 sessions`: how many, in words a person would write."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def format_time(iso: str) -> str:
@@ -276,7 +284,7 @@ class AsyncApiClient(_Api):
         return await self.request("GET", f"/sessions/{session_id}")
 
     async def create_session(self) -> dict[str, Any]:
-        return await self.request("POST", "/sessions", json={})
+        return await self.request("POST", "/sessions", json={"source": SOURCE})
 
     async def update_session(self, session_id: str, **changes: Any) -> dict[str, Any]:
         """PATCH title, pinned, archived or folder_id."""

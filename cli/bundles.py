@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from cli.api_client import ApiClient
+from cli.api_client import ApiClient, counted
 
 EXPORTS = Path(".eonyx") / "exports"
 
@@ -53,7 +53,9 @@ def import_session(bundle: Path) -> None:
         )
     session = result["session"]
     title = session["title"] or "(untitled)"
-    click.echo(f"imported as {session['id']}  {session['message_count']} messages  {title}")
+    click.echo(
+        f"imported as {session['id']}  {counted(session['message_count'], 'message')}  {title}"
+    )
 
 
 def register(sessions: click.Group) -> None:

@@ -46,7 +46,7 @@ from typing import Any, cast
 
 import click
 
-from cli.api_client import MODEL_FAILED, ApiClient, ApiError, retry_hint
+from cli.api_client import MODEL_FAILED, SOURCE, ApiClient, ApiError, retry_hint
 from cli.stream import gauge_level, gauge_text, memory_line, one_line, tool_call_line
 from shared.chat.project_context import (
     choose_override,
@@ -233,7 +233,7 @@ def run(
             raise click.ClickException("no session to continue: run `eonyx run MESSAGE` first")
         session_id = latest["id"]
     elif session_id is None:
-        session_id = client.request("POST", "/sessions", json={})["id"]
+        session_id = client.request("POST", "/sessions", json={"source": SOURCE})["id"]
         created = True
     assert session_id is not None
 

@@ -3,12 +3,14 @@
     eonyx sessions [list] [--search Q] [--archived | --trash] [--folder ID] [--source S] [--all]
     eonyx sessions show ID
     eonyx sessions rename ID TITLE | pin | unpin | archive | unarchive ID
+    eonyx sessions move ID (--folder FOLDER_ID | --unfiled)
     eonyx sessions fork ID [--title T] [--from MESSAGE_ID]
     eonyx sessions clear ID [--yes]
     eonyx sessions delete ID [--purge [--yes]] | restore ID
 
-The order is the server's (pinned first, then most recently updated), the same as the web
-client's; times are local, `YYYY/MM/DD HH:mm`. Errors print the server's reason.
+The order is the server's (pinned first, then by the last message), the same as the web
+client's; times are local, `YYYY/MM/DD HH:mm`; `show` prints each message's id (for
+`fork --from`). Errors print the server's reason.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import click
 
 from cli import bundles
-from cli.api_client import ApiClient, format_time
+from cli.api_client import ApiClient, counted, format_time
 from shared.core.messages import content_text
 from shared.core.text import printable
 
@@ -79,7 +81,7 @@ def sessions_list(
         if not page["next_cursor"]:
             break
         if not every:
-            click.echo(f"(more: add --all to see every {_what(trash, archived)})", err=True)
+            click.echo(f"(more: add --all to see all the {_what(trash, archived)})", err=True)
             break
         params["cursor"] = page["next_cursor"]
     if not shown:
@@ -126,7 +128,7 @@ def sessions_show(session_id: str) -> None:
         f"source {item['source']}",
         f"created {format_time(item['created_at'])}",
         f"updated {format_time(item['updated_at'])}",
-        f"{item['message_count']} messages",
+        counted(item["message_count"], "message"),
     ]
     if item.get("forked_from"):
         facts.append(f"forked from {item['forked_from']}")
@@ -144,7 +146,10 @@ def _transcript_entry(message: dict[str, Any]) -> str:
     role = message["role"]
     tool = printable(str(message.get("name") or ""))
     who = {"user": "you", "tool": f"tool {tool}".rstrip()}.get(role, role)
-    lines = [click.style(f"[{when}] {who}:", bold=True)]
+    # The id, for `eonyx sessions fork ID --from MESSAGE_ID`.
+    lines = [
+        click.style(f"[{when}] {who}:", bold=True) + click.style(f"  {message['id']}", dim=True)
+    ]
     text = printable(content_text(message.get("content")), multiline=True)
     if text:
         lines.append(text)
@@ -185,6 +190,21 @@ def sessions_unpin(session_id: str) -> None:
     _patch(session_id, {"pinned": False}, "unpinned")
 
 
+@sessions.command("move")
+@click.argument("session_id")
+@click.option("--folder", "folder_id", help="Into this folder (`eonyx folders` lists them).")
+@click.option("--unfiled", is_flag=True, help="Out of its folder.")
+def sessions_move(session_id: str, folder_id: str | None, unfiled: bool) -> None:
+    """File a session into a folder, or take it out of its folder."""
+    if (folder_id is None) == (not unfiled):
+        raise click.UsageError("give --folder FOLDER_ID or --unfiled (one of them)")
+    item = ApiClient.from_config().request(
+        "PATCH", f"/sessions/{session_id}", json={"folder_id": folder_id}
+    )
+    where = f"into folder {item['folder_id']}" if item["folder_id"] else "out of its folder"
+    click.echo(f"moved {item['id']} {where}")
+
+
 @sessions.command("archive")
 @click.argument("session_id")
 def sessions_archive(session_id: str) -> None:
@@ -201,13 +221,15 @@ def sessions_unarchive(session_id: str) -> None:
 
 @sessions.command("fork")
 @click.argument("session_id")
-@click.option("--title", help="The fork's title (default: the original's).")
+@click.option("--title", help="The fork's title (default: the original's, then ' (fork)').")
 @click.option("--from", "message_id", help="Copy up to this message (default: all).")
 def sessions_fork(session_id: str, title: str | None, message_id: str | None) -> None:
     """Copy a session into a new one (a save point); the original stays as it is."""
     body = {k: v for k, v in {"title": title, "message_id": message_id}.items() if v is not None}
     item = ApiClient.from_config().request("POST", f"/sessions/{session_id}/fork", json=body)
-    click.echo(f"forked {session_id} into {item['id']} ({item['message_count']} messages)")
+    title = printable(item["title"] or "(untitled)")
+    counts = counted(item["message_count"], "message")
+    click.echo(f"forked {session_id} into {item['id']} ({counts}): {title}")
 
 
 @sessions.command("clear")

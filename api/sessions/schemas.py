@@ -6,7 +6,7 @@ from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Tex
 from shared.core import text
 from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.core.text import NON_BLANK_TEXT_PATTERN
-from shared.index.listing import SOURCES, UNFILED
+from shared.index.listing import CLIENT_SOURCES, SOURCES, UNFILED
 
 Length = ma.validate.Length
 TITLE = Length(max=200)
@@ -98,6 +98,15 @@ class NewSessionSchema(StrictSchema):
     title = Line(load_default=None, allow_none=True, validate=TITLE)
     folder_id = Line(load_default=None, allow_none=True, validate=FOLDER)
     temporary = Flag(load_default=False)
+    source = ma.fields.String(
+        load_default=None,
+        validate=ma.validate.OneOf(CLIENT_SOURCES),
+        metadata={
+            "description": "the client making the session: `cli` for the console clients "
+            "(their sessions are titled 1, 2, 3... unless SESSION_TITLE_MODE says otherwise); "
+            "left out, it is how the caller signed in (`web`, or `api` for an API key)"
+        },
+    )
 
 
 class SessionPatchSchema(StrictSchema):

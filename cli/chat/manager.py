@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cli.api_client import ApiError, AsyncApiClient, format_time
+from cli.api_client import ApiError, AsyncApiClient, counted, format_time
 from cli.chat.widgets import BADGED_SOURCES, WorkerGroups
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         found = len(self.items)
         where = f" matching {self.query_text!r}" if self.query_text else ""
         self.status(
-            f"{found}{'+' if self.next_cursor else ''} session{'' if found == 1 else 's'}{where}"
+            (f"{found}+ sessions" if self.next_cursor else counted(found, "session")) + where
             if found
             else f"no sessions{where}"
         )

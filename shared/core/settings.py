@@ -42,7 +42,8 @@ class Settings:
     memory_char_limit: int = 2200
     user_memory_extraction: bool = False
     user_memory_extraction_every_n_turns: int = 4
-    session_title_mode: str = "truncate"
+    # None: by the session's source (titles.mode_for): sequential for the console clients'
+    session_title_mode: str | None = None
     session_import_max_bytes: int = 25 * MIB
     session_import_max_session_bytes: int = 32 * MIB  # a bundle's conversation, unpacked
     session_import_max_record_bytes: int = 2 * MIB  # one record (line) of it
@@ -234,7 +235,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "USER_MEMORY_EXTRACTION_EVERY_N_TURNS": ("user_memory_extraction_every_n_turns", _int),
     "SESSION_TITLE_MODE": (
         "session_title_mode",
-        lambda env, name, default: _choice(env, name, default, TITLE_MODES),
+        lambda env, name, _default: _choice(env, name, "", ("", *TITLE_MODES)) or None,
     ),
     "SESSION_IMPORT_MAX_BYTES": ("session_import_max_bytes", _int),
     "SESSION_IMPORT_MAX_SESSION_BYTES": ("session_import_max_session_bytes", _int),

@@ -31,12 +31,19 @@ from shared.files.session_state import meta_record
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing
 from shared.sessions.needs import SessionsRuntime
-from shared.sessions.service import append_meta, clean_title, get_session, refuse_in_trash
+from shared.sessions.service import (
+    TITLE_MAX,
+    append_meta,
+    clean_title,
+    get_session,
+    refuse_in_trash,
+)
 from shared.sessions.turn_lock import hold_turn_lock
 
 log = logging.getLogger(__name__)
 TRASH_DAYS = 30
 CLEAR_WAIT = 5.0  # seconds a clear waits for the session's turn lock before refusing
+FORK_MARK = " (fork)"
 EXTRACTION_MARK = "extracted_turns"  # shared.memory.extraction.MARKER (a package above)
 
 
@@ -54,7 +61,7 @@ def fork_session(
     messages = _fork_point(original.messages, message_id)
     now = isoformat(utcnow())
     changes: dict[str, Any] = {
-        "title": clean_title(title) if title is not None else original.title,
+        "title": clean_title(title) if title is not None else fork_title(original.title),
         "title_locked": original.title_locked or title is not None,
     }
     if original.project_context is not None:
@@ -83,6 +90,13 @@ def fork_session(
         with contextlib.suppress(EonyxError, OSError):
             rt.store.delete(user_id, state.id)
         raise
+
+
+def fork_title(title: str | None) -> str | None:
+    """`<title> (fork)`: a fork is told apart from its original in every list."""
+    if title is None:
+        return None
+    return f"{title[: TITLE_MAX - len(FORK_MARK)].rstrip()}{FORK_MARK}"
 
 
 def _fork_point(messages: list[MessageRecord], message_id: str | None) -> list[MessageRecord]:

@@ -73,20 +73,24 @@ def create_session(
     title: str | None = None,
     folder_id: str | None = None,
     temporary: bool = False,
+    source: str | None = None,
 ) -> SessionRow:
     """A new session: its file, then its index row. Every check comes before the file is
     written, and a session whose row cannot be written is removed again, so a create the
-    caller is told failed leaves nothing behind. A temporary chat takes no memory snapshot."""
+    caller is told failed leaves nothing behind. A temporary chat takes no memory snapshot.
+    `source`: the client that makes it, when it says (`cli` for the console clients);
+    otherwise how the caller signed in."""
     title = clean_title(title)
     _check_folder_id(folder_id)
     if folder_id is not None:
         with rt.db.session() as db:
             check_folder(db, principal.user_id, folder_id)
     snapshot = None if temporary else memory.snapshot(principal.user_id)
-    title, pending = titles.for_new_session(rt, principal.user_id, title, temporary)
+    source = source or principal.source
+    title, pending = titles.for_new_session(rt, principal.user_id, title, temporary, source)
     state, info = rt.store.create(
         principal.user_id,
-        source=principal.source,
+        source=source,
         title=title,
         folder_id=folder_id,
         temporary=temporary,
@@ -311,7 +315,13 @@ def update_session(
     given here is a rename, and final: `title_locked` keeps every title job and title mode
     from changing it afterwards."""
     if "title" in changes:
-        changes["title"] = clean_title(changes["title"])
+        given, changes["title"] = changes["title"], clean_title(changes["title"])
+        if given is not None and changes["title"] is None:  # "" or spaces: a slip, not a wish
+            raise InvalidInput(
+                "title must not be empty: give the new title (null removes it)",
+                code="empty_title",
+                param="title",
+            )
         changes["title_pending"] = False
         changes[titles.TITLE_LOCKED] = True
     if "folder_id" in changes:

@@ -1,4 +1,6 @@
-"""Session titles, in the mode SESSION_TITLE_MODE names.
+"""Session titles, in the mode SESSION_TITLE_MODE names, or without it the mode of the
+session's source (`mode_for`): `sequential` for the console clients' (source `cli`), as the
+first spec gives every new session, `truncate` for the others.
 
 - `truncate` (the default): the first message, cut to TRUNCATE_CHARS, set by the first turn.
 - `sequential`: `1`, `2`, `3`… per user, given when the session is created. The counter is a
@@ -23,9 +25,11 @@ from typing import Any
 
 from shared.core import registry
 from shared.core.messages import content_text
+from shared.core.settings import Settings
 from shared.core.text import strip_forbidden
 from shared.files.filestore import atomic_write
 from shared.files.session_store import SessionState
+from shared.index.listing import CONSOLE_SOURCE
 from shared.sessions.needs import SessionsRuntime
 
 TITLE_LOCKED = "title_locked"  # set by an explicit rename: no mode or job changes it after
@@ -51,11 +55,18 @@ def is_locked(state: SessionState) -> bool:
     return state.title_locked
 
 
+def mode_for(settings: Settings, source: str) -> str:
+    """The title mode of a session from `source`: SESSION_TITLE_MODE when it is set."""
+    if settings.session_title_mode:
+        return settings.session_title_mode
+    return "sequential" if source == CONSOLE_SOURCE else "truncate"
+
+
 def for_new_session(
-    rt: SessionsRuntime, user_id: str, title: str | None, temporary: bool
+    rt: SessionsRuntime, user_id: str, title: str | None, temporary: bool, source: str
 ) -> tuple[str | None, bool]:
     """(title, title_pending) of a session being created without or with a title."""
-    mode = rt.settings.session_title_mode
+    mode = mode_for(rt.settings, source)
     if title is not None or temporary:
         return title, False
     if mode == "sequential":
@@ -81,7 +92,7 @@ def first_message_changes(
 ) -> dict[str, Any]:
     """What the first message of a session sets: the truncated title (in `llm` mode the
     fallback shown while the model names the session, marked pending)."""
-    mode = rt.settings.session_title_mode
+    mode = mode_for(rt.settings, state.source)
     if not content or state.title or is_locked(state) or mode == "sequential":
         return {}
     if mode == "llm" and not state.temporary:

@@ -345,3 +345,40 @@ def test_sequential_numbers_are_unique_under_concurrent_creates(
 )
 def test_clean_reply(reply: str, title: str | None) -> None:
     assert clean_reply(reply) == title
+
+
+def test_console_sessions_are_numbered_unless_the_setting_says_otherwise(
+    make_chat: Callable[..., Chat],
+) -> None:
+    """The first spec numbers every new session (1, 2, 3...): so are the sessions of
+    `eonyx run` and `eonyx chat` (source `cli`); the others keep truncate; SESSION_TITLE_MODE
+    decides for all of them when it is set."""
+    chat = make_chat()
+
+    def new(**body: object) -> dict[str, Any]:
+        made = chat.client.post(f"{API}/sessions", json=body, headers=chat.user.headers)
+        assert made.status_code == 201, made.get_json()
+        return made.get_json()
+
+    assert [(s["source"], s["title"]) for s in (new(source="cli"), new(source="cli"))] == [
+        ("cli", "1"),
+        ("cli", "2"),
+    ]
+    web = first_exchange(chat)
+    assert title_of(chat, web) == (TRUNCATED, False)
+    by_source = chat.client.get(f"{API}/sessions?source=cli", headers=chat.user.headers)
+    assert [s["title"] for s in by_source.get_json()["items"]] == ["2", "1"]
+    refused = chat.client.post(
+        f"{API}/sessions", json={"source": "teams"}, headers=chat.user.headers
+    )
+    assert refused.status_code == 422
+    assert refused.get_json()["error"]["message"].startswith("source: must be one of")
+
+    overridden = make_chat(SESSION_TITLE_MODE="truncate")
+    made = overridden.client.post(
+        f"{API}/sessions", json={"source": "cli"}, headers=overridden.user.headers
+    ).get_json()
+    assert (made["source"], made["title"]) == ("cli", None)
+    overridden.llm.script(text("ok"))
+    assert overridden.turn(made["id"], content=OPENING).status_code == 200
+    assert title_of(overridden, made["id"]) == (TRUNCATED, False)

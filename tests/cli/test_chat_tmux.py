@@ -121,6 +121,9 @@ def test_chat_in_a_real_terminal(live: Live, terminal: Terminal, tmp_path: Path)
         ("user", "Hello over tmux"),
         ("assistant", "Hello from the **model**."),
     ]
+    made = live.api("GET", f"/sessions/{session_id}")
+    assert (made["source"], made["title"]) == ("cli", "1")  # seen before: web, in the header too
+    assert terminal.screen().splitlines()[0].split() == ["1", "cli"]
 
     terminal.type("/rename Terminal test")
     terminal.wait_for("renamed to 'Terminal test'")

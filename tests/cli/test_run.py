@@ -51,6 +51,11 @@ def test_login_then_run_starts_a_new_session_each_time(live: Live) -> None:
     assert second_id != first_id
     assert set(live.session_ids()) == {first_id, second_id}
     assert live.transcript(first_id) == [("user", "Hi, I am Ada"), ("assistant", "Hello, Ada.")]
+    # Made by a console client: source cli (seen before: web), numbered as the first spec says.
+    made = [live.api("GET", f"/sessions/{i}") for i in (first_id, second_id)]
+    assert [(s["source"], s["title"]) for s in made] == [("cli", "1"), ("cli", "2")]
+    by_source = live.api("GET", "/sessions", params={"source": "cli"})["items"]
+    assert {s["id"] for s in by_source} == {first_id, second_id}
     assert live.llm.completions[-1].messages[1:] == [{"role": "user", "content": "Another topic"}]
 
 

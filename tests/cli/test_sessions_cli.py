@@ -61,17 +61,27 @@ def test_the_list_has_the_apis_order_and_follows_every_command(
     assert re.search(rf"^{b}  {DATE}\s+0\* beta$", output, re.M)
 
     assert "renamed" in run(runner, "rename", c, "Gamma", "rays")
-    run(runner, "unpin", b)
+    run(runner, "unpin", b)  # back where its last message puts it, under c
     run(runner, "archive", a)
-    assert listed_ids(run(runner)) == [b, c]
+    assert listed_ids(run(runner)) == [c, b]
     assert listed_ids(run(runner, "--archived")) == [a]
     run(runner, "unarchive", a)
     assert "Gamma rays" in run(runner)
 
     forked = run(runner, "fork", a, "--title", "alpha 2")
-    fork_id = re.search(r"into (\S+) \(1 messages\)", forked).group(1)
+    fork_id = re.search(r"into (\S+) \(1 message\): alpha 2$", forked, re.M).group(1)
     assert listed_ids(run(runner))[0] == fork_id
     assert "hello" in run(runner, "show", fork_id)
+    again = run(runner, "fork", a)  # told apart from its original in every list
+    assert re.search(r"into \S+ \(1 message\): alpha \(fork\)$", again, re.M)
+
+    folder = client.post(f"{API}/folders", json={"name": "Work"}, headers=alice.headers)
+    folder_id = folder.get_json()["id"]
+    assert run(runner, "move", c, "--folder", folder_id) == f"moved {c} into folder {folder_id}\n"
+    assert listed_ids(run(runner, "--folder", folder_id)) == [c]
+    assert run(runner, "move", c, "--unfiled") == f"moved {c} out of its folder\n"
+    assert listed_ids(run(runner, "--folder", folder_id)) == []
+    assert "--folder FOLDER_ID or --unfiled" in run(runner, "move", c, code=2)
 
     assert runner.invoke(main, ["sessions", "clear", a], input="n\n").exit_code == 1
     assert run(runner, "clear", a, "--yes").startswith(f"cleared {a}")
@@ -120,10 +130,13 @@ def test_show_prints_the_transcript(
     lines = output.splitlines()
     assert lines[0] == f"Trip  {session_id}"
     assert re.match(rf"source web · created {DATE} · updated {DATE} · 3 messages$", lines[1])
-    assert re.search(rf"^\[{DATE}\] you:\nWeather in Oslo\?$", output, re.M)
+    assert re.search(rf"^\[{DATE}\] you:  (\S+)\nWeather in Oslo\?$", output, re.M)
+    asked = re.search(rf"^\[{DATE}\] you:  (\S+)$", output, re.M).group(1)
+    forked = run(runner, "fork", session_id, "--from", asked)  # the printed id works
+    assert "(1 message): Trip (fork)" in forked
     assert "  → weather({})" in lines
-    assert re.search(rf"^\[{DATE}\] tool weather:\nrain$", output, re.M)
-    assert re.search(rf"^\[{DATE}\] assistant:\nTake an umbrella\.$", output, re.M)
+    assert re.search(rf"^\[{DATE}\] tool weather:  \S+\nrain$", output, re.M)
+    assert re.search(rf"^\[{DATE}\] assistant:  \S+\nTake an umbrella\.$", output, re.M)
 
 
 def test_errors_print_the_servers_reason(
@@ -135,6 +148,15 @@ def test_errors_print_the_servers_reason(
     assert "title: longer than maximum length 200 (invalid_request)" in long
     missing = run(runner, "show", "20260101T000000-00000000", code=1)
     assert "session not found (not_found)" in missing
+    malformed = run(runner, "show", "BADID", code=1)  # seen before: Flask's HTML-page sentence
+    assert malformed == (
+        "Error: nothing at GET /api/v1/sessions/BADID: check the address and the id (not_found)\n"
+    )
+    empty = run(runner, "rename", session_id, "", code=1)  # seen before: accepted
+    assert "title must not be empty" in empty
+    assert (
+        client.get(f"{API}/sessions/{session_id}", headers=alice.headers).get_json()["title"] == "t"
+    )
     bad = run(runner, "fork", session_id, "--from", "nope", code=1)
     assert "no message nope in this session" in bad
     run(runner, "delete", session_id)

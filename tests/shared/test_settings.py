@@ -18,7 +18,7 @@ def test_defaults_follow_the_spec() -> None:
     assert settings.memory_char_limit == 2200
     assert settings.user_memory_extraction is False
     assert settings.user_memory_extraction_every_n_turns == 4
-    assert settings.session_title_mode == "truncate"
+    assert settings.session_title_mode is None  # by the session's source
     assert settings.session_import_max_bytes == 25 * MIB
     assert settings.demo_mode is False
 
