@@ -434,3 +434,51 @@ def test_an_empty_first_answer_ends_the_spinner_with_the_simple_title(
     expect(first.locator(".title-text")).to_have_text("empty-marker: say nothing")
     expect(first).not_to_have_class(re.compile(r"\bpending\b"))
     expect(page.get_by_role("button", name="Send")).to_be_visible()
+
+
+def test_a_refused_message_goes_back_into_the_box_and_ends_the_spinner(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    """Seen before: a too-long first message emptied the box, offered a Retry that could not
+    work, and left the title spinning in the list and the header, even after a reload."""
+    page = web.open(user)
+    too_long = ("tea party " * 1500).strip()  # 15,000 characters: past a 2,000-token window
+    send(page, too_long)
+    refusal = page.locator(".turn-error")
+    expect(refusal).to_contain_text("Not sent:")
+    expect(refusal).to_contain_text("context window")
+    expect(refusal).to_contain_text("Your message is back in the box.")
+    expect(refusal.get_by_role("button", name="Retry")).to_have_count(0)
+    expect(page.get_by_label("Message")).to_have_value(too_long)
+    expect(page.locator(".message.from-user")).to_have_count(0)
+    expect(page.get_by_label("Generating the title")).to_have_count(0)
+    first = page.locator(".chat-list .row").first
+    expect(first).not_to_have_class(re.compile(r"\bpending\b"))
+    page.screenshot(path=shots / "refused.png")
+    page.reload()
+    expect(page.locator(".chat-list .row").first).not_to_have_class(re.compile(r"\bpending\b"))
+    expect(page.get_by_label("Generating the title")).to_have_count(0)
+
+    page.get_by_label("Message").fill("tea party, in short")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".message.from-user")).to_have_text("tea party, in short")
+
+
+def test_an_unanswered_message_offers_an_answer_after_a_reload(
+    web: Browsing, server: Server, user: dict[str, Any], shots: Path
+) -> None:
+    """Seen before: after a model outage, reopening the chat showed the message alone, with
+    no Retry and no hint."""
+    server.model.answers["outage-marker"] = error(500, "the model is down")
+    page = web.open(user)
+    send(page, "outage-marker: are you there?")
+    expect(page.locator(".turn-error")).to_contain_text("The answer failed")
+    page.reload()
+    note = page.get_by_role("status").filter(has_text="This message has no answer yet.")
+    expect(note).to_be_visible()
+    page.screenshot(path=shots / "answer-now.png")
+    server.model.answers["outage-marker"] = text("Back now.")
+    note.get_by_role("button", name="Answer now").click()
+    expect(page.locator(".message.from-assistant").last).to_have_text("Back now.")
+    expect(note).to_have_count(0)
+    expect(page.locator(".message.from-user")).to_have_count(1)

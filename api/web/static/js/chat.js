@@ -111,6 +111,14 @@ function Message({ sessionId, message, noLike, notices }) {
   </article>`;
 }
 
+/** The last saved message is the user's and no turn is answering it (after a model outage,
+ * on reopening or reloading the chat): the person is offered the answer. */
+function unanswered(c) {
+  const last = c.messages[c.messages.length - 1];
+  const answering = c.turn && ["streaming", "error", "stopped"].includes(c.turn.status);
+  return c.loaded && last?.role === "user" && !answering;
+}
+
 function Transcript({ sessionId, c }) {
   const turn = c.turn;
   const items = group(c.messages);
@@ -147,7 +155,18 @@ function Transcript({ sessionId, c }) {
         <button type="button" class="small" onClick=${() => send(sessionId, { retry: true })}>
           <${Icon} name="retry" size=${14} /> Retry</button></div>`
       }
+      ${
+        turn.status === "refused" &&
+        html`<div class="turn-error" role="alert">
+        <p><strong>Not sent:</strong> ${turn.error.message}. Your message is back in the box.</p></div>`
+      }
     `
+    }
+    ${
+      unanswered(c) &&
+      html`<p class="turn-note" role="status">This message has no answer yet.${" "}
+        <button type="button" class="small" onClick=${() => send(sessionId, { retry: true })}>
+          <${Icon} name="retry" size=${14} /> Answer now</button></p>`
     }
   </div>`;
 }
@@ -176,9 +195,15 @@ function useAttachments() {
   };
 }
 
-function Composer({ busy, onSend, onStop, disabled }) {
+function Composer({ busy, onSend, onStop, disabled, returned }) {
   const [text, setText] = useState("");
   const { attached, add, remove, clear } = useAttachments();
+  useEffect(() => {
+    // A message that was not sent comes back, unless something new was typed meanwhile.
+    if (!returned) return;
+    setText((now) => now || returned.text);
+    if (returned.files.length) add(returned.files);
+  }, [returned]);
   const [dragging, setDragging] = useState(false);
   const picker = useRef(null);
   const area = useRef(null);
@@ -319,6 +344,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       <div ref=${end}></div>
     </div>
     <${Composer} busy=${busy || creating} disabled=${Boolean(c?.error)}
+      returned=${c?.turn?.status === "refused" ? c.turn.returned : null}
       onSend=${onSend} onStop=${() => stop(sessionId)} />
   </section>`;
 }

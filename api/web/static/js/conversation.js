@@ -123,6 +123,7 @@ export async function send(id, { text = "", files = [], retry = false }) {
   form.append("stream", "true");
   if (retry) form.append("retry", "true");
   for (const file of files) form.append("images", file, file.name);
+  let reached = false; // the server answered: the message may be saved from here on
   try {
     const response = await fetch(`${PREFIX}/sessions/${id}/turns`, {
       method: "POST",
@@ -131,7 +132,20 @@ export async function send(id, { text = "", files = [], retry = false }) {
       headers: { Accept: "text/event-stream", ...csrfHeader() },
       signal: controller.signal,
     });
-    if (!response.ok) throw await errorOf(response);
+    reached = true;
+    if (!response.ok) {
+      const refusal = await errorOf(response);
+      // 502: the model failed, the message is saved (Retry answers it); any other refusal
+      // saved nothing: the message goes back to the composer, and there is nothing to retry.
+      if (refusal.status === 502 || retry) throw refusal;
+      set({
+        status: "refused",
+        error: { message: refusal.message, status: refusal.status },
+        local: null,
+        returned: { text, files },
+      });
+      return;
+    }
     for await (const event of events(response)) {
       if (event.name === "token") set({ text: turn.text + event.data.text });
       else if (event.name === "tool_call") set({ steps: [...turn.steps, { call: event.data, result: null }] });
@@ -163,10 +177,14 @@ export async function send(id, { text = "", files = [], retry = false }) {
     if (turn.status === "streaming") set({ status: "error", error: { message: "the answer was cut off", status: 0 } });
   } catch (error) {
     if (error.name === "AbortError") set({ status: "stopped" });
-    else set({ status: "error", error: { message: error.message, status: error.status || 0 } });
+    else if (!reached && !retry) {
+      // fetch itself failed: the server was not reached, nothing was saved
+      const message = "Eonyx cannot be reached; check your connection and send again";
+      set({ status: "refused", error: { message, status: 0 }, local: null, returned: { text, files } });
+    } else set({ status: "error", error: { message: error.message, status: error.status || 0 } });
   } finally {
     for (const url of local?.previews || []) setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    if (turn.status !== "done") await reloadAfterFailure(id, set);
+    if (turn.status !== "done" && turn.status !== "refused") await reloadAfterFailure(id, set);
     await settleTitle(id);
   }
 }

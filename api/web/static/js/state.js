@@ -70,13 +70,15 @@ import { batch, computed, signal } from "../vendor/preact.js";
 /**
  * The answer under way (or how it ended): streamed text, tool steps, memory writes.
  * @typedef {object} Turn
- * @property {"streaming" | "done" | "error" | "stopped"} status
+ * @property {"streaming" | "done" | "error" | "stopped" | "refused"} status "refused": nothing
+ *   was saved (the server refused the message, or never got it): it goes back to the composer
  * @property {string} text
  * @property {{ call: { id: string, function?: { name: string, arguments?: string } }, result: Message | null }[]} steps
  * @property {{ file?: string, action?: string }[]} memory
  * @property {{ message: string, status: number } | null} error
  * @property {AbortController} controller
  * @property {Message | null} local the user message as sent, until the server's copy
+ * @property {{ text: string, files: File[] } | null} [returned] a refused message, for the composer
  */
 
 /**
