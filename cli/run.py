@@ -51,6 +51,7 @@ from cli.stream import gauge_level, gauge_text, memory_line, one_line, tool_call
 from shared.chat.project_context import (
     choose_override,
     collect_agents_files,
+    project_context_window,
     read_project_config,
     walk_up,
 )
@@ -87,10 +88,12 @@ def project_part(system_prompt: str | None, cwd: Path | None = None) -> dict[str
     try:
         walk = walk_up(cwd or Path.cwd())
         config = read_project_config(walk.project_root)
+        window = project_context_window(config)
+        bound = {"context_window": window} if window else {}
         override = choose_override(system_prompt, config.get("system_prompt"))
         if override is not None:
-            return {"system_prompt": override}
-        return {"project_context": [f.to_dict() for f in collect_agents_files(walk)]}
+            return {"system_prompt": override, **bound}
+        return {"project_context": [f.to_dict() for f in collect_agents_files(walk)], **bound}
     except EonyxError as exc:
         raise click.ClickException(f"project context: {exc.message}") from None
 

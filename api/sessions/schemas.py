@@ -3,6 +3,7 @@ from __future__ import annotations
 import marshmallow as ma
 
 from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
+from shared.chat.project_context import MAX_WINDOW
 from shared.core import text
 from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.core.text import NON_BLANK_TEXT_PATTERN
@@ -190,6 +191,15 @@ class TurnSchema(StrictSchema):
     )
     cwd = Line(load_default=None, validate=Length(min=1, max=4096))
     system_prompt = Text(load_default=None, validate=Length(max=100_000))
+    context_window = ma.fields.Integer(
+        load_default=None,
+        strict=True,
+        validate=ma.validate.Range(min=1, max=MAX_WINDOW),
+        metadata={
+            "description": "the project's bound on the model's context window, in tokens "
+            "(eonyx.json's `context_window`): the smaller of it and the model's applies"
+        },
+    )
     stream = Flag(load_default=False)
     retry = Flag(
         load_default=False,

@@ -60,11 +60,16 @@ class ProjectInput:
     files: tuple[ContextFile, ...] = ()
     override: str | None = None
     client_instructions: str | None = None
+    context_window: int | None = None  # eonyx.json's bound on the window, in tokens
 
     def to_record(self) -> dict[str, Any]:
-        record = {"files": [f.to_dict() for f in self.files], "override": self.override}
-        if self.client_instructions is not None:  # older records have no such key
-            record["client_instructions"] = self.client_instructions
+        record: dict[str, Any] = {
+            "files": [f.to_dict() for f in self.files],
+            "override": self.override,
+        }
+        for key in ("client_instructions", "context_window"):  # older records have neither
+            if getattr(self, key) is not None:
+                record[key] = getattr(self, key)
         return record
 
     @classmethod
@@ -72,7 +77,17 @@ class ProjectInput:
         if not isinstance(data, dict):
             return cls()
         files = tuple(ContextFile(f["path"], f["content"]) for f in data.get("files") or ())
-        return cls(files, data.get("override"), data.get("client_instructions"))
+        return cls(
+            files,
+            data.get("override"),
+            data.get("client_instructions"),
+            data.get("context_window"),
+        )
+
+    def window(self, offering: Offering | None) -> int | None:
+        """The window a turn is held to: the smaller of the offering's and the project's."""
+        windows = [w for w in (offering and offering.context_window, self.context_window) if w]
+        return min(windows) if windows else None
 
 
 @dataclass
@@ -138,7 +153,7 @@ def assemble_context(
 ) -> AssembledContext:
     """Build the prompt; when the history nears the window and `summarize` is set, compact it
     first (reusing a summary a worker precomputed when there is one)."""
-    window = offering.context_window if offering else None
+    window = project.window(offering)
     records = state.messages
 
     def prompt_with(summary: SummaryState | None) -> str:
@@ -207,18 +222,19 @@ def check_fits(
     """Refuse (413, before it is saved or sent) a message that cannot fit the model's window
     even with no history at all: compaction shrinks the history, never the message or the
     system prompt."""
-    window = offering.context_window
+    window = project.window(offering)
     if not window or not content:
         return
     prompt = session_prompt(rt, state, project, None)
     usage = context_usage(prompt, [{"role": "user", "content": content}], window)
     if usage.tokens <= window:
         return
+    whose = "" if window == offering.context_window else ", as the project's eonyx.json sets it"
     raise TooLarge(
         f"the message is about {estimate_tokens(content):,} tokens; with the system prompt "
         f"that is {usage.tokens:,} tokens, {usage.tokens - window:,} more than the model's "
-        f"context window of {window:,} tokens (offering {offering.id!r}); shorten it, nothing "
-        "was saved",
+        f"context window of {window:,} tokens (offering {offering.id!r}{whose}); shorten it, "
+        "nothing was saved",
         code="message_too_long",
     )
 

@@ -66,6 +66,7 @@ MAX_AGENTS_FILE_BYTES = 64 * KIB
 MAX_CONTEXT_FILES = 32
 MAX_CONTEXT_TOTAL_BYTES = 256 * KIB
 MAX_CONTEXT_PATH_CHARS = 1024
+MAX_WINDOW = 10_000_000  # tokens: no model has more
 MAX_PROJECT_CONFIG_BYTES = 256 * KIB
 MAX_CWD_CHARS = 4096
 TRUNCATION_MARKER = "\n\n[... truncated by Eonyx: the rest of this AGENTS.md was not loaded]"
@@ -361,7 +362,23 @@ def read_project_config(root: Path | None, *, boundary: Path | None = None) -> d
             f"{PROJECT_CONFIG_FILENAME} must hold a JSON object", code="invalid_project_config"
         )
     project_system_prompt(config)  # refuse a malformed field early, with a clear message
+    project_context_window(config)
     return config
+
+
+def project_context_window(config: Mapping[str, Any]) -> int | None:
+    """`context_window` from a parsed eonyx.json: the project's own bound on the model's
+    window, in tokens (the smaller of it and the offering's applies); None when absent."""
+    value = config.get("context_window")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WINDOW:
+        raise InvalidInput(
+            f"{PROJECT_CONFIG_FILENAME}: context_window must be a whole number of tokens "
+            f"from 1 to {MAX_WINDOW:,}",
+            code="invalid_project_config",
+        )
+    return value
 
 
 def project_system_prompt(config: Mapping[str, Any]) -> str | None:

@@ -24,7 +24,12 @@ from shared.accounts import Principal
 from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import ProjectInput, assemble_context, check_fits
 from shared.chat.needs import ChatRuntime
-from shared.chat.project_context import ContextFile, load_server_context, validate_project_context
+from shared.chat.project_context import (
+    ContextFile,
+    load_server_context,
+    project_context_window,
+    validate_project_context,
+)
 from shared.chat.prompt import choose_override
 from shared.chat.turn_input import (
     ClientTurn,
@@ -67,6 +72,7 @@ class TurnRequest:
     project_context: list[dict[str, Any]] | None = None
     cwd: str | None = None
     system_prompt: str | None = None
+    context_window: int | None = None  # the project's bound on the window (eonyx.json)
     retry: bool = False
     regenerate: bool = False  # answer the last user message again; its answer is superseded
     offering: str | None = None  # an offering id; None: the one bound to the chat role
@@ -113,17 +119,18 @@ def resolve_project(rt: ChatRuntime, request: TurnRequest) -> ProjectInput:
     if request.cwd is not None and request.project_context is not None:
         raise InvalidInput("give either cwd or project_context, not both")
     files: list[ContextFile] = []
-    config_prompt = None
+    config_prompt, window = None, request.context_window
     if request.cwd is not None:
         project = load_server_context(rt.settings.projects_dir, request.cwd)
         files, config_prompt = project.files, project.system_prompt
+        window = window or project_context_window(project.config)
     elif request.project_context is not None:
         files = validate_project_context(request.project_context)
     override = choose_override(request.system_prompt, config_prompt)
     instructions = request.client.instructions if request.client else None
     if override:
-        return ProjectInput((), override, instructions)
-    return ProjectInput(tuple(files), client_instructions=instructions)
+        return ProjectInput((), override, instructions, window)
+    return ProjectInput(tuple(files), client_instructions=instructions, context_window=window)
 
 
 def _call_model(

@@ -389,3 +389,33 @@ def test_not_logged_in(live: Live) -> None:
     result = live.run("hi")
     assert result.exit_code == 1
     assert "eonyx login" in result.output
+
+
+def test_the_projects_eonyx_json_bounds_the_window(make_live: Callable[..., Live]) -> None:
+    """eonyx.json's `context_window` holds the project's sessions to a smaller window than the
+    model's (the first spec: "set the model's real window size in eonyx.json"); the smaller
+    of the two wins, for the gauge, for compaction and for what is refused."""
+    live = make_live(EONYX_LLM_CONTEXT_WINDOW="100000")
+    Path("eonyx.json").write_text('{"context_window": 1000}')  # the project root (cwd)
+    live.llm.script(text("Forty-two."))
+    result = live.run("--json", "The answer?")
+    assert result.exit_code == 0, result.output
+    turn = json.loads(result.stdout)
+    assert turn["context"]["window"] == 1000
+    context = live.api("GET", f"/sessions/{turn['session_id']}/context")
+    assert (context["window"], context["percent"]) == (1000, turn["context"]["percent"])
+
+    refused = live.run("-s", turn["session_id"], "word " * 1500)
+    assert refused.exit_code == 1
+    assert "context window of 1,000 tokens" in refused.output
+    assert "as the project's eonyx.json sets it" in refused.output
+
+    Path("eonyx.json").write_text('{"context_window": 1000000}')  # larger: the model's wins
+    live.llm.script(text("Still here."))
+    wide = json.loads(live.run("--json", "-s", turn["session_id"], "And now?").stdout)
+    assert wide["context"]["window"] == 100000
+
+    Path("eonyx.json").write_text('{"context_window": "big"}')
+    bad = live.run("hello")
+    assert bad.exit_code == 1
+    assert "context_window must be a whole number of tokens" in bad.output
