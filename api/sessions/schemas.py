@@ -99,7 +99,7 @@ class NewSessionSchema(StrictSchema):
     title = Line(load_default=None, allow_none=True, validate=TITLE)
     folder_id = Line(load_default=None, allow_none=True, validate=FOLDER)
     temporary = Flag(load_default=False)
-    source = ma.fields.String(
+    source = Line(
         load_default=None,
         validate=ma.validate.OneOf(CLIENT_SOURCES),
         metadata={
