@@ -44,10 +44,21 @@ INSTRUCTIONS = (
 
 
 def truncate_title(content: str) -> str:
-    """The first words of a message as its title: one line, without what the text rule
-    refuses (the message itself is kept exactly)."""
-    title = " ".join(strip_forbidden(content, single_line=True).split())
+    """The first words of a message as its title: one line of plain text (no Markdown marks,
+    seen before as `**tea party**` in the list), without what the text rule refuses (the
+    message itself is kept exactly)."""
+    lines = [_LEADING.sub("", line.strip()) for line in content.splitlines()]
+    plain = " ".join(markdown_marks_out("\n".join(lines)).split())
+    title = " ".join(strip_forbidden(plain or content, single_line=True).split())
     return title if len(title) <= TRUNCATE_CHARS else title[: TRUNCATE_CHARS - 1].rstrip() + "…"
+
+
+def markdown_marks_out(text: str) -> str:
+    """Text as a title shows it: a link as its text, without emphasis and code marks or the
+    lines that open and close a code block."""
+    text = _FENCE.sub(" ", text)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](link) -> text
+    return _PAIRED.sub(lambda found: found.group(2), text)  # **a**, *a*, `a`, ~~a~~ -> a
 
 
 def is_locked(state: SessionState) -> bool:
@@ -110,6 +121,9 @@ _UNCLOSED = re.compile(rf"<({_TAGS})>.*", _FLAGS)
 _CLOSER = re.compile(rf"^.*</({_TAGS})>", _FLAGS)
 _LABEL = re.compile(r"^(chat\s+)?(title|name|subject)\s*[:：-]\s*", flags=re.IGNORECASE)
 _LEADING = re.compile(r"^(#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)+")
+# A mark, its text, the same mark; not inside a word (2*3 = 6 keeps its star).
+_PAIRED = re.compile(r"(?<![\w*`~])(\*\*|__|\*|`+|~~)(\S(?:.*?\S)?)\1(?![\w*`~])")
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*$", re.MULTILINE)
 _WRAPPERS = "\"'`*_~“”‘’«»„‚「」『』"
 
 
@@ -124,8 +138,7 @@ def clean_reply(reply: str) -> str | None:
     if not lines:
         return None
     line = _LEADING.sub("", _LABEL.sub("", strip_forbidden(lines[0], single_line=True)))
-    line = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)  # [text](link) -> text
-    line = re.sub(r"[*`]|~~", "", line)  # emphasis and code marks
+    line = markdown_marks_out(line)
     line = " ".join(line.split()).strip(_WRAPPERS + " ").rstrip(".:;,!。 ").strip(_WRAPPERS + " ")
     if not line:
         return None

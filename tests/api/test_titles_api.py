@@ -382,3 +382,13 @@ def test_console_sessions_are_numbered_unless_the_setting_says_otherwise(
     overridden.llm.script(text("ok"))
     assert overridden.turn(made["id"], content=OPENING).status_code == 200
     assert title_of(overridden, made["id"]) == (TRUNCATED, False)
+
+
+def test_a_first_message_in_markdown_titles_the_session_in_plain_text(chat: Chat) -> None:
+    """Seen before: `**tea party**` and code fences in the list's provisional titles."""
+    session_id = chat.new_session()
+    chat.llm.script(text("Lovely."))
+    opening = "```\nplan\n```\n**Tea party** at `noon`, [see](https://example.org); 2*3 = 6"
+    assert chat.turn(session_id, content=opening).status_code == 200
+    assert title_of(chat, session_id) == ("plan Tea party at noon, see; 2*3 = 6", False)
+    assert chat.transcript(session_id)[0] == ("user", opening)  # the message is kept as sent
