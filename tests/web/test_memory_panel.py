@@ -77,6 +77,12 @@ def test_the_count_follows_typing_blocks_saving_past_the_limit_and_saves_with_a_
     expect(panel.get_by_role("status")).to_contain_text("Saved USER.md")
     assert memory(user, "user")["content"] == "- Answer in English\n- Prefers tables\n"
     expect(save).to_be_disabled()
+    type_at_end(page, editor(panel, "user"), "x" * limit)  # seen before: "Saved" stayed
+    expect(panel.get_by_role("alert")).to_contain_text("over its limit")
+    expect(panel.locator("#memory-panel-user .pn-status")).to_have_text("")
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text("- Answer in English\n- Prefers tables\n")
+    expect(save).to_be_disabled()
 
     # The save backed the previous file up; restoring it puts it back (and is undoable too).
     backups = panel.locator("#memory-panel-user .memory-backup-list li")

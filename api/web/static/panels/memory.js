@@ -287,7 +287,7 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
     }
     ${notice.conflict ? html`<${Conflict} file=${file} onReload=${reload} />` : null}
     ${notice.error ? html`<p class="pn-error" role="alert">${notice.error}</p>` : null}
-    <p class="pn-status" role="status">${notice.status}</p>
+    <p class="pn-status" role="status">${dirty || over ? "" : notice.status}</p>
     ${canEdit ? html`<${Backups} prefix=${prefix} file=${file} names=${backups.names} onRestore=${restore} />` : null}
   </div>`;
 }
