@@ -249,7 +249,8 @@ def test_the_chat_menu_moves_exports_deletes_with_undo_and_the_trash_restores(
     expect(chat_rows(page)).to_have_count(0)
     toast = page.locator(".toast").first.bounding_box()
     composer = page.locator("form.composer").bounding_box()
-    assert toast and composer
+    assert toast
+    assert composer
     assert toast["y"] + toast["height"] < composer["y"]  # seen before: it covered the box
     page.get_by_role("button", name="Undo").click()
     expect(chat_rows(page)).to_have_count(1)
