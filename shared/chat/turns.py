@@ -22,7 +22,13 @@ import orjson
 
 from shared.accounts import Principal
 from shared.chat.compaction import Usage, to_model_messages
-from shared.chat.context import ProjectInput, assemble_context, check_fits
+from shared.chat.context import (
+    ProjectInput,
+    assemble_context,
+    check_fits,
+    describe_context,
+    precompute_summary,
+)
 from shared.chat.needs import ChatRuntime
 from shared.chat.project_context import (
     ContextFile,
@@ -278,10 +284,22 @@ def _turn_steps(
 
     if opening and state.title_pending:
         _ask_for_title(turn)
-    if result.context.over_threshold:
+    if (result.context.percent or 0) >= 100:
+        result.context = _compacted_now(rt, principal, session_id, result.context)
+    elif result.context.over_threshold:
         rt.hint(PRECOMPUTE_SUMMARY, principal.user_id, session_id)
     extraction.maybe_enqueue_extraction(rt, state)  # a hint for a worker; never waited on
     yield result
+
+
+def _compacted_now(rt: ChatRuntime, principal: Principal, session_id: str, usage: Usage) -> Usage:
+    """The answer took the history past the model's window: it is compacted before the turn
+    ends (not left to a worker), so the gauge every client shows never passes 100 %, and the
+    figure the turn reports is the one GET /context gives. A failed summary keeps the figure;
+    the next turn compacts before it asks."""
+    if not precompute_summary(rt, principal.user_id, session_id):
+        return usage
+    return describe_context(rt, principal, session_id).usage
 
 
 @dataclass

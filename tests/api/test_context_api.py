@@ -151,6 +151,30 @@ def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
     assert chat.llm.requests[-1].messages[0]["content"].endswith("SUMMARY-1")
 
 
+def test_an_answer_past_the_window_is_compacted_before_the_turn_ends(
+    make_chat: Callable[..., Chat],
+) -> None:
+    """Seen before: the web showed {ctx 101%} (GET /context said 101.2 %) until a worker got
+    to the summary. The turn that goes past the window compacts before it ends, and reports
+    the figure GET /context gives."""
+    chat = make_chat(EONYX_LLM_CONTEXT_WINDOW="2000")
+    summaries = answer_briefly(chat.llm)
+    session_id = chat.new_session()
+    n = 0
+    while context_of(chat, session_id)["percent"] < 60:
+        n += 1
+        chat.turn(session_id, content=user_message(n))
+        assert n < 20
+    assert summaries == []
+    chat.llm.script(text("y" * 3200))  # about 800 tokens: past the 2,000-token window
+    body = chat.turn(session_id, content=user_message(n + 1)).get_json()
+    assert len(summaries) == 1  # before the turn ended
+    assert body["context"]["percent"] < 100
+    now = context_of(chat, session_id)
+    assert body["context"] == {key: now[key] for key in ("tokens", "window", "percent")}
+    assert now["summary"]["summary"] == "SUMMARY-1"
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "projects" / "shop"
