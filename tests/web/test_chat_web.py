@@ -459,9 +459,16 @@ def test_a_refused_message_goes_back_into_the_box_and_ends_the_spinner(
     expect(page.locator(".chat-list .row").first).not_to_have_class(re.compile(r"\bpending\b"))
     expect(page.get_by_label("Generating the title")).to_have_count(0)
 
+    # Leaving it: the empty session goes from the list and from the server.
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator(".chat-list .row")).to_have_count(0)
+    listed = page.request.get("/api/v1/sessions").json()["items"]
+    assert listed == []
+
     page.get_by_label("Message").fill("tea party, in short")
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".message.from-user")).to_have_text("tea party, in short")
+    expect(page.locator(".chat-list .row")).to_have_count(1)
 
 
 def test_an_unanswered_message_offers_an_answer_after_a_reload(

@@ -2,7 +2,7 @@
 // the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
 // composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { createSession, like, load, send, stop } from "./conversation.js";
+import { createSession, left, like, load, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
@@ -282,6 +282,9 @@ export function ChatView({ sessionId, temporary, onMenu }) {
 
   useEffect(() => {
     if (sessionId && !c.loaded) load(sessionId);
+    return () => {
+      if (sessionId) left(sessionId);
+    };
   }, [sessionId]);
   const pinned = useRef(true); // follow the answer unless the reader scrolled up
   useEffect(() => {

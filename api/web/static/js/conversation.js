@@ -8,6 +8,7 @@ import { onEvent, schedulePoll } from "./live.js";
 import { batch } from "../vendor/preact.js";
 import {
   conversation,
+  forget,
   likeOf,
   live,
   noteLikes,
@@ -54,15 +55,43 @@ export async function load(/** @type {string} */ id) {
   }
 }
 
+/** The sessions this tab made for a first message (kept across reloads): one still empty
+ * when the person leaves it (its first message was refused) is removed, rather than listed
+ * as an empty "New chat". */
+const MADE_HERE = "eonyx.madeHere";
+const madeHere = {
+  /** @returns {string[]} */
+  all: () => JSON.parse(sessionStorage.getItem(MADE_HERE) || "[]"),
+  has: (/** @type {string} */ id) => madeHere.all().includes(id),
+  add: (/** @type {string} */ id) =>
+    sessionStorage.setItem(MADE_HERE, JSON.stringify([...madeHere.all(), id].slice(-50))),
+  delete: (/** @type {string} */ id) =>
+    sessionStorage.setItem(MADE_HERE, JSON.stringify(madeHere.all().filter((x) => x !== id))),
+};
+
 /** Create the session a first message goes to (listed at once, its title spinner on). */
 export async function createSession(/** @type {boolean} */ temporary) {
   const session = await api.post("/sessions", { temporary });
+  madeHere.add(session.id);
   batch(() => {
     if (!temporary) titleOpening(session.id);
     upsert(session);
     updateConversation(session.id, { loaded: true });
   });
   return session;
+}
+
+/** Leaving a chat: one this page made that holds nothing goes (purged: nothing to keep). */
+export async function left(/** @type {string} */ id) {
+  const c = conversation(id).peek();
+  if (!madeHere.has(id) || !c.loaded || c.messages.length || c.turn?.status === "streaming") return;
+  madeHere.delete(id);
+  try {
+    await api.del(`/sessions/${id}?purge=true`);
+    forget(id);
+  } catch {
+    /* it stays listed; the server's sweep removes an empty session later */
+  }
 }
 
 /**
