@@ -50,11 +50,15 @@ def listed(client: FlaskClient, who: Account, query: str = "") -> list[str]:
 
 
 def test_a_rename_is_final_even_a_rename_to_nothing(chat: Chat) -> None:
-    """The truncate mode titles a session from its first message, unless it was renamed."""
+    """The truncate mode titles a session from its first message, unless it was renamed (to
+    null: untitled for good); a blank title is refused as the slip it likely is."""
     renamed, untitled, plain = chat.new_session(), chat.new_session(), chat.new_session()
     headers = chat.user.headers
     chat.client.patch(f"{API}/sessions/{renamed}", json={"title": "My plan"}, headers=headers)
-    chat.client.patch(f"{API}/sessions/{untitled}", json={"title": ""}, headers=headers)
+    chat.client.patch(f"{API}/sessions/{untitled}", json={"title": None}, headers=headers)
+    slip = chat.client.patch(f"{API}/sessions/{plain}", json={"title": " "}, headers=headers)
+    assert slip.status_code == 400  # seen before: a blank title was taken as "untitled"
+    assert slip.get_json()["error"]["code"] == "empty_title"
     for session_id in (renamed, untitled, plain):
         chat.llm.script(text("sure"))
         assert chat.turn(session_id, content="write a haiku").status_code == 200
@@ -88,7 +92,7 @@ def test_a_fork_copies_messages_images_and_is_independent(
     fork = response.get_json()
     assert fork["id"] != original["id"]
     assert fork["forked_from"] == original["id"]
-    assert (fork["title"], fork["message_count"], fork["pinned"]) == ("Risky idea", 2, False)
+    assert (fork["title"], fork["message_count"], fork["pinned"]) == ("Risky idea (fork)", 2, False)
     assert transcript(client, alice, fork["id"]) == [("user", "plan A"), ("assistant", "A is fine")]
     assert listed(client, alice)[0] == fork["id"]  # a new session: at the top
     copied = rt.store.sidecar_dir(alice.user_id, fork["id"])
