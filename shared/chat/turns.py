@@ -43,7 +43,7 @@ from shared.chat.turn_input import (
     message_to_answer,
     supersede_record,
 )
-from shared.core import observability
+from shared.core import observability, registry
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import (
@@ -202,6 +202,9 @@ def iter_turn(
         raise
     finally:
         steps.close()  # a stopped stream releases the session's lock and the model's answer
+        if outcome == "stopped":  # indexed only now, after the client looked: tell it
+            event = {"type": registry.EVENT_SESSION_UPDATED, "session_id": session_id}
+            event_bus.publish(rt.redis, principal.user_id, event)
         seconds = time.perf_counter() - started
         observability.turn_finished(outcome, seconds)
         log.info(

@@ -15,6 +15,7 @@ from __future__ import annotations
 EVENT_SESSION_TITLE = "session.title"  # a pending title ended (named, or kept)
 EVENT_LIKE_UPDATED = "like.updated"  # a like's curation status changed
 EVENT_MEMORY_UPDATED = "memory.updated"  # a memory file was written (also a turn's step)
+EVENT_SESSION_UPDATED = "session.updated"  # a stopped turn's session was indexed at last
 # The events socket's own frames (api/events.py): subscribed, and why it closes.
 EVENT_READY = "ready"
 EVENT_ERROR = "error"

@@ -489,3 +489,21 @@ def test_an_unanswered_message_offers_an_answer_after_a_reload(
     expect(page.locator(".message.from-assistant").last).to_have_text("Back now.")
     expect(note).to_have_count(0)
     expect(page.locator(".message.from-user")).to_have_count(1)
+
+
+def test_the_message_count_follows_a_stopped_answer(
+    web: Browsing, server: Server, user: dict[str, Any]
+) -> None:
+    """Seen before: after Stop the list kept the count from before the turn (the server
+    indexes a stopped turn when it lets go of it, after the page had asked)."""
+    server.model.answers["count-marker"] = text("word " * 400, chunk_size=5, chunk_delay=0.05)
+    page = web.open(user)
+    send(page, "a first question")
+    expect(page.locator(".message.from-assistant")).to_have_count(1)
+    row = page.locator(".chat-list .row").first
+    expect(row).to_contain_text("2 messages")
+    send(page, "count-marker: go on for a while")
+    expect(page.locator(".message.streaming .markdown")).to_contain_text("word")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.get_by_text("Stopped.")).to_be_visible()
+    expect(row).to_contain_text("3 messages")  # the question of the stopped turn is saved

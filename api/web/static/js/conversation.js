@@ -305,6 +305,16 @@ onEvent(
   },
 );
 
+// A stopped turn is indexed when the server lets go of it, after this page asked: the row
+// (its message count) is read again then (seen before: stale after Stop).
+onEvent("session.updated", async (/** @type {{ session_id: string }} */ event) => {
+  try {
+    upsert(await api.get(`/sessions/${event.session_id}`));
+  } catch {
+    /* gone meanwhile */
+  }
+});
+
 /** The likes as the server has them (the messages themselves stay as shown). */
 async function refreshLikes(/** @type {string} */ id) {
   const asked = tick();
