@@ -7,7 +7,7 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api.context import login_required, principal, runtime
+from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.sessions.schemas import (
     DeleteArgsSchema,
@@ -42,7 +42,7 @@ class SearchItem:
 
 @blp.route("/sessions")
 class Sessions(MethodView):
-    @login_required
+    @scope_required("sessions:read")
     @blp.arguments(SessionListArgsSchema, location="query")
     @blp.response(200, SessionPageSchema)
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +65,7 @@ class Sessions(MethodView):
 
 @blp.route("/sessions/<session_id:session_id>")
 class SessionById(MethodView):
-    @login_required
+    @scope_required("sessions:read")
     @blp.response(200, SessionSchema)
     def get(self, session_id: str) -> SessionRow:
         return sessions.get_session(runtime(), principal(), session_id)
@@ -115,7 +115,7 @@ class Restore(MethodView):
 
 @blp.route("/sessions/<session_id:session_id>/messages")
 class SessionMessages(MethodView):
-    @login_required
+    @scope_required("sessions:read")
     @blp.response(200, MessagesSchema)
     def get(self, session_id: str) -> dict[str, Any]:
         return {"items": transcript.messages_with_likes(runtime(), principal(), session_id)}
