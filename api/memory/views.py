@@ -22,6 +22,7 @@ from flask.views import MethodView
 from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.schemas import Line, StrictSchema, Text
+from shared.core import registry
 from shared.memory import files as memory
 from shared.memory import tools as memory_tools
 from shared.memory.files import MemoryFile
@@ -97,7 +98,7 @@ def _show(file: MemoryFile) -> dict[str, Any]:
 
 @blp.route(KIND_PATH)
 class MemoryByKind(MethodView):
-    @scope_required("memory:read")
+    @scope_required(registry.SCOPE_MEMORY_READ)
     @blp.response(200, MemoryFileSchema)
     def get(self, kind: str) -> dict[str, Any]:
         return _show(memory.read_for(runtime().memory, principal(), kind))
@@ -115,7 +116,7 @@ class MemoryByKind(MethodView):
 
 @blp.route(KIND_PATH + "/entries")
 class MemoryEntries(MethodView):
-    @scope_required("memory:write")
+    @scope_required(registry.SCOPE_MEMORY_WRITE)
     @blp.arguments(EntryWriteSchema)
     @blp.response(200, EntryWrittenSchema)
     def post(self, body: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from api.context import principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.schemas import Line, StrictSchema, Text
 from api.sessions.schemas import SessionSchema
+from shared.core import registry
 from shared.files.session_store import SESSION_ID_RE
 from shared.integrations import notes
 
@@ -22,9 +23,8 @@ class NoteSchema(StrictSchema):
     note = Text(required=True, validate=Length(min=1, max=notes.NOTE_MAX))
     session_id = Line(
         load_default=None,
-        validate=ma.validate.Regexp(
-            SESSION_ID_RE, error="session ids look like 20260705T091500-1a2b3c4d"
-        ),
+        pattern=SESSION_ID_RE.pattern,
+        pattern_error="session ids look like 20260705T091500-1a2b3c4d",
         metadata={"description": "one of your sessions; left out, the session of `workdir`"},
     )
     workdir = Line(
@@ -57,7 +57,7 @@ class NotedSchema(ma.Schema):
 
 @blp.route("/notes")
 class Notes(MethodView):
-    @scope_required("memory:write")
+    @scope_required(registry.SCOPE_MEMORY_WRITE)
     @blp.arguments(NoteSchema)
     @blp.response(201, NotedSchema)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:

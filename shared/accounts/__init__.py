@@ -43,6 +43,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from shared import index
 from shared.accounts.throttle import Policy, Throttle
+from shared.core import registry
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
 from shared.core.errors import (
@@ -84,10 +85,10 @@ DISABLED_MESSAGE = "this account is disabled; ask an administrator"
 # its user may (every key made before scopes existed keeps that). A scoped key is refused
 # every route that does not name one of its scopes (api/context.py, `scope_required`).
 SCOPES = {
-    "memory:read": "read USER.md and MEMORY.md (and the identity)",
-    "memory:write": "add, replace and remove entries of USER.md and MEMORY.md, and append "
-    "notes to sessions",
-    "sessions:read": "search the sessions and read their transcripts",
+    registry.SCOPE_MEMORY_READ: "read USER.md and MEMORY.md (and the identity)",
+    registry.SCOPE_MEMORY_WRITE: "add, replace and remove entries of USER.md and MEMORY.md, "
+    "and append notes to sessions",
+    registry.SCOPE_SESSIONS_READ: "search the sessions and read their transcripts",
 }
 
 
