@@ -26,8 +26,15 @@ from werkzeug.serving import make_server
 from api import create_app
 from api.context import runtime_of
 from tests.api import websockets
-from tests.conftest import Account, Backend, create_account, eonyx_executable, free_port
-from tests.conftest import make_settings, wait_for
+from tests.conftest import (
+    Account,
+    Backend,
+    create_account,
+    eonyx_executable,
+    free_port,
+    make_settings,
+    wait_for,
+)
 from tests.fake_llm import FakeLLM, text
 from workers.queue import celery_jobs
 
