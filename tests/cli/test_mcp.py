@@ -39,14 +39,14 @@ from tests.fake_llm import FakeLLM, text
 from workers.queue import celery_jobs
 
 pytestmark = pytest.mark.slow
-TRANSPORTS = ("stdio", "http")
+TRANSPORTS = ("stdio", "http", "http-stateless")  # the last as compose runs it
 WRITE_TOOLS = {"memory_add", "memory_replace", "memory_remove", "session_note"}
 
 
 @dataclass
 class Served:
     url: str  # the Eonyx API server
-    mcp_url: str  # `eonyx mcp --http`
+    mcp_urls: dict[str, str]  # transport: the URL of `eonyx mcp --http [--stateless]`
     alice: Account
     bob: Account
     full_key: str
@@ -83,18 +83,20 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedded_redis: str) -> Ite
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.port}"
-    mcp_port = free_port()
     env = {**os.environ, "EONYX_URL": url, "XDG_CONFIG_HOME": str(root / "config")}
     env.pop("EONYX_TOKEN", None)
-    process = subprocess.Popen(
-        [eonyx_executable(), "mcp", "--http", "--port", str(mcp_port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    processes, mcp_urls = [], {}
+    for transport, extra in (("http", []), ("http-stateless", ["--stateless"])):
+        port = free_port()
+        command = [eonyx_executable(), "mcp", "--http", "--port", str(port), *extra]
+        out = subprocess.DEVNULL
+        processes.append(subprocess.Popen(command, env=env, stdout=out, stderr=out))
+        mcp_urls[transport] = f"http://127.0.0.1:{port}/mcp"
     try:
-        wait_for(lambda: _healthy(mcp_port), 60, "eonyx mcp --http to answer /healthz")
-        served = Served(url, f"http://127.0.0.1:{mcp_port}/mcp", alice, bob, "", "", "", "", root)
+        for mcp_url in mcp_urls.values():
+            health = mcp_url.removesuffix("/mcp") + "/healthz"
+            wait_for(lambda url=health: _healthy(url), 60, f"{health} to answer")
+        served = Served(url, mcp_urls, alice, bob, "", "", "", "", root)
 
         def key(*scopes: str) -> str:
             body = {"name": "agent", "scopes": list(scopes)}
@@ -112,11 +114,12 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedded_redis: str) -> Ite
                 served.bobs_session = session
         yield served
     finally:
-        process.terminate()
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(10)
-        if process.poll() is None:
-            process.kill()
+        for process in processes:
+            process.terminate()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(10)
+            if process.poll() is None:
+                process.kill()
         server.shutdown()
         server.server_close()
         thread.join(5)
@@ -124,9 +127,9 @@ def served(tmp_path_factory: pytest.TempPathFactory, embedded_redis: str) -> Ite
         llm.stop()
 
 
-def _healthy(port: int) -> bool:
+def _healthy(url: str) -> bool:
     with suppress(httpx.HTTPError):
-        return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        return httpx.get(url).status_code == 200
     return False
 
 
@@ -150,7 +153,7 @@ async def connect(served: Served, transport: str, token: str) -> AsyncIterator[C
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        streamable_http_client(served.mcp_url, http_client=http) as (read, write),
+        streamable_http_client(served.mcp_urls[transport], http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -296,6 +299,7 @@ def test_notes_land_in_the_working_directory_s_session(served: Served) -> None:
 
 
 def test_the_http_endpoint_wants_a_key(served: Served) -> None:
-    response = httpx.post(served.mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-    assert response.status_code == 401
-    assert response.json()["error"]["code"] == "missing_token"
+    for url in served.mcp_urls.values():
+        response = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "missing_token"
