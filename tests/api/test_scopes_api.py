@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from flask.testing import FlaskClient
 
+import api.events
+from tests.api import websockets
 from tests.api.conftest import API, Chat, live_events
 from tests.conftest import Account
 
@@ -165,3 +167,12 @@ def test_notes_go_to_a_named_session_or_to_the_working_directory_s(
         ).status_code
         == 403
     )
+
+
+def test_a_scoped_key_opens_no_events_socket(chat: Chat) -> None:
+    """The events carry everything of the user's (titles, likes, memory): no scope's."""
+    reader = _key(chat.client, chat.user, "memory:read")
+    with websockets.live(chat.app) as url:
+        seen, code = websockets.connect(url, headers=reader).until_closed()
+    assert code == api.events.POLICY_VIOLATION
+    assert seen[0]["error"]["code"] == "missing_scope"

@@ -18,6 +18,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from click.testing import CliRunner
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -25,6 +26,7 @@ from werkzeug.serving import make_server
 
 from api import create_app
 from api.context import runtime_of
+from cli import main
 from tests.api import websockets
 from tests.conftest import (
     Account,
@@ -303,3 +305,34 @@ def test_the_http_endpoint_wants_a_key(served: Served) -> None:
         response = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "missing_token"
+
+
+def test_tokens_are_made_with_scopes_listed_and_revoked(served: Served, tmp_path: Path) -> None:
+    runner = CliRunner(
+        env={
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "EONYX_URL": served.url,
+            "EONYX_TOKEN": served.alice.token,
+        }
+    )
+    made = runner.invoke(main, ["tokens", "create", "codex", "--scope", "memory:read"])
+    assert made.exit_code == 0, made.output
+    key = made.stdout.strip()
+    assert key.startswith("eyx_")
+    assert "(memory:read); it is not shown again" in made.stderr
+
+    async def scenario() -> None:
+        async with connect(served, "stdio", key) as session:
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert names == {"memory_read"}
+
+    anyio.run(scenario)
+    listed = runner.invoke(main, ["tokens", "list"])
+    line = next(line for line in listed.output.splitlines() if "codex" in line)
+    assert "(memory:read; " in line
+    token_id = line.split()[0]
+    assert runner.invoke(main, ["tokens", "revoke", token_id]).exit_code == 0
+    assert "codex" not in runner.invoke(main, ["tokens", "list"]).output
+    wrong = runner.invoke(main, ["tokens", "create", "x", "--scope", "memory:delete"])
+    assert wrong.exit_code == 2
+    assert "'memory:delete' is not one of" in wrong.output
