@@ -32,6 +32,7 @@ import jsonschema
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from cli.api_client import ApiError, AsyncApiClient
 from shared.core.messages import content_text, tool_call_parts
@@ -310,10 +311,17 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
         "session_read": session_read,
     }
 
+    async def scopes(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+        """What the key may do; an MCP error saying why when the API refuses the key."""
+        try:
+            return await accesses.of(ctx).allowed()
+        except ApiError as exc:
+            raise MCPError(types.INVALID_REQUEST, exc.reason) from None
+
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        allowed = await accesses.of(ctx).allowed()
+        allowed = await scopes(ctx)
         return types.ListToolsResult(
             tools=[
                 types.Tool(
@@ -352,7 +360,7 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        if SCOPE_MEMORY_READ not in await accesses.of(ctx).allowed():
+        if SCOPE_MEMORY_READ not in await scopes(ctx):
             return types.ListResourcesResult(resources=[])
         return types.ListResourcesResult(
             resources=[
@@ -366,8 +374,12 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri not in RESOURCES:
-            raise ValueError(f"no resource {uri!r}; there are {', '.join(RESOURCES)}")
-        file = await accesses.of(ctx).client.request("GET", f"/memory/{RESOURCES[uri][0]}")
+            known = ", ".join(RESOURCES)
+            raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; there are {known}")
+        try:
+            file = await accesses.of(ctx).client.request("GET", f"/memory/{RESOURCES[uri][0]}")
+        except ApiError as exc:
+            raise MCPError(types.INVALID_REQUEST, exc.reason) from None
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=uri, mime_type="text/markdown", text=file["content"])

@@ -55,9 +55,10 @@ class Login(MethodView):
 
 @blp.route("/auth/logout")
 class Logout(MethodView):
-    @login_required
+    @any_key_required
     @blp.response(204)
     def post(self) -> None:
+        """End the token of this request (any token, a scoped API key too)."""
         rt = runtime()
         with rt.db.session() as db:
             accounts.revoke_token(db, principal(), principal().token_id)

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from werkzeug.serving import make_server
 
 from api import create_app
@@ -333,6 +334,13 @@ def test_tokens_are_made_with_scopes_listed_and_revoked(served: Served, tmp_path
     token_id = line.split()[0]
     assert runner.invoke(main, ["tokens", "revoke", token_id]).exit_code == 0
     assert "codex" not in runner.invoke(main, ["tokens", "list"]).output
+
+    async def revoked() -> None:
+        async with connect(served, "stdio", key) as session:
+            with pytest.raises(MCPError, match="invalid, expired or revoked token"):
+                await session.list_tools()
+
+    anyio.run(revoked)
     wrong = runner.invoke(main, ["tokens", "create", "x", "--scope", "memory:delete"])
     assert wrong.exit_code == 2
     assert "'memory:delete' is not one of" in wrong.output
