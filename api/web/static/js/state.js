@@ -58,6 +58,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
  * @typedef {object} Message
  * @property {string} id
  * @property {string} role
+ * @property {string} [name] "mcp" on a note a coding agent left (a user message no answer follows)
  * @property {unknown} [content]
  * @property {Like} [like] as the transcript was read (`likeOf` says what holds now)
  * @property {string[]} [images]
