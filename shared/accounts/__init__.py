@@ -105,9 +105,6 @@ class Principal:
     # only scopes the key was given (see SCOPES).
     scopes: frozenset[str] | None = None
 
-    def allows(self, scope: str) -> bool:
-        return self.scopes is None or scope in self.scopes
-
 
 def _hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
