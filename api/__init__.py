@@ -29,7 +29,7 @@ from api.observability import register_observability
 from api.paths import register_converters
 from api.ratelimit import register_rate_limits
 from api.security import register_security_headers
-from api.sessions import bundles, images, likes, turns
+from api.sessions import bundles, images, likes, notes, turns
 from api.sessions import views as sessions_views
 from api.web import blp as web_blp
 from shared.core.job_names import JobQueue
@@ -98,6 +98,7 @@ def register_api(app: Flask) -> None:
         sessions_views.blp,
         turns.blp,
         likes.blp,
+        notes.blp,
         images.blp,
         bundles.blp,
         folders_views.blp,

@@ -5,6 +5,10 @@ session cookie set by `POST /auth/session` (`session_cookie_name`). A cookie rid
 requests other sites trigger, so a state-changing request authenticated by it must also carry
 the sign-in's CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer
 requests need nothing more, since no browser adds that header on its own.
+
+An API key made with scopes (shared.accounts.SCOPES) may call only the routes that name one
+of them (`scope_required`); every other route, the events socket and /v1 refuse it with 403
+`missing_scope`, saying which scope the call needs or that it needs a key without scopes.
 """
 
 from __future__ import annotations
@@ -112,7 +116,49 @@ def check_csrf(session_token: str) -> None:
         )
 
 
+def check_scope(found: Principal, scope: str | None) -> Principal:
+    """`found`, if it may make a call needing `scope` (None: a call no scope allows, which
+    only a key without scopes may make); 403 `missing_scope` otherwise."""
+    if found.scopes is None or (scope is not None and scope in found.scopes):
+        return found
+    has = ", ".join(sorted(found.scopes)) or "none"
+    needs = f"the scope {scope!r}" if scope else "an API key without scopes (full access)"
+    raise Forbidden(
+        f"this API key is limited to the scopes {has}; this call needs {needs}",
+        code="missing_scope",
+    )
+
+
 def login_required(view: F) -> F:
+    """Any caller with full access: a scoped API key is refused (see `scope_required`)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g.principal = check_scope(authenticate(), None)
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def scope_required(scope: str) -> Callable[[F], F]:
+    """Any caller with full access, or an API key given `scope`."""
+    if scope not in accounts.SCOPES:
+        raise ValueError(f"unknown scope {scope!r}")
+
+    def decorate(view: F) -> F:
+        @wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            g.principal = check_scope(authenticate(), scope)
+            return view(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def any_key_required(view: F) -> F:
+    """Any valid token, whatever its scopes (a key asking what it may do)."""
+
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         g.principal = authenticate()
@@ -124,7 +170,7 @@ def login_required(view: F) -> F:
 def admin_required(view: F) -> F:
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        g.principal = authenticate()
+        g.principal = check_scope(authenticate(), None)
         if not g.principal.is_admin:
             raise Forbidden("this needs an administrator")
         return view(*args, **kwargs)

@@ -31,11 +31,11 @@ from simple_websocket import ConnectionClosed
 from sqlalchemy.exc import SQLAlchemyError
 from wsproto.utilities import LocalProtocolError
 
-from api.context import authenticate, presented_token, runtime
+from api.context import authenticate, check_scope, presented_token, runtime
 from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
 from shared.core import registry
-from shared.core.errors import Unauthorized
+from shared.core.errors import Forbidden, Unauthorized
 from shared.infra import event_bus
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,8 @@ def _same_origin() -> bool:
 
 def _serve(ws, token: str | None) -> None:  # type: ignore[no-untyped-def]
     try:
-        g.principal = authenticate(token)
-    except Unauthorized as exc:
+        g.principal = check_scope(authenticate(token), None)
+    except (Unauthorized, Forbidden) as exc:
         _close(ws, POLICY_VIOLATION, exc.code, exc.message)
         return
     except SQLAlchemyError as exc:

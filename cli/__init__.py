@@ -31,6 +31,8 @@ COMMAND_PATHS = {
     "memory": "cli.memory:memory",
     "chat": "cli.chat:chat",
     "folders": "cli.folders:folders",
+    "tokens": "cli.tokens:tokens",
+    "mcp": "cli.mcp_server:mcp",
 }
 
 

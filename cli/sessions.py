@@ -24,9 +24,9 @@ from cli.api_client import ApiClient, counted, format_time
 from shared.core.messages import content_text
 from shared.core.text import printable
 
-SOURCES = ("web", "api", "teams", "cli")  # as the server lists them (GET /sessions?source=)
+SOURCES = ("web", "api", "teams", "cli", "mcp")  # as the server lists them (GET /sessions?source=)
 
-SHOWN_SOURCES = ("api", "teams", "cli")  # badges: the session did not start in the web UI
+SHOWN_SOURCES = ("api", "teams", "cli", "mcp")  # badges: the session did not start in the web UI
 
 
 def _page_options(command: Any) -> Any:

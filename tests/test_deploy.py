@@ -37,7 +37,12 @@ SETTINGS_PY = ROOT / "shared" / "core" / "settings.py"
 
 SERVICES = {"api", "worker", "beat", "redis", "postgres"}
 APP_SERVICES = ("api", "worker", "beat")
-PROFILES = {"edge": "teams", "prometheus": "observability", "otel-collector": "observability"}
+PROFILES = {
+    "edge": "teams",
+    "mcp": "mcp",
+    "prometheus": "observability",
+    "otel-collector": "observability",
+}
 PROMETHEUS_CONF = ROOT / "deploy" / "prometheus.yml"
 OTEL_CONF = ROOT / "deploy" / "otel-collector.yaml"
 # Settings the compose file wires itself, or that make no sense inside a container.
@@ -54,6 +59,7 @@ COMPOSE_ONLY = {
     "EONYX_PUBLIC_HOST",
     "PROMETHEUS_PORT",
     "PROMETHEUS_RETENTION",
+    "EONYX_MCP_PORT",
 }
 CLIENT_ONLY = {"EONYX_URL"}  # read by the client commands, not the server
 
@@ -779,3 +785,28 @@ def test_gunicorn_gives_its_workers_one_metrics_directory(
     assert given.is_dir()
     assert callable(conf["child_exit"])
     assert conf["logger_class"] == "api.gunicorn_logging.EonyxLogger"
+
+
+def test_the_mcp_service_serves_agents_from_the_same_image(
+    compose_services: dict[str, Any],
+) -> None:
+    """`eonyx mcp --http` on 8001, a client of the api (over the compose network, with each
+    agent's API key), from the image the api runs; healthy when it answers /healthz."""
+    mcp = compose_services["mcp"]
+    api = compose_services["api"]
+    assert (mcp["image"], mcp["build"]) == (api["image"], api["build"])
+    argvs = service_commands(mcp, image_cmd())
+    assert len(argvs) == 1
+    argv = argvs[0]
+    check_program(argv)
+    assert argv[:3] == ["eonyx", "mcp", "--http"]
+    assert option(argv, "--host") == "0.0.0.0"
+    port = option(argv, "--port")
+    assert [str(p) for p in mcp["ports"]] == [f"8001:{port}"]
+    env = environment(mcp)
+    assert env == {"EONYX_URL": "http://api:8000"}
+    published = str(api["ports"][0]).rsplit(":", 1)[1]
+    assert urlsplit(env["EONYX_URL"]).port == int(published)
+    assert mcp["depends_on"] == {"api": {"condition": "service_healthy"}}
+    assert f"127.0.0.1:{port}/healthz" in " ".join(mcp["healthcheck"]["test"])
+    assert not mounts(mcp), "the mcp service reads nothing from the store"

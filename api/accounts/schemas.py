@@ -9,6 +9,7 @@ from shared.accounts import (
     MAX_PASSWORD,
     MIN_PASSWORD,
     PASSWORD_RULE,
+    SCOPES,
     TOKEN_NAME_MAX,
     USERNAME_PATTERN,
     USERNAME_RULE,
@@ -97,12 +98,35 @@ class NewTokenSchema(StrictSchema):
         pattern=NON_BLANK_LINE_PATTERN,
         pattern_error="a name needs at least one character that is not a space",
     )
+    scopes = ma.fields.List(
+        Line(
+            validate=ma.validate.OneOf(
+                list(SCOPES), error="unknown scope {input!r}; the scopes are {choices}"
+            )
+        ),
+        load_default=None,
+        validate=Length(max=len(SCOPES)),
+        metadata={
+            "description": "limit the key to these scopes; left out or empty, it may do "
+            "everything you may. " + "; ".join(f"`{name}`: {what}" for name, what in SCOPES.items())
+        },
+    )
+
+
+def _scopes(token: Any) -> list[str] | None:
+    """A token's scopes (a row, or the dict of one a view built); None: full access."""
+    stored = token.get("scopes") if isinstance(token, dict) else token.scopes
+    return sorted(stored.split()) if stored else None
 
 
 class TokenSchema(ma.Schema):
     id = ma.fields.String()
     name = ma.fields.String()
     source = ma.fields.String()
+    scopes = ma.fields.Function(
+        _scopes,
+        metadata={"description": "what the key is limited to; null: full access"},
+    )
     created_at = ma.fields.AwareDateTime()
     expires_at = ma.fields.AwareDateTime(allow_none=True)
     last_used_at = ma.fields.AwareDateTime(allow_none=True)
@@ -110,3 +134,17 @@ class TokenSchema(ma.Schema):
 
 class IssuedTokenSchema(TokenSchema):
     token = ma.fields.String()
+
+
+class CurrentTokenSchema(ma.Schema):
+    """What the token a request presents may do."""
+
+    id = ma.fields.String()
+    source = ma.fields.String()
+    full_access = ma.fields.Boolean(
+        metadata={"description": "true: no scopes, anything the user may do"}
+    )
+    scopes = ma.fields.List(
+        ma.fields.String(),
+        metadata={"description": "the scopes it may use (all of them with full access)"},
+    )

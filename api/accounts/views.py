@@ -14,6 +14,7 @@ from flask import request
 from flask.views import MethodView
 
 from api.accounts.schemas import (
+    CurrentTokenSchema,
     IssuedTokenSchema,
     LoginResultSchema,
     LoginSchema,
@@ -25,7 +26,7 @@ from api.accounts.schemas import (
     UserChangeSchema,
     UserSchema,
 )
-from api.context import admin_required, login_required, principal, runtime
+from api.context import admin_required, any_key_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from shared import accounts
 from shared.db.orm import User
@@ -54,9 +55,10 @@ class Login(MethodView):
 
 @blp.route("/auth/logout")
 class Logout(MethodView):
-    @login_required
+    @any_key_required
     @blp.response(204)
     def post(self) -> None:
+        """End the token of this request (any token, a scoped API key too)."""
         rt = runtime()
         with rt.db.session() as db:
             accounts.revoke_token(db, principal(), principal().token_id)
@@ -76,9 +78,26 @@ class Tokens(MethodView):
     @blp.arguments(NewTokenSchema)
     @blp.response(201, IssuedTokenSchema)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A new API key, shown once. With `scopes` it may call only the routes of those
+        scopes (others answer 403 `missing_scope`); without, everything you may."""
         with runtime().db.session() as db:
-            row, token = accounts.create_api_key(db, principal(), body["name"])
+            row, token = accounts.create_api_key(db, principal(), body["name"], body["scopes"])
         return {**{k: getattr(row, k) for k in TokenSchema().fields}, "token": token}
+
+
+@blp.route("/tokens/current")
+class CurrentToken(MethodView):
+    @any_key_required
+    @blp.response(200, CurrentTokenSchema)
+    def get(self) -> dict[str, Any]:
+        """What the token of this request may do: any token may ask, whatever its scopes."""
+        me = principal()
+        return {
+            "id": me.token_id,
+            "source": me.source,
+            "full_access": me.scopes is None,
+            "scopes": sorted(accounts.SCOPES if me.scopes is None else me.scopes),
+        }
 
 
 @blp.route("/tokens/<token_id:token_id>")

@@ -6,6 +6,10 @@ timestamped backup of the previous file first. A PUT that sends back the `versio
 refused (409 `stale_version`) when the file changed meanwhile. An edit applies from the next
 session (the identity from the next restart); running sessions keep their snapshot. Who may
 touch which file is decided in shared/memory/files.py.
+
+An entry written from outside a chat (`POST /memory/<kind>/entries`, what `eonyx mcp` sends
+for a coding agent) is not an edit: it is the same write as the chat's memory tools (filter,
+cap, duplicate check, backup, lock, `memory.updated`), and a refusal says why in one sentence.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from typing import Any
 import marshmallow as ma
 from flask.views import MethodView
 
-from api.context import login_required, principal, runtime
+from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.schemas import Line, StrictSchema, Text
+from shared.core import registry
 from shared.memory import files as memory
+from shared.memory import tools as memory_tools
 from shared.memory.files import MemoryFile
 
 blp = Blueprint("memory", __name__, description="Memory files")
@@ -44,6 +50,37 @@ class MemoryEditSchema(StrictSchema):
     )
 
 
+class EntryWriteSchema(StrictSchema):
+    action = Line(
+        required=True,
+        validate=ma.validate.OneOf(memory_tools.ENTRY_ACTIONS),
+        metadata={"description": "add an entry, replace one, or remove one"},
+    )
+    content = Text(
+        load_default=None,
+        validate=ma.validate.Length(min=1, max=10_000),
+        metadata={"description": "add, replace: the entry to save (one fact or preference)"},
+    )
+    old_text = Line(
+        load_default=None,
+        validate=ma.validate.Length(min=1, max=10_000),
+        metadata={"description": "replace, remove: a unique part of the entry meant"},
+    )
+
+    @ma.validates_schema
+    def needs(self, data: dict[str, Any], **_: Any) -> None:
+        action = data.get("action")
+        if action in ("add", "replace") and not data.get("content"):
+            raise ma.ValidationError(f"{action} needs the entry's content", "content")
+        if action in ("replace", "remove") and not data.get("old_text"):
+            raise ma.ValidationError(f"{action} needs old_text, a part of the entry", "old_text")
+
+
+class EntryWrittenSchema(ma.Schema):
+    message = ma.fields.String(metadata={"description": "what was saved, in one sentence"})
+    file = ma.fields.Nested(MemoryFileSchema)
+
+
 class BackupSchema(ma.Schema):
     name = ma.fields.String()
 
@@ -61,7 +98,7 @@ def _show(file: MemoryFile) -> dict[str, Any]:
 
 @blp.route(KIND_PATH)
 class MemoryByKind(MethodView):
-    @login_required
+    @scope_required(registry.SCOPE_MEMORY_READ)
     @blp.response(200, MemoryFileSchema)
     def get(self, kind: str) -> dict[str, Any]:
         return _show(memory.read_for(runtime().memory, principal(), kind))
@@ -75,6 +112,25 @@ class MemoryByKind(MethodView):
             rt.memory, rt.redis, principal(), kind, body["content"], body["version"]
         )
         return _show(saved)
+
+
+@blp.route(KIND_PATH + "/entries")
+class MemoryEntries(MethodView):
+    @scope_required(registry.SCOPE_MEMORY_WRITE)
+    @blp.arguments(EntryWriteSchema)
+    @blp.response(200, EntryWrittenSchema)
+    def post(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
+        """Add, replace or remove one entry of USER.md (`user`) or MEMORY.md (`agent`), as
+        the chat's memory tools do: the safety filter, the cap, the duplicate check, a
+        backup, the file's lock, and `memory.updated` to your clients. A refused write
+        answers 400 `memory_refused` or `blocked_by_filter` saying why; the identity is
+        read-only here (403)."""
+        rt = runtime()
+        operation = {k: v for k, v in body.items() if v is not None}
+        after, message = memory_tools.write_entry(
+            rt.memory, rt.redis, rt.settings, principal(), kind, operation
+        )
+        return {"message": message, "file": _show(after)}
 
 
 @blp.route(KIND_PATH + "/backups")

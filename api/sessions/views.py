@@ -7,7 +7,7 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api.context import login_required, principal, runtime
+from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.sessions.schemas import (
     DeleteArgsSchema,
@@ -19,6 +19,7 @@ from api.sessions.schemas import (
     SessionPatchSchema,
     SessionSchema,
 )
+from shared.core import registry
 from shared.db.orm import SessionRow
 from shared.index.listing import Filters, Found
 from shared.sessions import lifecycle, transcript
@@ -42,7 +43,7 @@ class SearchItem:
 
 @blp.route("/sessions")
 class Sessions(MethodView):
-    @login_required
+    @scope_required(registry.SCOPE_SESSIONS_READ)
     @blp.arguments(SessionListArgsSchema, location="query")
     @blp.response(200, SessionPageSchema)
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +66,7 @@ class Sessions(MethodView):
 
 @blp.route("/sessions/<session_id:session_id>")
 class SessionById(MethodView):
-    @login_required
+    @scope_required(registry.SCOPE_SESSIONS_READ)
     @blp.response(200, SessionSchema)
     def get(self, session_id: str) -> SessionRow:
         return sessions.get_session(runtime(), principal(), session_id)
@@ -115,7 +116,7 @@ class Restore(MethodView):
 
 @blp.route("/sessions/<session_id:session_id>/messages")
 class SessionMessages(MethodView):
-    @login_required
+    @scope_required(registry.SCOPE_SESSIONS_READ)
     @blp.response(200, MessagesSchema)
     def get(self, session_id: str) -> dict[str, Any]:
         return {"items": transcript.messages_with_likes(runtime(), principal(), session_id)}

@@ -246,7 +246,8 @@ class ChatApp(WorkerGroups, App[None]):
         if isinstance(messages, BaseException):
             raise messages
         await self.show_transcript(messages)
-        if messages and messages[-1].get("role") == "user":
+        # A note a coding agent left over MCP (named "mcp") waits for no answer.
+        if messages and messages[-1].get("role") == "user" and messages[-1].get("name") != "mcp":
             self.can_retry = True
             await self.say("your last message has no answer yet: Ctrl+R answers it now")
         if isinstance(context, dict):  # the gauge is a hint: without it the session still opens

@@ -17,7 +17,7 @@ from textual.worker import Worker, WorkerState
 
 from cli.stream import gauge_level, gauge_text, one_line
 
-BADGED_SOURCES = ("api", "teams")  # sessions that did not start in a person's client
+BADGED_SOURCES = ("api", "teams", "mcp")  # sessions that did not start in a person's client
 LIKE_LABELS = {"saving": "♥ saving…", "saved": "♥ saved", "failed": "♥ failed"}
 
 

@@ -43,6 +43,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from shared import index
 from shared.accounts.throttle import Policy, Throttle
+from shared.core import registry
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
 from shared.core.errors import (
@@ -80,6 +81,15 @@ ACCOUNT_POLICY = Policy(free=5, window=15 * 60, base=2, ceiling=15 * 60)
 ADDRESS_POLICY = Policy(free=30, window=15 * 60, base=2, ceiling=15 * 60)
 ADMIN_LOCK = 0x656F6E7975  # PostgreSQL advisory lock: changes to who administers take turns
 DISABLED_MESSAGE = "this account is disabled; ask an administrator"
+# What an API key may be limited to when it is made; a key without scopes may do everything
+# its user may (every key made before scopes existed keeps that). A scoped key is refused
+# every route that does not name one of its scopes (api/context.py, `scope_required`).
+SCOPES = {
+    registry.SCOPE_MEMORY_READ: "read USER.md and MEMORY.md (and the identity)",
+    registry.SCOPE_MEMORY_WRITE: "add, replace and remove entries of USER.md and MEMORY.md, "
+    "and append notes to sessions",
+    registry.SCOPE_SESSIONS_READ: "search the sessions and read their transcripts",
+}
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,9 @@ class Principal:
     is_admin: bool
     source: str
     token_id: str
+    # None: full access (a login, a sign-in, an API key made without scopes); otherwise the
+    # only scopes the key was given (see SCOPES).
+    scopes: frozenset[str] | None = None
 
 
 def _hash_token(token: str) -> str:
@@ -127,7 +140,12 @@ def list_users(db: Session) -> list[User]:
 
 
 def _issue(
-    db: Session, user: User, name: str, source: str, ttl: timedelta | None
+    db: Session,
+    user: User,
+    name: str,
+    source: str,
+    ttl: timedelta | None,
+    scopes: frozenset[str] | None = None,
 ) -> tuple[ApiToken, str]:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     created = utcnow()
@@ -139,6 +157,7 @@ def _issue(
         token_hash=_hash_token(token),
         created_at=created,
         expires_at=created + ttl if ttl else None,
+        scopes=" ".join(sorted(scopes)) if scopes else None,
     )
     db.add(row)
     db.flush()
@@ -221,7 +240,31 @@ def wait_text(seconds: int) -> str:
     return f"{math.ceil(seconds / 60)} minutes"
 
 
-def create_api_key(db: Session, principal: Principal, name: str) -> tuple[ApiToken, str]:
+def check_scopes(scopes: list[str] | None) -> frozenset[str] | None:
+    """The scopes asked for a new key, checked; None (full access) for none."""
+    if not scopes:
+        return None
+    unknown = [scope for scope in scopes if scope not in SCOPES]
+    if unknown:
+        raise InvalidInput(
+            f"unknown scope {unknown[0]!r}; the scopes are {', '.join(SCOPES)}",
+            code="unknown_scope",
+            param="scopes",
+        )
+    return frozenset(scopes)
+
+
+def scopes_of(stored: str | None) -> frozenset[str] | None:
+    """A token row's scopes as a principal carries them (None: full access)."""
+    return frozenset(stored.split()) if stored and stored.strip() else None
+
+
+def create_api_key(
+    db: Session, principal: Principal, name: str, scopes: list[str] | None = None
+) -> tuple[ApiToken, str]:
+    """A new API key of the caller's; with `scopes`, limited to them. A scoped key cannot
+    make a key (its routes name no scope), so no key gets more than its maker had."""
+    granted = check_scopes(scopes)
     text_rule.check(name, "name", single_line=True)
     name = name.strip()
     if not name:
@@ -231,7 +274,7 @@ def create_api_key(db: Session, principal: Principal, name: str) -> tuple[ApiTok
     user = db.get(User, principal.user_id)
     if user is None:
         raise NotFound("user not found")
-    return _issue(db, user, name, "api", None)
+    return _issue(db, user, name, "api", None, granted)
 
 
 def list_tokens(db: Session, principal: Principal, *, now: datetime) -> list[ApiToken]:
@@ -393,6 +436,7 @@ _BY_TOKEN = (
         ApiToken.expires_at,
         ApiToken.revoked_at,
         ApiToken.last_used_at,
+        ApiToken.scopes,
         User.id,
         User.username,
         User.is_admin,
@@ -419,8 +463,8 @@ def authenticate(
     found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
     if found is None:
         raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
-    token_id, source, expires_at, revoked_at, last_used_at = found[:5]
-    user_id, username, is_admin, disabled = found[5:]
+    token_id, source, expires_at, revoked_at, last_used_at, scopes = found[:6]
+    user_id, username, is_admin, disabled = found[6:]
     if (
         revoked_at is not None
         or (expires_at is not None and expires_at <= now)
@@ -432,7 +476,14 @@ def authenticate(
     if last_used_at is None or now - last_used_at > TOUCH_EVERY:
         connection.execute(_TOUCH, {"token_id": token_id, "stamp": now})
     # A browser sign-in is the web client: what it starts is from "web", as the listing says.
-    return Principal(user_id, username, is_admin, "web" if source == BROWSER else source, token_id)
+    return Principal(
+        user_id,
+        username,
+        is_admin,
+        "web" if source == BROWSER else source,
+        token_id,
+        scopes_of(scopes),
+    )
 
 
 def csrf_token(session_token: str) -> str:

@@ -37,6 +37,14 @@ RATE_LIMIT_BY_TOKEN = "token:"  # + sha256 of the token, truncated
 OFFERINGS_VERSION = "eonyx:catalog:version"  # a key: bumped when the model catalog changes
 READY_PROBE = "eonyx:readyz"  # a key: /readyz writes it to prove Redis takes writes
 
+# -- API key scopes: stored with a key, checked by the API, asked for by `eonyx mcp` ----------
+# (Named here because "memory:" is also the memory lock's prefix: a scope spelt out elsewhere
+# would read as a Redis key to the architecture test.)
+
+SCOPE_MEMORY_READ = "memory:read"
+SCOPE_MEMORY_WRITE = "memory:write"
+SCOPE_SESSIONS_READ = "sessions:read"
+
 # -- lock names, under LOCKS in Redis (or files under DATA_DIR/locks without Redis) ----------
 
 TURN_LOCK = "turn:"  # + session id: one turn (or summary, or clear) at a time

@@ -48,6 +48,8 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None] = mapped_column()
     revoked_at: Mapped[datetime | None] = mapped_column()
     last_used_at: Mapped[datetime | None] = mapped_column()
+    # An API key's scopes, space-separated (shared.accounts.SCOPES); NULL: full access.
+    scopes: Mapped[str | None] = mapped_column(String(200))
 
 
 class SessionRow(Base):

@@ -45,7 +45,7 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 CURSOR_LIFE = timedelta(hours=24)
 MOVES_KEPT = CURSOR_LIFE + timedelta(hours=1)
-SOURCES = ("web", "api", "teams", "cli")  # the client a session was made by
+SOURCES = ("web", "api", "teams", "cli", "mcp")  # the client a session was made by
 CONSOLE_SOURCE = "cli"  # eonyx run and eonyx chat
 CLIENT_SOURCES = ("web", CONSOLE_SOURCE)  # what a client may say it is when it makes one
 UNFILED = "none"  # folder_id=none: the sessions in no folder

@@ -16,20 +16,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import redis
+
+from shared.accounts import Principal
 from shared.core import registry
-from shared.core.errors import Conflict, InvalidInput
+from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from shared.core.settings import Settings
+from shared.infra import event_bus
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from shared.memory.describe import describe_write
 from shared.memory.files import (
     AGENT_MEMORY,
     FILE_NAMES,
+    IDENTITY,
     USER_PROFILE,
     Kind,
+    MemoryFile,
     MemoryRefused,
     MemoryStore,
     usage_line,
 )
+
+Compute = Callable[[list[str]], tuple[list[str], list[dict[str, Any]]]]
+ENTRY_ACTIONS = ("add", "replace", "remove")  # one entry at a time, from outside a chat
 
 MAX_REFUSALS = 3
 STOP = "Stop trying to save memory in this turn and answer the user."
@@ -160,16 +169,12 @@ def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[s
     return entries, done
 
 
-def run_memory_write(
-    store: MemoryStore,
-    context: ToolContext,
-    kind: Kind,
-    compute: Callable[[list[str]], tuple[list[str], list[dict[str, Any]]]],
-) -> str:
-    """Do one write for the model and report it, counting refusals for the turn."""
-    if context.refusals >= MAX_REFUSALS:
-        raise ToolError(f"not attempted. {STOP}")
-    file_name = FILE_NAMES[kind]
+def apply_write(
+    store: MemoryStore, user_id: str, kind: Kind, compute: Compute
+) -> tuple[MemoryFile, list[dict[str, Any]]]:
+    """One automated write of entries (the model's tools, an outside agent's entry): through
+    `MemoryStore.update` (filter, cap, backup, lock, version check); (the file after, what
+    each step did). Refusals raise InvalidInput or Conflict with the reason."""
     done: list[dict[str, Any]] = []
 
     def change(entries: list[str]) -> list[str]:
@@ -177,16 +182,71 @@ def run_memory_write(
         done.extend(steps)
         return new
 
+    _, after = store.update(kind, user_id, change)
+    return after, done
+
+
+def saved_line(kind: Kind, after: MemoryFile, done: list[dict[str, Any]]) -> str:
+    """What a write did, in one sentence for a model."""
+    file_name = FILE_NAMES[kind]
+    summary = "; ".join(describe_write(file_name, what) for what in done)
+    return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
+
+
+def run_memory_write(store: MemoryStore, context: ToolContext, kind: Kind, compute: Compute) -> str:
+    """Do one write for the model and report it, counting refusals for the turn."""
+    if context.refusals >= MAX_REFUSALS:
+        raise ToolError(f"not attempted. {STOP}")
     try:
-        _, after = store.update(kind, context.principal.user_id, change)
+        after, done = apply_write(store, context.principal.user_id, kind, compute)
     except (InvalidInput, Conflict) as exc:  # refused, filtered, busy or changed meanwhile
         context.refusals += 1
         stop = f" {STOP}" if context.refusals >= MAX_REFUSALS else ""
         raise ToolError(f"not saved: {exc.message}.{stop}") from None
     for what in done:
-        context.record({"type": registry.EVENT_MEMORY_UPDATED, "file": file_name, **what})
-    summary = "; ".join(describe_write(file_name, what) for what in done)
-    return f"Saved: {summary}. {file_name} is now {usage_line(after.chars, after.limit)}."
+        context.record({"type": registry.EVENT_MEMORY_UPDATED, "file": FILE_NAMES[kind], **what})
+    return saved_line(kind, after, done)
+
+
+def write_entry(
+    store: MemoryStore,
+    client: redis.Redis | None,
+    settings: Settings,
+    principal: Principal,
+    kind: str,
+    operation: dict[str, Any],
+) -> tuple[MemoryFile, str]:
+    """One entry added, replaced or removed from outside a chat (an agent over MCP, a
+    script): the same write as the chat's memory tools (`apply_write`), then `memory.updated`
+    to the user's clients. The identity is not written here. Returns (the file after, the
+    sentence saying what was saved); a refusal raises with its reason in one sentence."""
+    file_kind = _entry_file(settings, kind)
+    if operation.get("action") not in ENTRY_ACTIONS:
+        raise MemoryRefused(f"action must be one of {', '.join(ENTRY_ACTIONS)}")
+
+    def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+        new, what = apply_operation(entries, operation)
+        return new, [what]
+
+    after, done = apply_write(store, principal.user_id, file_kind, compute)
+    for what in done:
+        event = {"type": registry.EVENT_MEMORY_UPDATED, "file": FILE_NAMES[file_kind], **what}
+        event_bus.publish(client, principal.user_id, event)
+    return after, saved_line(file_kind, after, done)
+
+
+def _entry_file(settings: Settings, kind: str) -> Kind:
+    if kind == IDENTITY:
+        raise Forbidden("the identity is read-only here; it is edited by administrators")
+    if kind not in (USER_PROFILE, AGENT_MEMORY):
+        raise NotFound(f"no memory {kind!r}; choose user or agent")
+    if settings.demo_mode:
+        raise Forbidden("memory is not saved on this server (demo mode)", code="memory_off")
+    file_kind: Kind = USER_PROFILE if kind == USER_PROFILE else AGENT_MEMORY
+    on = {USER_PROFILE: settings.user_profile_enabled, AGENT_MEMORY: settings.agent_memory_enabled}
+    if not on[file_kind]:
+        raise Forbidden(f"{FILE_NAMES[file_kind]} is turned off on this server", code="memory_off")
+    return file_kind
 
 
 def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: Settings) -> None:

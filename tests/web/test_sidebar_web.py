@@ -339,3 +339,20 @@ def test_api_chats_carry_their_badge_and_archived_chats_come_back_from_the_archi
     archived.get_by_role("button", name="Unarchive").click()
     expect(archived.locator("li")).to_have_count(0)
     expect(chat_rows(page)).to_have_count(3)
+
+
+def test_a_coding_agents_notes_carry_the_mcp_badge(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    """What `eonyx mcp`'s session_note writes: a session of source `mcp` per directory."""
+    api(user, "POST", "/notes", json={"note": "Bumped the API to v3", "workdir": "/src/shop"})
+    chat_with(user, "A chat typed in the browser")
+    page = web.open(user)
+    notes = chat_rows(page).filter(has_text="Notes: shop")
+    expect(notes.locator(".badge")).to_have_text("MCP")
+    expect(notes.locator(".badge")).to_have_attribute("title", "Notes from a coding agent (MCP)")
+    page.screenshot(path=shots / "sidebar-mcp.png")
+    notes.click()
+    expect(page.get_by_text("Note from a coding agent: Bumped the API to v3")).to_be_visible()
+    expect(page.get_by_text("This message has no answer yet.")).to_have_count(0)  # a note
+    page.screenshot(path=shots / "notes-mcp.png")

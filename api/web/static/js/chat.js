@@ -116,7 +116,8 @@ function Message({ sessionId, message, noLike, notices }) {
 function unanswered(c) {
   const last = c.messages[c.messages.length - 1];
   const answering = c.turn && ["streaming", "error", "stopped"].includes(c.turn.status);
-  return c.loaded && last?.role === "user" && !answering;
+  // A note a coding agent left over MCP (a user message named "mcp") waits for no answer.
+  return c.loaded && last?.role === "user" && last?.name !== "mcp" && !answering;
 }
 
 function Transcript({ sessionId, c }) {

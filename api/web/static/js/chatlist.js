@@ -66,6 +66,7 @@ function folderItems(session) {
 function Badge({ source }) {
   if (source === "api") return html`<span class="badge badge-api" title="Created through the API">API</span>`;
   if (source === "teams") return html`<span class="badge badge-teams" title="From Microsoft Teams">Teams</span>`;
+  if (source === "mcp") return html`<span class="badge badge-mcp" title="Notes from a coding agent (MCP)">MCP</span>`;
   return null;
 }
 

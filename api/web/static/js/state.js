@@ -33,7 +33,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
  * @property {string | null} [deleted_at]
  * @property {string | null} [folder_id]
  * @property {string} [updated_at]
- * @property {string} [source] "api", "teams" or the web's
+ * @property {string} [source] "api", "teams", "mcp" or the web's
  * @property {number} [message_count]
  * @property {number} [image_count]
  * @property {{ text: string, highlights?: [number, number][] }} [snippet] a search hit's
@@ -58,6 +58,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
  * @typedef {object} Message
  * @property {string} id
  * @property {string} role
+ * @property {string} [name] "mcp" on a note a coding agent left (a user message no answer follows)
  * @property {unknown} [content]
  * @property {Like} [like] as the transcript was read (`likeOf` says what holds now)
  * @property {string[]} [images]

@@ -1,0 +1,491 @@
+"""`eonyx mcp`: Eonyx's memory and sessions for coding agents, over the Model Context
+Protocol (the official `mcp` SDK's low-level server).
+
+On stdio (the default) a coding agent starts it as its MCP server: `claude mcp add eonyx --
+eonyx mcp`. With `--http` it serves the streamable-HTTP transport at `/mcp` for remote agents
+(the compose file's `mcp` service), each request authenticated by the Eonyx API key it
+carries as a bearer token.
+
+It is a client of the API like the other client commands: every tool call is one or two
+HTTP requests through cli/api_client.py, with the token `eonyx login` saved (or EONYX_URL /
+EONYX_TOKEN) on stdio, and the request's own key over HTTP. So every write takes the API's
+path (filter, cap, duplicate check, backup, lock, `memory.updated`), every read the API's
+ownership rules (another user's session is not found), and the API's rate limits apply. It
+never loads the server's stack.
+
+The tools listed are those the key's scopes allow (`GET /tokens/current`); a tool outside
+them is not listed, and the API refuses it anyway. The identity is not offered: it stays
+read-only and the agent's own instructions are not Eonyx's business.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import click
+import jsonschema
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from cli.api_client import ApiError, AsyncApiClient
+from shared.core.messages import content_text, tool_call_parts
+from shared.core.registry import SCOPE_MEMORY_READ, SCOPE_MEMORY_WRITE, SCOPE_SESSIONS_READ
+
+NAME = "eonyx"
+SCOPES_TTL = 60.0  # seconds a key's scopes are trusted before asking again
+CLIENTS_KEPT = 64  # HTTP: API clients kept, one per API key seen lately
+SEARCH_LIMIT = 10
+READ_LIMIT = 50  # messages of a transcript per read, unless a range says otherwise
+RESOURCES = {
+    "eonyx://memory/user": ("user", "USER.md", "How the user likes to be helped"),
+    "eonyx://memory/agent": ("agent", "MEMORY.md", "Facts about the user's work and projects"),
+}
+INSTRUCTIONS = (
+    "Eonyx is the user's long-term memory, shared with their chat assistant and other agents. "
+    "USER.md holds how they like to be helped; MEMORY.md holds durable facts about their work. "
+    "Read them at the start of a task; save a durable fact or a stated preference as one "
+    "short entry when you learn it; search past sessions when the user refers to earlier work."
+)
+
+_KIND = {
+    "type": "string",
+    "enum": ["user", "agent"],
+    "description": "user: USER.md, the user's preferences and how they like to be helped; "
+    "agent: MEMORY.md, facts about their work (projects, conventions, commands).",
+}
+_ENTRY = {"type": "string", "minLength": 1, "description": "One short, self-contained entry."}
+_OLD = {
+    "type": "string",
+    "minLength": 1,
+    "description": "A unique part of the existing entry (its exact words, case-insensitive).",
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    scope: str
+    description: str
+    schema: dict[str, Any]
+    read_only: bool
+
+
+TOOLS: dict[str, ToolSpec] = {
+    "memory_read": ToolSpec(
+        SCOPE_MEMORY_READ,
+        "Read one of the user's memory files, one entry per line: USER.md (kind user) or "
+        "MEMORY.md (kind agent). Read them before starting work to follow the user's "
+        "preferences and known facts.",
+        {"type": "object", "properties": {"kind": _KIND}, "required": ["kind"]},
+        True,
+    ),
+    "memory_add": ToolSpec(
+        SCOPE_MEMORY_WRITE,
+        "Save one new entry: a stated preference of the user (kind user) or a durable fact "
+        "about their work worth knowing next time (kind agent). One fact per entry, short, "
+        "no secrets or sensitive personal data. Refused with the reason when it duplicates an "
+        "entry, the file is full, or the safety filter blocks it.",
+        {
+            "type": "object",
+            "properties": {"kind": _KIND, "content": _ENTRY},
+            "required": ["kind", "content"],
+        },
+        False,
+    ),
+    "memory_replace": ToolSpec(
+        SCOPE_MEMORY_WRITE,
+        "Replace one entry that changed or was wrong with its new text, found by a unique "
+        "part of it (old_text). Prefer this to adding a contradicting entry.",
+        {
+            "type": "object",
+            "properties": {"kind": _KIND, "old_text": _OLD, "content": _ENTRY},
+            "required": ["kind", "old_text", "content"],
+        },
+        False,
+    ),
+    "memory_remove": ToolSpec(
+        SCOPE_MEMORY_WRITE,
+        "Remove one entry that is no longer true, found by a unique part of it (old_text).",
+        {
+            "type": "object",
+            "properties": {"kind": _KIND, "old_text": _OLD},
+            "required": ["kind", "old_text"],
+        },
+        False,
+    ),
+    "sessions_search": ToolSpec(
+        SCOPE_SESSIONS_READ,
+        "Search the user's past chat sessions (titles and text) for words; returns the best "
+        "matches with their ids and a snippet. Whole words; `word*` matches a prefix. Read a "
+        "match with session_read.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": 200},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": SEARCH_LIMIT},
+            },
+            "required": ["query"],
+        },
+        True,
+    ),
+    "session_read": ToolSpec(
+        SCOPE_SESSIONS_READ,
+        f"Read a session's transcript as text, by its id (from sessions_search). Messages are "
+        f"numbered from 1; give start and end for a range (default: the first {READ_LIMIT}).",
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The session id."},
+                "start": {"type": "integer", "minimum": 1, "description": "First message."},
+                "end": {"type": "integer", "minimum": 1, "description": "Last message."},
+            },
+            "required": ["id"],
+        },
+        True,
+    ),
+    "session_note": ToolSpec(
+        SCOPE_MEMORY_WRITE,
+        "Leave a note in the user's sessions, e.g. what you did and why, for the user and "
+        "their assistant to find later. Without session_id it goes to a session of its own "
+        "for your working directory (made on the first note).",
+        {
+            "type": "object",
+            "properties": {
+                "note": {"type": "string", "minLength": 1},
+                "session_id": {"type": "string", "description": "A session to append to."},
+                "workdir": {
+                    "type": "string",
+                    "description": "Your working directory (default: where this server runs).",
+                },
+            },
+            "required": ["note"],
+        },
+        False,
+    ),
+}
+
+
+class Access:
+    """One API key's client and what its scopes allow (asked again after SCOPES_TTL)."""
+
+    def __init__(self, client: AsyncApiClient) -> None:
+        self.client = client
+        self.scopes: frozenset[str] = frozenset()
+        self.checked = float("-inf")
+
+    async def allowed(self) -> frozenset[str]:
+        if time.monotonic() - self.checked > SCOPES_TTL:
+            current = await self.client.request("GET", "/tokens/current")
+            self.scopes, self.checked = frozenset(current["scopes"]), time.monotonic()
+        return self.scopes
+
+
+class Accesses:
+    """Where a request's API client comes from: the one saved login (stdio), or the
+    request's bearer token (HTTP), a client per recently seen key."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        self.url = url
+        self.fixed = Access(AsyncApiClient(url, token)) if token else None
+        self.by_token: OrderedDict[str, Access] = OrderedDict()
+
+    def of(self, ctx: ServerRequestContext[Any, Any]) -> Access:
+        if self.fixed is not None:
+            return self.fixed
+        token = bearer_of(getattr(ctx.request, "headers", None) or {})
+        if not token:
+            raise ApiError(401, "missing_token", "send 'Authorization: Bearer <Eonyx API key>'")
+        found = self.by_token.pop(token, None) or Access(AsyncApiClient(self.url, token))
+        self.by_token[token] = found
+        while len(self.by_token) > CLIENTS_KEPT:
+            self.by_token.popitem(last=False)
+        return found
+
+
+def bearer_of(headers: Mapping[str, str]) -> str:
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def agent_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The MCP client's name as it introduced itself (`claude-code`), if it did."""
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return str(name)[:100] if name else None
+
+
+# -- what the tools do, through the API -----------------------------------------------------
+
+
+def usage(file: Mapping[str, Any]) -> str:
+    chars, limit = file["chars"], file["limit"]
+    return f"{chars * 100 // max(limit, 1)}% — {chars:,}/{limit:,} chars"
+
+
+async def memory_read(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
+    file = await client.request("GET", f"/memory/{args['kind']}")
+    content = file["content"].strip() or "(no entries yet)"
+    return f"{file['name']} ({usage(file)}):\n{content}"
+
+
+def memory_write(action: str) -> Callable[[AsyncApiClient, Mapping[str, Any]], Awaitable[str]]:
+    async def write(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
+        body = {"action": action, **{k: v for k, v in args.items() if k != "kind"}}
+        saved = await client.request("POST", f"/memory/{args['kind']}/entries", json=body)
+        return str(saved["message"])
+
+    return write
+
+
+async def sessions_search(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
+    params = {"q": args["query"], "limit": int(args.get("limit") or SEARCH_LIMIT)}
+    found = (await client.request("GET", "/sessions", params=params))["items"]
+    if not found:
+        return f"No session matches {args['query']!r}."
+    lines = [f"{len(found)} session(s) match {args['query']!r}, best first:"]
+    for item in found:
+        title = item.get("title") or "(untitled)"
+        snippet = " ".join(str((item.get("snippet") or {}).get("text") or "").split())
+        lines.append(f"- {title} (id {item['id']}, updated {item['updated_at'][:10]}): {snippet}")
+    return "\n".join(lines)
+
+
+async def session_read(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
+    session = await client.request("GET", f"/sessions/{args['id']}")
+    messages = (await client.request("GET", f"/sessions/{args['id']}/messages"))["items"]
+    start = int(args.get("start") or 1)
+    end = int(args.get("end") or start + READ_LIMIT - 1)
+    shown = messages[start - 1 : end]
+    title = session.get("title") or "(untitled)"
+    last = start + len(shown) - 1
+    head = f"Session {session['id']}: {title} — messages {start}-{last} of {len(messages)}"
+    if not shown:
+        return f"{head}\n(no messages in this range)"
+    return "\n\n".join([head, *(message_text(start + i, m) for i, m in enumerate(shown))])
+
+
+def message_text(number: int, message: Mapping[str, Any]) -> str:
+    role = message.get("role")
+    text = content_text(message.get("content"))
+    if role == "assistant" and message.get("tool_calls"):
+        calls = [tool_call_parts(call) for call in message["tool_calls"]]
+        text = (text + "\n" if text else "") + "\n".join(f"[calls {n}({a})]" for n, a in calls)
+    return f"[{number}] {role}: {text}"
+
+
+async def session_note(
+    client: AsyncApiClient, args: Mapping[str, Any], agent: str | None, stdio: bool
+) -> str:
+    body: dict[str, Any] = {"note": args["note"]}
+    if args.get("session_id"):
+        body["session_id"] = args["session_id"]
+    else:
+        workdir = args.get("workdir") or (os.getcwd() if stdio else None)
+        if workdir:
+            body["workdir"] = workdir
+    if agent:
+        body["agent"] = agent
+    noted = await client.request("POST", "/notes", json=body)
+    session = noted["session"]
+    made = " (made for this working directory)" if noted["created"] else ""
+    return f"Noted in session {session['id']} ({session.get('title') or 'untitled'}){made}."
+
+
+# -- the MCP server ------------------------------------------------------------------------
+
+
+def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
+    handlers: dict[str, Callable[[AsyncApiClient, Mapping[str, Any]], Awaitable[str]]] = {
+        "memory_read": memory_read,
+        "memory_add": memory_write("add"),
+        "memory_replace": memory_write("replace"),
+        "memory_remove": memory_write("remove"),
+        "sessions_search": sessions_search,
+        "session_read": session_read,
+    }
+
+    async def scopes(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+        """What the key may do; an MCP error saying why when the API refuses the key."""
+        try:
+            return await accesses.of(ctx).allowed()
+        except ApiError as exc:
+            raise MCPError(types.INVALID_REQUEST, exc.reason) from None
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        allowed = await scopes(ctx)
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=name,
+                    description=spec.description,
+                    input_schema=spec.schema,
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=spec.read_only, destructive_hint=False
+                    ),
+                )
+                for name, spec in TOOLS.items()
+                if spec.scope in allowed
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = TOOLS.get(params.name)
+        args = params.arguments or {}
+        try:
+            if spec is None:
+                raise ApiError(404, "unknown_tool", f"there is no tool {params.name!r}")
+            jsonschema.validate(args, spec.schema)
+            access = accesses.of(ctx)
+            if params.name == "session_note":
+                text = await session_note(access.client, args, agent_name(ctx), stdio)
+            else:
+                text = await handlers[params.name](access.client, args)
+        except jsonschema.ValidationError as exc:
+            return refused(f"the arguments are wrong: {exc.message}")
+        except ApiError as exc:
+            return refused(exc.reason)
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        if SCOPE_MEMORY_READ not in await scopes(ctx):
+            return types.ListResourcesResult(resources=[])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=uri, name=name, description=what, mime_type="text/markdown")
+                for uri, (_, name, what) in RESOURCES.items()
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri not in RESOURCES:
+            known = ", ".join(RESOURCES)
+            raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; there are {known}")
+        try:
+            file = await accesses.of(ctx).client.request("GET", f"/memory/{RESOURCES[uri][0]}")
+        except ApiError as exc:
+            raise MCPError(types.INVALID_REQUEST, exc.reason) from None
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=uri, mime_type="text/markdown", text=file["content"])
+            ]
+        )
+
+    return Server(
+        NAME,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def refused(reason: str) -> types.CallToolResult:
+    """A refusal as the agent reads it: one sentence, nothing saved."""
+    sentence = reason.rstrip(".") + "."
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"Refused: {sentence}")], is_error=True
+    )
+
+
+# -- running it ------------------------------------------------------------------------------
+
+
+async def serve_stdio(url: str, token: str) -> None:
+    from mcp.server.stdio import stdio_server
+
+    accesses = Accesses(url, token)
+    server = build_server(accesses, stdio=True)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app(url: str, *, stateless: bool, host: str) -> Any:
+    """The streamable-HTTP app: `/mcp` (a bearer token required), and `/healthz`."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    server = build_server(Accesses(url), stdio=False)
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    app = server.streamable_http_app(
+        stateless_http=stateless,
+        host=host,
+        custom_starlette_routes=[Route("/healthz", healthz)],
+    )
+
+    async def require_bearer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
+            headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+            if not bearer_of(headers):
+                body = {
+                    "error": {
+                        "code": "missing_token",
+                        "message": "send 'Authorization: Bearer <Eonyx API key>'",
+                    }
+                }
+                response = JSONResponse(
+                    body, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                await response(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return require_bearer
+
+
+@click.command()
+@click.option(
+    "--http", "http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio."
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="With --http: address to bind."
+)
+@click.option(
+    "--port", default=8001, show_default=True, type=click.IntRange(0, 65535), help="With --http."
+)
+@click.option(
+    "--stateless",
+    is_flag=True,
+    help="With --http: no MCP sessions kept between requests (for replicas).",
+)
+def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
+    """Serve your Eonyx memory and sessions to a coding agent over MCP.
+
+    On stdio (the default) with the token of `eonyx login` or EONYX_URL/EONYX_TOKEN:
+    `claude mcp add eonyx -- eonyx mcp`. With --http, for remote agents, each request
+    brings its Eonyx API key as a bearer token (`Authorization: Bearer eyx_...`)."""
+    import anyio
+
+    from cli.client import saved_login, server_url
+
+    if not http:
+        anyio.run(serve_stdio, *saved_login())
+        return
+    import uvicorn
+
+    app = http_app(server_url(), stateless=stateless, host=host)
+    click.echo(f"Eonyx MCP at http://{host}:{port}/mcp (for {server_url()})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+COMMANDS = [mcp]
