@@ -47,6 +47,16 @@ def user_message(n: int) -> str:
     return f"turn {n}: " + "x" * 400
 
 
+def fill_to(chat: Chat, session_id: str, percent: float) -> int:
+    """Short turns until the history takes `percent` of the window; how many were sent."""
+    n = 0
+    while context_of(chat, session_id)["percent"] < percent:
+        n += 1
+        chat.turn(session_id, content=user_message(n))
+        assert n < 20
+    return n
+
+
 def test_compaction_starts_at_80_percent_keeps_3_turns_and_the_jsonl_keeps_all(
     make_chat: Callable[..., Chat],
 ) -> None:
@@ -128,11 +138,7 @@ def test_a_worker_precomputed_summary_spares_the_next_turn_the_wait(
     chat = make_chat(EONYX_LLM_CONTEXT_WINDOW="2000")  # the kept turns fit well under 80%
     summaries = answer_briefly(chat.llm)
     session_id = chat.new_session()
-    n = 0
-    while context_of(chat, session_id)["percent"] < 50:
-        n += 1
-        chat.turn(session_id, content=user_message(n))
-        assert n < 10
+    n = fill_to(chat, session_id, 50)
     assert job_names.PRECOMPUTE_SUMMARY not in queued_jobs(chat, session_id)
     # A long answer ends this turn above 80%: the turn enqueues the summary job.
     chat.llm.script(text("y" * 2800))
@@ -160,11 +166,7 @@ def test_an_answer_past_the_window_is_compacted_before_the_turn_ends(
     chat = make_chat(EONYX_LLM_CONTEXT_WINDOW="2000")
     summaries = answer_briefly(chat.llm)
     session_id = chat.new_session()
-    n = 0
-    while context_of(chat, session_id)["percent"] < 60:
-        n += 1
-        chat.turn(session_id, content=user_message(n))
-        assert n < 20
+    n = fill_to(chat, session_id, 60)
     assert summaries == []
     chat.llm.script(text("y" * 3200))  # about 800 tokens: past the 2,000-token window
     body = chat.turn(session_id, content=user_message(n + 1)).get_json()
