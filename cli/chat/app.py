@@ -29,7 +29,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Markdown, OptionList, Static
 from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
-from textual.worker import Worker
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from cli.api_client import ApiError, AsyncApiClient
 from cli.chat import commands
@@ -319,7 +319,12 @@ class ChatApp(WorkerGroups, App[None]):
 
     @work(group="turn")
     async def send(self, body: dict[str, Any]) -> None:
-        """One streamed turn; a fresh message is shown at once, a retry re-uses the shown one."""
+        """One streamed turn; a fresh message is shown at once, a retry re-uses the shown one.
+        A message typed while the session is still opening waits for it: opening clears the
+        conversation (seen under tmux: the message vanished from the screen, answered)."""
+        for opening in self.workers_in("open"):
+            with contextlib.suppress(WorkerCancelled, WorkerFailed):  # it says so itself
+                await opening.wait()
         conversation = self.conversation
         user: UserEntry | None = None
         if not body.get("retry"):
