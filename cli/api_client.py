@@ -70,8 +70,8 @@ def error_of(response: httpx.Response) -> tuple[str, str]:
 
 
 def counted(number: int, noun: str) -> str:
-    """`1 session`, `2 sessions`: how many, in words a person would write."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+    """`1 session`, `2 sessions`, `2 sign-ins or keys`: how many, as a person writes it."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun.replace(' or ', 's or ')}s"
 
 
 def format_time(iso: str) -> str:

@@ -17,6 +17,7 @@ import click
 from sqlalchemy.exc import SQLAlchemyError
 
 from cli import runfile
+from cli.api_client import counted
 from cli.serve import serve
 from shared import accounts, index
 from shared.core.errors import EonyxError
@@ -156,7 +157,7 @@ def users_passwd(user: str, password: str | None) -> None:
             ended = accounts.set_password(db, found, password)
             name = printable(found.username)
         event_bus.publish_auth_change(rt.redis, found.id)
-        click.echo(f"password of {name} changed; {_count(ended, 'sign-in or key')} ended")
+        click.echo(f"password of {name} changed; {counted(ended, 'sign-in or key')} ended")
 
 
 @users.command("disable")
@@ -202,10 +203,6 @@ def users_delete(user: str, yes: bool) -> None:
         accounts.delete_user(rt.db, rt.store, user_id, actor=actor)
         event_bus.publish_auth_change(rt.redis, user_id)
         click.echo(f"deleted {name} ({user_id}) and their data")
-
-
-def _count(number: int, what: str) -> str:
-    return f"{number} {what}" if number == 1 else f"{number} {what.replace(' or ', 's or ')}s"
 
 
 @users.command("link")

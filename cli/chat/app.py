@@ -341,8 +341,9 @@ class ChatApp(WorkerGroups, App[None]):
                 self.session = await self.api.create_session()
                 created = True
             async for name, data in self.api.stream_turn(self.open_id, body):
-                streamed = True
-                self.show_reachable(True)
+                if not streamed:  # the server answered: once per turn, not per token
+                    streamed = True
+                    self.show_reachable(True)
                 if name == "token":
                     if answer is None:
                         answer = AnswerEntry()

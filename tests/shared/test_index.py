@@ -10,8 +10,9 @@ import pytest
 
 from shared import index
 from shared.accounts import Principal
+from shared.chat.turns import message_record
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import SessionStore, new_message_id
+from shared.files.session_store import SessionStore
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from tests.conftest import Account, Backend
@@ -159,8 +160,8 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
 
 
 def test_only_a_message_reorders_the_list(rt: Runtime, alice: Account) -> None:
-    """The list is ordered by the last message: bookkeeping, a rename, an archive and back,
-    a move into a folder leave a session where it was (seen before: a rename moved it up)."""
+    """The list is ordered by the last message: bookkeeping, a rename, an archive and back
+    leave a session where it was (seen before: a rename moved it up)."""
     me = principal(alice)
     older = session_service.create_session(rt, me, rt.memory, title="older").id
     newer = session_service.create_session(rt, me, rt.memory, title="newer").id
@@ -169,14 +170,7 @@ def test_only_a_message_reorders_the_list(rt: Runtime, alice: Account) -> None:
     session_service.update_session(rt, me, older, {"archived": True})
     session_service.update_session(rt, me, older, {"archived": False})
     assert [r[0] for r in listing(rt, me)] == [newer, older]
-    news = {
-        "type": "message",
-        "id": new_message_id(),
-        "role": "user",
-        "content": "news",
-        "created_at": isoformat(utcnow()),
-    }
-    session_service.append_records(rt, me, older, [news])
+    session_service.append_records(rt, me, older, [message_record("user", "news")])
     assert [r[0] for r in listing(rt, me)] == [older, newer]
 
 
