@@ -34,6 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from shared.core.errors import StorageError
@@ -49,6 +50,22 @@ Executor = Session | Connection
 
 def connection_of(db: Executor) -> Connection:
     return db if isinstance(db, Connection) else db.connection()
+
+
+@contextmanager
+def driver_cursor(db: Executor) -> Iterator[Any]:
+    """A cursor of the driver's own connection, in the transaction `db` is in: for the few
+    statements of every turn, where SQLAlchemy's statement machinery costs more than the
+    database's own work. A driver error comes out as SQLAlchemy's, as from `db.execute`."""
+    connection = connection_of(db)
+    driver_error = connection.dialect.loaded_dbapi.Error
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        yield cursor
+    except driver_error as exc:
+        raise DBAPIError.instance(None, None, exc, driver_error) from exc
+    finally:
+        cursor.close()
 
 
 def dialect_of(db: Executor) -> str:

@@ -31,7 +31,7 @@ from shared.core.text import for_index
 from shared.db import Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
 from shared.db.orm import IndexState, SessionMove, SessionRow
 from shared.files.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
-from shared.index import search
+from shared.index import appends, search
 
 log = logging.getLogger(__name__)
 # Metadata that the index keeps in columns (the rest stays in the file).
@@ -151,13 +151,7 @@ def note_appended(
         delta.apply(record, keep_messages=False)
         if record.get("type") == "meta":
             meta.update({k: v for k, v in (record.get("set") or {}).items() if k in META_FIELDS})
-    seq = bump(db, user_id)
-    if seq is not None:  # the row's key before this write, if the row is the one we expect
-        db.execute(
-            _LOG_MOVE, {"sid": session_id, "size_before": size_before, "seq": seq, "at": utcnow()}
-        )
     params = {
-        "seq": seq,
         "sid": session_id,
         "uid": user_id,
         "messages": delta.message_count,
@@ -167,13 +161,20 @@ def note_appended(
         "size": info.size,
         "mtime": info.mtime_ns,
     }
+    docs = search.docs_of(user_id, session_id, records)
+    if not meta:  # a turn's messages: the driver's SQL (shared.index.appends)
+        lock_user(db, user_id)
+        return appends.fold_messages(db, params, docs, at=utcnow())
+    params["seq"] = seq = bump(db, user_id)
+    if seq is not None:  # the row's key before this write, if the row is the one we expect
+        db.execute(_LOG_MOVE, params | {"at": utcnow()})
     result = connection_of(db).execute(_APPENDED, params)  # a CursorResult: its rowcount
     if result.rowcount != 1:
         return False
     columns = _columns(meta)
     if columns:
         db.execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**columns))
-    search.add(db, search.docs_of(user_id, session_id, records))
+    search.add(db, docs)
     if "title" in meta:
         search.set_title(db, user_id, session_id, meta["title"])
     return True

@@ -1,0 +1,117 @@
+"""The index write of every turn, in the driver's own SQL.
+
+A turn appends messages and then folds them into its session's row: bump the owner's change
+number, log the row's sort key before the write, add the counts, insert the messages' text
+(and, on SQLite, index it). Through SQLAlchemy's statement machinery those few statements cost
+about twice what the database spends running them, on every turn; here they are fixed strings
+run on the transaction's own driver cursor. On PostgreSQL the four writes are one statement
+(data-modifying CTEs that all see the row as it was), so a turn pays one round trip for them.
+
+Only the common case comes here: records without metadata. `shared.index.note_appended`
+decides, and keeps the general path (titles, pins, folders) in SQLAlchemy Core.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.dialects import postgresql, sqlite
+
+from shared.db import Executor, UTCDateTime, dialect_of, driver_cursor
+
+_TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
+_SQLITE_BUMP = "UPDATE index_state SET seq = seq + 1 WHERE user_id = :uid RETURNING seq"
+_SQLITE_MOVE = (
+    "INSERT INTO session_moves (user_id, session_id, seq, pinned, updated_at, at) "
+    "SELECT user_id, id, :seq, pinned, updated_at, :at FROM session_index "
+    "WHERE id = :sid AND file_size = :size_before"
+)
+_SQLITE_FOLD = (
+    "UPDATE session_index SET message_count = message_count + :messages, "
+    "image_count = image_count + :images, updated_at = coalesce(:updated, updated_at), "
+    "file_size = :size, file_mtime_ns = :mtime, seq = coalesce(:seq, seq) "
+    "WHERE id = :sid AND user_id = :uid AND file_size = :size_before"
+)
+_SQLITE_TEXT = (
+    "INSERT INTO session_text (user_id, session_id, message_id, role, body) VALUES {rows} "
+    "ON CONFLICT (session_id, message_id) DO NOTHING RETURNING id"
+)
+_SQLITE_FTS = (
+    "INSERT INTO session_text_fts (rowid, body, user_id, role) "
+    "SELECT id, body, user_id, role FROM session_text WHERE id IN ({ids})"
+)
+
+# One statement: every CTE sees the rows as they were before it, so the move logs the old
+# sort key, and the text goes in only when the row was the one expected.
+_POSTGRES_FOLD = """
+WITH bumped AS (
+    UPDATE index_state SET seq = seq + 1 WHERE user_id = %(uid)s RETURNING seq
+), moved AS (
+    INSERT INTO session_moves (user_id, session_id, seq, pinned, updated_at, at)
+    SELECT s.user_id, s.id, b.seq, s.pinned, s.updated_at, %(at)s
+    FROM session_index AS s, bumped AS b
+    WHERE s.id = %(sid)s AND s.file_size = %(size_before)s
+), folded AS (
+    UPDATE session_index SET message_count = message_count + %(messages)s,
+        image_count = image_count + %(images)s,
+        updated_at = coalesce(%(updated)s, updated_at),
+        file_size = %(size)s, file_mtime_ns = %(mtime)s,
+        seq = coalesce((SELECT seq FROM bumped), seq)
+    WHERE id = %(sid)s AND user_id = %(uid)s AND file_size = %(size_before)s
+    RETURNING id
+), texts AS (
+    INSERT INTO session_text (user_id, session_id, message_id, role, body)
+    SELECT %(uid)s, %(sid)s, m, r, b
+    FROM unnest(%(message_ids)s::text[], %(roles)s::text[], %(bodies)s::text[]) AS d(m, r, b)
+    WHERE EXISTS (SELECT 1 FROM folded)
+    ON CONFLICT (session_id, message_id) DO NOTHING
+)
+SELECT count(*) FROM folded
+"""
+
+
+@functools.cache
+def _time_binder(dialect: str) -> Callable[[datetime | None], Any]:
+    """A UTC datetime as the column stores it (SQLite: naive text), as SQLAlchemy binds it."""
+    module = postgresql if dialect == "postgresql" else sqlite
+    process = UTCDateTime().bind_processor(module.dialect())
+    return process if process is not None else (lambda value: value)
+
+
+def fold_messages(
+    db: Executor, params: dict[str, Any], docs: Sequence[dict[str, Any]], *, at: datetime
+) -> bool:
+    """Fold a turn's appended messages into the session's row (see `note_appended` for
+    `params` and the meaning of False); `docs` are their searchable rows."""
+    dialect = dialect_of(db)
+    bind = _time_binder(dialect)
+    values = params | {"updated": bind(params["updated"]), "at": bind(at)}
+    if dialect == "postgresql":
+        values |= {
+            "message_ids": [doc["message_id"] for doc in docs],
+            "roles": [doc["role"] for doc in docs],
+            "bodies": [doc["body"] for doc in docs],
+        }
+        with driver_cursor(db) as cursor:
+            cursor.execute(_POSTGRES_FOLD, values)
+            return bool(cursor.fetchone()[0] == 1)
+    with driver_cursor(db) as cursor:
+        cursor.execute(_SQLITE_BUMP, values)
+        bumped = cursor.fetchone()
+        values["seq"] = bumped[0] if bumped else None
+        if bumped:
+            cursor.execute(_SQLITE_MOVE, values)
+        cursor.execute(_SQLITE_FOLD, values)
+        if cursor.rowcount != 1:
+            return False
+        if docs:
+            rows = ", ".join(["(?, ?, ?, ?, ?)"] * len(docs))
+            flat = [doc[key] for doc in docs for key in _TEXT_COLUMNS]
+            cursor.execute(_SQLITE_TEXT.format(rows=rows), flat)
+            ids = [row[0] for row in cursor.fetchall()]
+            if ids:
+                cursor.execute(_SQLITE_FTS.format(ids=", ".join("?" * len(ids))), ids)
+    return True
