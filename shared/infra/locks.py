@@ -7,20 +7,25 @@ forever); otherwise a `filelock.FileLock` under DATA_DIR/locks. Both are used th
         ...
 
 `ttl` is how long a Redis lock outlives a holder that died. A lock held around work of unknown
-length (a job waiting on a model) passes `keepalive=True`: a thread renews it every third of
-`ttl` while the holder lives, so `ttl` can be short and a job lost with its worker can be
-redone soon after. A file lock needs neither: the kernel releases it when its holder dies.
+length (a job waiting on a model) passes `keepalive=True`: the process's renewal thread renews
+it every third of `ttl` while the holder holds it, so `ttl` can be short and a job lost with
+its worker can be redone soon after. A file lock needs neither: the kernel releases it when its
+holder dies.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
+import os
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -39,24 +44,84 @@ class Locks(Protocol):
     ) -> AbstractContextManager[None]: ...
 
 
-def _renew(lock: redis.lock.Lock, every: float, done: threading.Event) -> None:
-    """Reset the lock's expiry every `every` seconds until `done` (the holder released it)."""
-    while not done.wait(every):
-        try:
-            lock.reacquire()
-        except redis.exceptions.LockError:
-            log.warning(
-                "lock %s expired while held; its work is guarded by version checks", lock.name
-            )
-            return
-        except redis.exceptions.RedisError as exc:
-            log.warning("cannot renew lock %s: %s", lock.name, exc)
+@dataclass
+class _Held:
+    lock: redis.lock.Lock
+    every: float  # seconds between renewals
+    due: float  # monotonic time of the next one
+
+
+class _Renewals:
+    """The locks a process keeps alive, renewed by one thread for all of them.
+
+    A turn holds its lock with `keepalive`, so a thread per lock meant a thread started and
+    joined on every turn. This thread sleeps until the next renewal is due, and a release only
+    takes its lock off the list. A renewal that crosses a release does no harm: redis-py's
+    reacquire only extends a lock that still holds its holder's token."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, _Held] = {}
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self._handles = itertools.count()
+
+    def add(self, lock: redis.lock.Lock, every: float) -> int:
+        handle = next(self._handles)
+        with self._changed:
+            self._held[handle] = _Held(lock, every, time.monotonic() + every)
+            if self._pid != os.getpid():  # first use, or a forked child: no thread here yet
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="lock renewals", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+        return handle
+
+    def remove(self, handle: int) -> None:
+        with self._changed:
+            self._held.pop(handle, None)
+
+    def _run(self) -> None:
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                due = [(h, held) for h, held in self._held.items() if held.due <= now]
+                if not due:
+                    soonest = min((held.due for held in self._held.values()), default=None)
+                    self._changed.wait(None if soonest is None else soonest - now)
+                    continue
+                for _handle, held in due:
+                    held.due = now + held.every
+                self._changed.release()  # renew without blocking holders and releases
+                try:
+                    lost = [h for h, held in due if not _renewed(held.lock)]
+                finally:
+                    self._changed.acquire()
+                for handle in lost:
+                    gone = self._held.pop(handle, None)
+                    if gone is not None:  # not released meanwhile: it was lost while held
+                        log.warning(
+                            "lock %s expired while held; its work is guarded by version checks",
+                            gone.lock.name,
+                        )
+
+
+def _renewed(lock: redis.lock.Lock) -> bool:
+    """Reset the lock's expiry; False when it no longer holds our token."""
+    try:
+        lock.reacquire()
+    except redis.exceptions.LockError:
+        return False
+    except redis.exceptions.RedisError as exc:
+        log.warning("cannot renew lock %s: %s", lock.name, exc)
+    return True
 
 
 class RedisLocks:
     def __init__(self, client: redis.Redis, prefix: str = registry.LOCKS) -> None:
         self.client = client
         self.prefix = prefix
+        self._renewals = _Renewals()
 
     @contextmanager
     def hold(
@@ -74,19 +139,12 @@ class RedisLocks:
             raise Unavailable(f"Redis cannot be reached for a lock ({exc})") from exc
         if not acquired:
             raise Conflict(f"{name} is busy; try again", code="busy")
-        renewer = None
-        if keepalive:
-            released = threading.Event()
-            renewer = threading.Thread(
-                target=_renew, args=(lock, ttl / 3, released), name=f"lock {name}", daemon=True
-            )
-            renewer.start()
+        renewal = self._renewals.add(lock, ttl / 3) if keepalive else None
         try:
             yield
         finally:
-            if renewer is not None:
-                released.set()
-                renewer.join()  # no renewal may land after the release below
+            if renewal is not None:
+                self._renewals.remove(renewal)
             # Expired while held: the holder's work is guarded by version checks.
             with contextlib.suppress(redis.exceptions.LockError):
                 lock.release()

@@ -110,16 +110,33 @@ def test_a_holder_that_dies_lets_go_within_the_ttl(
 
 
 def test_a_released_lock_stops_its_renewal(backend: Backend) -> None:
-    """Every turn keeps its lock alive with a thread: the thread ends with the lock (else a
-    replica would gather one per turn), and the lock is free at once, not one TTL later."""
+    """Every turn keeps its lock alive: one thread renews them all, so a replica does not
+    start a thread per turn, and a released lock is free at once, not one TTL later."""
     client = redis.Redis.from_url(backend.redis_url)
     locks = RedisLocks(client)
+    threads_before = threading.active_count()
     with locks.hold("job", ttl=0.3, keepalive=True):
         time.sleep(0.5)  # renewed every 0.1 s: alive past its TTL
         assert client.pttl("eonyx:lock:job") > 0
-        assert [t for t in threading.enumerate() if t.name == "lock job"]
-    assert not [t for t in threading.enumerate() if t.name == "lock job"]
     assert client.exists("eonyx:lock:job") == 0
+    for turn in range(50):
+        with locks.hold(f"turn {turn}", ttl=0.3, keepalive=True):
+            pass
+    assert threading.active_count() <= threads_before + 1  # the one renewal thread
     with RedisLocks(client).hold("job", wait=0):
         pass
+    time.sleep(0.4)  # past the renewal that was due: a released lock is not brought back
+    assert client.exists("eonyx:lock:job") == 0
+    client.close()
+
+
+def test_one_thread_keeps_several_locks_alive(backend: Backend) -> None:
+    """Locks of different lifetimes held at once each outlive their TTL while held."""
+    client = redis.Redis.from_url(backend.redis_url)
+    locks = RedisLocks(client)
+    with locks.hold("short", ttl=0.3, keepalive=True), locks.hold("long", ttl=0.9, keepalive=True):
+        time.sleep(1.5)
+        assert client.pttl("eonyx:lock:short") > 0
+        assert client.pttl("eonyx:lock:long") > 0
+    assert client.exists("eonyx:lock:short", "eonyx:lock:long") == 0
     client.close()
