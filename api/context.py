@@ -74,31 +74,33 @@ def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
     return cookie, bool(cookie)
 
 
-def check_presented(fallback_token: str | None = None) -> Principal:
+def check_presented(fallback_token: str | None = None, *, cached: bool = True) -> Principal:
     """The principal behind the request's token, checked once per request: the rate
     limiter asks first (a valid token has its own budget), and the view's `authenticate`
-    then takes the answer instead of asking the database again."""
+    then takes the answer instead of asking again. `cached=False` skips the process's token
+    cache (shared.accounts.token_cache) and asks the database."""
     token, by_cookie = presented_token(fallback_token)
     if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     rt = runtime()
-    with rt.db.transaction() as db:
-        found = accounts.authenticate(db, token, now=rt.clock.now(), from_cookie=by_cookie)
+    found = accounts.authenticate(
+        rt.db, rt.tokens, token, now=rt.clock.now(), from_cookie=by_cookie, cached=cached
+    )
     g.checked_principal = (token, by_cookie, found)
     return found
 
 
-def authenticate(fallback_token: str | None = None) -> Principal:
+def authenticate(fallback_token: str | None = None, *, cached: bool = True) -> Principal:
     """The caller behind the request's token (see `presented_token`). A state-changing
     request authenticated by the cookie must also pass `check_csrf`. An answer the rate
-    limiter got for this request is used once; any later call (an open socket's recheck)
-    asks the database again."""
+    limiter got for this request is used once; any later call asks again (an open socket's
+    recheck with `cached=False`: from the database)."""
     token, by_cookie = presented_token(fallback_token)
     checked = g.pop("checked_principal", None)
     if checked is not None and checked[:2] == (token, by_cookie):
         found = checked[2]
     else:
-        found = check_presented(fallback_token)
+        found = check_presented(fallback_token, cached=cached)
         g.pop("checked_principal", None)
     if by_cookie and request.method not in SAFE_METHODS:
         check_csrf(token)

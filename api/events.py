@@ -131,7 +131,7 @@ def _relay(ws, stream: event_bus.Subscription, token: str | None) -> None:  # ty
         if stream.auth_changed or time.monotonic() - checked >= RECHECK_SECONDS:
             stream.auth_changed = False
             try:
-                authenticate(token)
+                authenticate(token, cached=False)
             except Unauthorized as exc:
                 _close(ws, POLICY_VIOLATION, exc.code, exc.message)
                 return

@@ -25,7 +25,6 @@ from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
 from shared.db import Database
 from shared.files import permissions
-from shared.infra import event_bus
 from shared.runtime import Runtime
 
 SCHEMA_POLL_SECONDS = 2.0
@@ -156,7 +155,7 @@ def users_passwd(user: str, password: str | None) -> None:
             found = accounts.find_user(db, user)
             ended = accounts.set_password(db, found, password)
             name = printable(found.username)
-        event_bus.publish_auth_change(rt.redis, found.id)
+        rt.auth_changed(found.id)
         click.echo(f"password of {name} changed; {counted(ended, 'sign-in or key')} ended")
 
 
@@ -181,7 +180,7 @@ def _set_disabled(user: str, disabled: bool) -> None:
             found = accounts.find_user(db, user)
             accounts.update_user(db, found.id, disabled=disabled)
             name = printable(found.username)
-        event_bus.publish_auth_change(rt.redis, found.id)
+        rt.auth_changed(found.id)
         click.echo(f"{'disabled' if disabled else 'enabled'} {name} ({found.id})")
 
 
@@ -201,7 +200,7 @@ def users_delete(user: str, yes: bool) -> None:
             )
         actor = f"the command line ({getpass.getuser()})"
         accounts.delete_user(rt.db, rt.store, user_id, actor=actor)
-        event_bus.publish_auth_change(rt.redis, user_id)
+        rt.auth_changed(user_id)
         click.echo(f"deleted {name} ({user_id}) and their data")
 
 

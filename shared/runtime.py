@@ -14,12 +14,14 @@ import httpx
 import redis
 
 from shared.accounts.throttle import Throttle
+from shared.accounts.token_cache import TokenCache
 from shared.core.clock import Clock, SystemClock
 from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
 from shared.db import Database
 from shared.files.permissions import make_private_dirs
 from shared.files.session_store import SessionStore
+from shared.infra import event_bus
 from shared.infra.embedded_redis import resolve_redis_url
 from shared.infra.locks import FileLocks, Locks, RedisLocks
 from shared.llm.client import LLMClient, ModelClient
@@ -47,6 +49,7 @@ class Runtime:
     identity: str
     offerings: OfferingCache
     throttle: Throttle  # failed-login counters (Redis, or per process without it)
+    tokens: TokenCache  # recently checked tokens, forgotten when `auth_changed` says
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
     clock: Clock = field(default_factory=SystemClock)  # tests replace it to move time
@@ -83,6 +86,7 @@ class Runtime:
             identity=memory.ensure_identity(),  # read once: edits apply on the next start
             offerings=OfferingCache(database, client),
             throttle=Throttle(client),
+            tokens=TokenCache(client),
             jobs=jobs,
             teams=_teams_channel(settings),
         )
@@ -100,6 +104,13 @@ class Runtime:
             return False
         return True
 
+    def auth_changed(self, user_id: str) -> None:
+        """Who may act as the user changed (a token revoked, a password changed, the account
+        disabled or deleted), and it is committed: this process forgets the user's tokens at
+        once, and every other process and open event socket hears it over Redis."""
+        self.tokens.forget_user(user_id)
+        event_bus.publish_auth_change(self.redis, user_id)
+
     def __enter__(self) -> Runtime:
         return self
 
@@ -112,6 +123,7 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
+        self.tokens.close()
         self.db.dispose()
         self.llm.close()
         if self.teams is not None:

@@ -25,7 +25,6 @@ from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Unauthorized
 from shared.db.orm import User
-from shared.infra import event_bus
 
 blp = Blueprint(
     "browser",
@@ -68,7 +67,7 @@ class SignIn(MethodView):
             user = db.get_one(User, row.user_id)
             me = {"id": row.user_id, "username": user.username, "is_admin": user.is_admin}
         if previous is not None:
-            event_bus.publish_auth_change(rt.redis, previous.user_id)
+            rt.auth_changed(previous.user_id)
         _set_cookie(token, ttl)
         return {"user": me, "csrf_token": accounts.csrf_token(token)}
 
@@ -95,7 +94,7 @@ class SignIn(MethodView):
             rt = runtime()
             with rt.db.session() as db:
                 accounts.revoke_token(db, found, found.token_id)
-            event_bus.publish_auth_change(rt.redis, found.user_id)
+            rt.auth_changed(found.user_id)
         _set_cookie("", None)
 
 
@@ -105,8 +104,9 @@ def _signed_in(token: str) -> Principal | None:
         return None
     try:
         rt = runtime()
-        with rt.db.transaction() as db:
-            return accounts.authenticate(db, token.strip(), now=rt.clock.now(), from_cookie=True)
+        return accounts.authenticate(
+            rt.db, rt.tokens, token.strip(), now=rt.clock.now(), from_cookie=True
+        )
     except Unauthorized:
         return None
 

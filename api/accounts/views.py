@@ -1,7 +1,7 @@
 """Login, API keys and users.
 
 Every change to who may act as a user (a token revoked, a password changed, an account
-disabled or deleted) is announced after its commit (`event_bus.publish_auth_change`), so that
+disabled or deleted) is announced after its commit (`Runtime.auth_changed`), so that
 the user's open event sockets check their tokens again at once.
 """
 
@@ -30,7 +30,6 @@ from api.context import admin_required, any_key_required, login_required, princi
 from api.extensions import Blueprint
 from shared import accounts
 from shared.db.orm import User
-from shared.infra import event_bus
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
 
@@ -62,7 +61,7 @@ class Logout(MethodView):
         rt = runtime()
         with rt.db.session() as db:
             accounts.revoke_token(db, principal(), principal().token_id)
-        event_bus.publish_auth_change(rt.redis, principal().user_id)
+        rt.auth_changed(principal().user_id)
 
 
 @blp.route("/tokens")
@@ -108,7 +107,7 @@ class TokenById(MethodView):
         rt = runtime()
         with rt.db.session() as db:
             accounts.revoke_token(db, principal(), token_id)
-        event_bus.publish_auth_change(rt.redis, principal().user_id)
+        rt.auth_changed(principal().user_id)
 
 
 @blp.route("/users")
@@ -149,7 +148,7 @@ class UserById(MethodView):
                 password=body.get("password"),
                 keep_token=me.token_id if user_id == me.user_id else None,
             )
-        event_bus.publish_auth_change(rt.redis, user.id)
+        rt.auth_changed(user.id)
         return user
 
     @admin_required
@@ -160,7 +159,7 @@ class UserById(MethodView):
         it. The last enabled administrator cannot be deleted (409 `last_admin`)."""
         rt, me = runtime(), principal()
         accounts.delete_user(rt.db, rt.store, user_id, actor=f"{me.username} ({me.user_id})")
-        event_bus.publish_auth_change(rt.redis, user_id)
+        rt.auth_changed(user_id)
 
 
 @blp.route("/me/password")
@@ -177,7 +176,7 @@ class MyPassword(MethodView):
             revoked = accounts.change_own_password(
                 db, rt.throttle, me, body["current_password"], body["new_password"]
             )
-        event_bus.publish_auth_change(rt.redis, me.user_id)
+        rt.auth_changed(me.user_id)
         return {"revoked_tokens": revoked}
 
 

@@ -18,10 +18,11 @@ set by an administrator or changed by its owner (`change_own_password`) ends the
 other sign-ins and tokens; a disabled account keeps its data and its tokens, but none is
 accepted (`authenticate`) until it is enabled again; a deleted one leaves nothing behind.
 The deployment always keeps one enabled administrator: a change that would leave none is
-refused (`last_admin`). Whoever changes who may sign in must then call
-`shared.infra.event_bus.publish_auth_change`, so that open event sockets check again at once.
+refused (`last_admin`). Whoever changes who may sign in must then call the runtime's
+`auth_changed`, so that every process's token cache forgets the user's tokens and open event
+sockets check again at once.
 
-Imports shared.core, shared.files, shared.db and shared.index.
+Imports shared.core, shared.infra, shared.files, shared.db and shared.index.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from shared import index
 from shared.accounts.throttle import Policy, Throttle
+from shared.accounts.token_cache import TokenCache
 from shared.core import registry
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
@@ -54,7 +56,7 @@ from shared.core.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from shared.db import Database, Executor, UTCDateTime, connection_of, dialect_of
+from shared.db import Database, UTCDateTime, dialect_of
 from shared.db.orm import ApiToken, User
 from shared.files.filestore import remove_tree
 from shared.files.session_store import SessionStore
@@ -454,15 +456,29 @@ TOUCH_EVERY = timedelta(minutes=5)
 
 
 def authenticate(
-    db: Executor, token: str, *, now: datetime, from_cookie: bool = False
+    database: Database,
+    tokens: TokenCache,
+    token: str,
+    *,
+    now: datetime,
+    from_cookie: bool = False,
+    cached: bool = True,
 ) -> Principal:
     """The principal behind a bearer token (or, `from_cookie`, a browser sign-in) at `now`,
-    or `Unauthorized`. One query; `last_used_at` is written at most every five minutes. Every
-    request asks this: the API calls it on a bare connection (`Database.transaction`)."""
-    connection = connection_of(db)
-    found = connection.execute(_BY_TOKEN, {"token_hash": _hash_token(token)}).first()
+    or `Unauthorized`. Every request asks this: the lookup comes from `tokens` while its entry
+    is fresh (`cached=False`: from the database, as an open socket's recheck wants), else
+    from one query on a bare connection; `last_used_at` is written at most every five
+    minutes."""
+    key = _hash_token(token)
+    found = tokens.get(key) if cached else None
     if found is None:
-        raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
+        with database.transaction() as db:
+            row = db.execute(_BY_TOKEN, {"token_hash": key}).first()
+        if row is None:
+            tokens.drop(key)
+            raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
+        found = tuple(row)
+        tokens.put(key, found[6], found)
     token_id, source, expires_at, revoked_at, last_used_at, scopes = found[:6]
     user_id, username, is_admin, disabled = found[6:]
     if (
@@ -474,7 +490,9 @@ def authenticate(
     if disabled:
         raise Unauthorized(DISABLED_MESSAGE, code="account_disabled")
     if last_used_at is None or now - last_used_at > TOUCH_EVERY:
-        connection.execute(_TOUCH, {"token_id": token_id, "stamp": now})
+        with database.transaction() as db:
+            db.execute(_TOUCH, {"token_id": token_id, "stamp": now})
+        tokens.put(key, user_id, (*found[:4], now, *found[5:]))
     # A browser sign-in is the web client: what it starts is from "web", as the listing says.
     return Principal(
         user_id,

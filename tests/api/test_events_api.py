@@ -59,14 +59,13 @@ def test_an_event_published_right_after_ready_arrives(chat: Chat) -> None:
 
 
 def test_a_revoked_token_closes_the_socket_with_1008(chat: Chat) -> None:
+    principal = accounts.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
     with chat.rt.db.session() as db:
-        principal = accounts.authenticate(db, chat.user.token, now=utcnow())
         _, key = accounts.create_api_key(db, principal, "browser")
     with live(chat.app) as url:
         ws = connect(f"{url}?token={key}")
         assert ws.next_json() == {"type": "ready"}
-        with chat.rt.db.session() as db:
-            token_id = accounts.authenticate(db, key, now=utcnow()).token_id
+        token_id = accounts.authenticate(chat.rt.db, chat.rt.tokens, key, now=utcnow()).token_id
         revoked = chat.client.delete(f"{API}/tokens/{token_id}", headers=chat.user.headers)
         assert revoked.status_code == 204
         seen, code = ws.until_closed()
