@@ -94,7 +94,11 @@ class Blueprint(flask_smorest.Blueprint):
         **kwargs: Any,
     ) -> Callable[..., Any]:
         """`multipart`: the view also takes multipart/form-data, which it reads itself (it is
-        called with an empty body then); any other body must be JSON."""
+        called with an empty body then); any other body must be JSON. A schema class is made
+        an instance here, once: given the class, webargs builds a new one for every request
+        (a deep copy of every field)."""
+        if isinstance(schema, type):
+            schema = schema()
         decorator = super().arguments(schema, location=location, required=required, **kwargs)
         if location != "json" or not (required or multipart):
             return decorator
