@@ -35,12 +35,11 @@ class ContextFilter(logging.Filter):
 def formatter(log_format: str) -> logging.Formatter:
     if log_format == "text":
         return logging.Formatter(TEXT_FORMAT)
-    from pythonjsonlogger.json import JsonFormatter
+    from pythonjsonlogger.orjson import OrjsonFormatter
 
-    # `time`: ISO 8601 in UTC with microseconds, first in every object.
-    return JsonFormatter(
-        JSON_FIELDS, rename_fields=RENAMED, timestamp="time", json_ensure_ascii=False
-    )
+    # `time`: ISO 8601 in UTC with microseconds, first in every object. orjson writes
+    # UTF-8 as it is, several times faster than the json module (a line per request).
+    return OrjsonFormatter(JSON_FIELDS, rename_fields=RENAMED, timestamp="time")
 
 
 class _EonyxHandler(logging.StreamHandler):  # type: ignore[type-arg]
