@@ -113,7 +113,8 @@ class TokenCache:
                             channel = channel.decode()
                         self.forget_user(channel.removeprefix(registry.AUTH_CHANNEL))
             except LOST as exc:
-                log.warning("token cache off until Redis answers again: %s", exc)
+                if not self._stopped.is_set():  # closing closes the connection under it
+                    log.warning("token cache off until Redis answers again: %s", exc)
             finally:
                 self._forget_all()
                 pubsub.close()
