@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10] [--rounds 1]
         [--workers 2] [--threads 32] [--dev] [--model quick|fake] [--floor [bare|durable]]
-        [--database-url URL] [--keep]
+        [--beside] [--database-url URL] [--keep]
 
 Starts `eonyx serve` (gunicorn, embedded Redis, a worker; SQLite unless --database-url) on a
 temporary DATA_DIR, and a model that answers every request at once in a process of its own:
@@ -19,6 +19,11 @@ the model's process, and this script's client threads). Afterwards it counts the
 every session file: each completed turn must have left exactly its user message and its answer
 there (a lost message is one that a 200 answered and the file does not hold).
 
+With `--floor durable --beside` it serves Eonyx and the durable floor app (bench/_floor_app.py:
+Flask, marshmallow, one httpx call, the two fsynced appends) at once, interleaves their
+rounds (the order alternating), and prints the medians of the rounds side by side. Target
+(issue 24): Eonyx's HTTP CPU per turn and its healthz/turns ratio within 1.5x of the floor's.
+
 Target (issue 9): ratio <= 3 (turns/s at least a third of the bare rate), zero errors, zero
 lost messages. The clients share the machine with the server: on 2 cores the client threads
 take a good part of one, for both measurements alike.
@@ -34,7 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -58,6 +63,7 @@ from cli.serve import HTTP_THREADS, HTTP_WORKERS
 from shared.db import Database
 
 TARGET_RATIO = 3.0
+TARGET_FLOOR = 1.5  # issue 24: Eonyx within 1.5x of the durable floor, side by side
 FAKE = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -280,6 +286,40 @@ def run_phase(
         into.cpu[side] += after[side] - before[side]
 
 
+@dataclass
+class Target:
+    """A server under test: its phases' tallies, per round and in all."""
+
+    name: str
+    server: Served
+    make_turns: Callable[[int], Callable[[], str | None]]
+    by_session: dict[str, int]  # turns answered 200, per session file
+    bare: Phase = field(default_factory=Phase)
+    turns: Phase = field(default_factory=Phase)
+    rounds: list[tuple[Phase, Phase]] = field(default_factory=list)
+
+    def measure(self, model_pid: int) -> dict[str, float]:
+        spent = dict.fromkeys(SIDES, 0.0)
+        for command, cpu in cpu_by_process(self.server.pid).values():
+            spent[server_side(command)] += cpu
+        spent["model"] = sum(cpu for _, cpu in cpu_by_process(model_pid).values())
+        spent["clients"] = time.process_time()  # this process: the client threads
+        return spent
+
+    def run_round(self, clients: int, seconds: float, model_pid: int) -> None:
+        bare, turns = Phase(), Phase()
+        measure = lambda: self.measure(model_pid)  # noqa: E731
+        run_phase(bare, clients, seconds, healthz_client(self.server.url), measure)
+        run_phase(turns, clients, seconds, self.make_turns, measure)
+        self.rounds.append((bare, turns))
+        for total, part in ((self.bare, bare), (self.turns, turns)):
+            total.tally.done += part.tally.done
+            total.tally.errors += part.tally.errors
+            total.tally.latencies += part.tally.latencies
+            for side in SIDES:
+                total.cpu[side] += part.cpu[side]
+
+
 def main() -> int:
     parser = base_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=16)
@@ -298,6 +338,12 @@ def main() -> int:
         "model) under the same gunicorn workers: how far the stack alone gets; 'durable' also "
         "appends and fsyncs each turn's two messages, as the spec asks of every turn",
     )
+    parser.add_argument(
+        "--beside",
+        action="store_true",
+        help="with --floor: Eonyx and the floor app both, their rounds interleaved (the order "
+        "alternating), and the medians of the rounds side by side",
+    )
     args = parser.parse_args()
 
     serve_args = ["--dev"] if args.dev else []
@@ -305,8 +351,12 @@ def main() -> int:
         if getattr(args, option) is not None:
             serve_args += [f"--{option}", str(getattr(args, option))]
     turns_by_session: dict[str, int] = {}
-    bare, turns = Phase(), Phase()
-    with workspace(args.database_url, keep=args.keep) as ws, model_process(args.model) as model:
+    floor_turns: dict[str, int] = {}
+    with (
+        workspace(args.database_url, keep=args.keep) as ws,
+        model_process(args.model) as model,
+        ExitStack() as servers,
+    ):
         base_url, model_pid = model
         database = Database(ws.database_url)
         _principal, token = bench_account(SimpleNamespace(db=database))
@@ -322,34 +372,74 @@ def main() -> int:
         durable = ws.root / "floor-sessions" if args.floor == "durable" else None
         if durable:
             durable.mkdir()
+        targets = []
         if args.floor:
             workers, threads = args.workers or HTTP_WORKERS, args.threads or HTTP_THREADS
-            serving = floor_server(workers, threads, base_url, ws.root / "floor.log", durable)
-        else:
-            serving = eonyx_serve(env, log=ws.root / "serve.log", args=serve_args)
-        with serving as server:
+            floor = servers.enter_context(
+                floor_server(workers, threads, base_url, ws.root / "floor.log", durable)
+            )
+            make = floor_turn_client(floor.url, floor_turns if durable else None)
+            targets.append(Target(f"the floor app ({args.floor})", floor, make, floor_turns))
+        if not args.floor or args.beside:
+            served = servers.enter_context(
+                eonyx_serve(env, log=ws.root / "serve.log", args=serve_args)
+            )
             http = "werkzeug (--dev)" if args.dev else "gunicorn"
-            what = f"the floor app ({args.floor})" if args.floor else http
-            print(f"   {what}: {' '.join(server.command[1:])}")
-            print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
+            make = turn_client(served.url, token, turns_by_session)
+            targets.append(Target(f"Eonyx ({http})", served, make, turns_by_session))
+        for target in targets:
+            print(f"   {target.name}: {' '.join(target.server.command[1:])}")
+        print(f"   {args.clients} clients, {args.seconds:g} s each, {os.cpu_count()} cpu")
+        for round_number in range(args.rounds):
+            order = targets if round_number % 2 == 0 else targets[::-1]
+            for target in order:
+                target.run_round(args.clients, args.seconds, model_pid)
+        counts = count_messages(ws.data_dir)
+        if durable:
+            counts |= count_messages(durable, "*.jsonl")
+    status = 0
+    for target in targets:
+        print(f"\n-- {target.name}")
+        status |= report(args, target.bare, target.turns, target.by_session, counts)
+    if len(targets) == 2:
+        status |= side_by_side(targets)
+    return status
 
-            def measure() -> dict[str, float]:
-                spent = dict.fromkeys(SIDES, 0.0)
-                for command, cpu in cpu_by_process(server.pid).values():
-                    spent[server_side(command)] += cpu
-                spent["model"] = sum(cpu for _, cpu in cpu_by_process(model_pid).values())
-                spent["clients"] = time.process_time()  # this process: the client threads
-                return spent
 
-            for _ in range(args.rounds):
-                run_phase(bare, args.clients, args.seconds, healthz_client(server.url), measure)
-                if args.floor:
-                    make = floor_turn_client(server.url, turns_by_session if durable else None)
-                else:
-                    make = turn_client(server.url, token, turns_by_session)
-                run_phase(turns, args.clients, args.seconds, make, measure)
-        counts = count_messages(durable, "*.jsonl") if durable else count_messages(ws.data_dir)
-    return report(args, bare, turns, turns_by_session, counts)
+def per_round(target: Target) -> tuple[list[float], list[float], list[float]]:
+    """Each round's HTTP CPU ms per turn, CPU ms per turn on every side, healthz/turns."""
+    http, every, ratio = [], [], []
+    for bare, turns in target.rounds:
+        done = max(turns.tally.done, 1)
+        http.append(turns.cpu["HTTP"] * 1000 / done)
+        every.append(sum(turns.cpu.values()) * 1000 / done)
+        ratio.append(bare.tally.done / done)
+    return http, every, ratio
+
+
+def side_by_side(targets: list[Target]) -> int:
+    """Medians of the interleaved rounds, the floor's beside Eonyx's (issue 24's targets)."""
+    floor, eonyx = (per_round(t) for t in targets)
+    names = ["HTTP CPU ms per turn", "CPU ms per turn, every side", "ratio healthz/turns"]
+    rows = [
+        [name, f"{median(f):.2f}", f"{median(e):.2f}", f"{median(e) / median(f):.2f}x"]
+        for name, f, e in zip(names, floor, eonyx, strict=True)
+    ]
+    print(f"\n-- side by side: medians of {len(targets[0].rounds)} interleaved rounds")
+    print_table(["", "floor", "Eonyx", "Eonyx / floor"], rows)
+    print(f"   load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return verdict(
+        [
+            (
+                f"HTTP CPU per turn within {TARGET_FLOOR:g}x of the floor's",
+                median(eonyx[0]) <= TARGET_FLOOR * median(floor[0]),
+            ),
+            (
+                f"healthz/turns ratio within {TARGET_FLOOR:g}x of the floor's",
+                median(eonyx[2]) <= TARGET_FLOOR * median(floor[2]),
+            ),
+        ]
+    )
 
 
 def report(
@@ -393,8 +483,9 @@ def report(
         " gunicorn processes; worker: the background worker, whose jobs the turns send;"
         " Redis: the embedded one), the model's process, and this script's client threads."
     )
+    messages = sum(counts.get(s, 0) for s in by_session)
     print(
-        f"   session files: {len(by_session)} sessions, {sum(counts.values())} messages, "
+        f"   session files: {len(by_session)} sessions, {messages} messages, "
         f"{lost} lost, {extra} unaccounted for (a turn cut off by the end of the run)"
     )
     for error in sorted(set(bare.tally.errors + turns.tally.errors))[:5]:
