@@ -124,6 +124,7 @@ class Runtime:
             return
         self.closed = True
         self.tokens.close()
+        self.offerings.close()
         self.db.dispose()
         self.llm.close()
         if self.teams is not None:

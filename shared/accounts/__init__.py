@@ -472,13 +472,14 @@ def authenticate(
     key = _hash_token(token)
     found = tokens.get(key) if cached else None
     if found is None:
+        stamp = tokens.stamp()
         with database.transaction() as db:
             row = db.execute(_BY_TOKEN, {"token_hash": key}).first()
         if row is None:
             tokens.drop(key)
             raise Unauthorized("invalid, expired or revoked token", code="invalid_token")
         found = tuple(row)
-        tokens.put(key, found[6], found)
+        tokens.put(key, found[6], found, stamp)
     token_id, source, expires_at, revoked_at, last_used_at, scopes = found[:6]
     user_id, username, is_admin, disabled = found[6:]
     if (
@@ -490,9 +491,10 @@ def authenticate(
     if disabled:
         raise Unauthorized(DISABLED_MESSAGE, code="account_disabled")
     if last_used_at is None or now - last_used_at > TOUCH_EVERY:
+        stamp = tokens.stamp()
         with database.transaction() as db:
             db.execute(_TOUCH, {"token_id": token_id, "stamp": now})
-        tokens.put(key, user_id, (*found[:4], now, *found[5:]))
+        tokens.put(key, user_id, (*found[:4], now, *found[5:]), stamp)
     # A browser sign-in is the web client: what it starts is from "web", as the listing says.
     return Principal(
         user_id,

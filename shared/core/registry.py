@@ -34,7 +34,7 @@ TEAMS_SEEN = "eonyx:teams:seen:"  # + digest of conversation|activity: a deliver
 RATE_LIMITS = "eonyx:ratelimit"  # flask-limiter's key prefix (api/ratelimit.py), then:
 RATE_LIMIT_BY_ADDRESS = "addr:"  # + remote address (no valid token presented)
 RATE_LIMIT_BY_TOKEN = "token:"  # + sha256 of the token, truncated
-OFFERINGS_VERSION = "eonyx:catalog:version"  # a key: bumped when the model catalog changes
+CATALOG_CHANNEL = "eonyx:catalog:"  # + "changed": the model catalog changed (pub/sub)
 READY_PROBE = "eonyx:readyz"  # a key: /readyz writes it to prove Redis takes writes
 
 # -- API key scopes: stored with a key, checked by the API, asked for by `eonyx mcp` ----------

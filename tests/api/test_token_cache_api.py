@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api import create_app
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import event, update
 
+from api import create_app
 from shared.core.clock import utcnow
 from shared.db.orm import ApiToken
 from tests.conftest import Account, Backend, make_settings, runtime, wait_for
@@ -41,7 +41,7 @@ def answers(client: FlaskClient, account: Account) -> int:
 def test_a_known_token_is_checked_without_the_database(
     app: Flask, client: FlaskClient, alice: Account
 ) -> None:
-    wait_for(lambda: runtime(app).tokens.live, 5, "the token cache's subscription")
+    wait_for(lambda: runtime(app).tokens.listener.live, 5, "the token cache's subscription")
     assert answers(client, alice) == 200
     seen = statements(app)
     assert answers(client, alice) == 200
@@ -52,7 +52,7 @@ def test_a_token_revoked_on_one_replica_is_refused_by_the_other(
     app: Flask, client: FlaskClient, replica: Flask, alice: Account
 ) -> None:
     other = replica.test_client()
-    wait_for(lambda: runtime(replica).tokens.live, 5, "the replica's subscription")
+    wait_for(lambda: runtime(replica).tokens.listener.live, 5, "the replica's subscription")
     assert answers(other, alice) == 200  # now in the replica's cache
     assert client.post(f"{API}/auth/logout", headers=alice.headers).status_code == 204
     assert answers(client, alice) == 401  # at once where it was revoked

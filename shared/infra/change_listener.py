@@ -1,0 +1,103 @@
+"""Changes announced over Redis pub/sub, heard by one thread per process, for its caches.
+
+A cache of data that other processes change (the tokens a request presents, the model
+catalog) keeps what it read only while it can hear every change: `live` is true once Redis
+has confirmed the subscription, and false again as soon as the connection is lost (then the
+listener resubscribes every second). Without Redis it is never live, and the cache asks its
+source every time.
+
+`generation` grows with every change heard and every (re)subscription, before the cache is
+told. A cache notes it before reading its source and keeps what it read only if it has not
+moved meanwhile, so a read that a change overtook is never kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+
+import redis
+
+from shared.infra.event_bus import LOST
+
+log = logging.getLogger(__name__)
+RESUBSCRIBE_SECONDS = 1.0
+
+
+class ChangeListener:
+    """Hears the channels matching `pattern`: `on_change(suffix)` for a message on
+    `<prefix><suffix>`, `on_reset()` when the subscription starts or ends (forget all)."""
+
+    def __init__(
+        self,
+        client: redis.Redis | None,
+        prefix: str,
+        *,
+        on_change: Callable[[str], None],
+        on_reset: Callable[[], None],
+        name: str,
+    ) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._on_change = on_change
+        self._on_reset = on_reset
+        self._name = name
+        self._live = False
+        self.generation = 0
+        self._stopped = threading.Event()
+        self._pid = 0
+        self._starting = threading.Lock()
+
+    @property
+    def live(self) -> bool:
+        """Whether every change is heard now (starts the thread in this process if needed)."""
+        if self._pid != os.getpid():
+            self._start()
+        return self._live
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._reset(live=False)
+
+    def _start(self) -> None:
+        if self._client is None or self._stopped.is_set():
+            return
+        with self._starting:
+            if self._pid == os.getpid():  # another thread started it meanwhile
+                return
+            self._pid, self._live = os.getpid(), False  # a forked child hears nothing yet
+            threading.Thread(target=self._run, name=self._name, daemon=True).start()
+
+    def _reset(self, *, live: bool) -> None:
+        self._live = False
+        self.generation += 1
+        self._on_reset()
+        self._live = live
+
+    def _run(self) -> None:
+        assert self._client is not None
+        while not self._stopped.is_set():
+            pubsub = self._client.pubsub()
+            try:
+                pubsub.psubscribe(self._prefix + "*")
+                while not self._stopped.is_set():
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is None:
+                        continue
+                    if message["type"] == "psubscribe":
+                        self._reset(live=True)  # from now on no change goes unheard
+                    elif message["type"] == "pmessage":
+                        channel = message["channel"]
+                        if isinstance(channel, bytes):
+                            channel = channel.decode()
+                        self.generation += 1
+                        self._on_change(channel.removeprefix(self._prefix))
+            except LOST as exc:
+                if not self._stopped.is_set():  # closing closes the connection under it
+                    log.warning("%s off until Redis answers again: %s", self._name, exc)
+            finally:
+                self._reset(live=False)
+                pubsub.close()
+            self._stopped.wait(RESUBSCRIBE_SECONDS)
