@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import itertools
 import logging
+import math
 import os
 import secrets
 import threading
@@ -65,16 +66,19 @@ class _Renewals:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._handles = itertools.count()
+        self._wakes_at = -math.inf  # when the thread looks next (-inf: it is looking now)
 
     def add(self, lock: redis.lock.Lock, every: float) -> int:
         handle = next(self._handles)
+        due = time.monotonic() + every
         with self._changed:
-            self._held[handle] = _Held(lock, every, time.monotonic() + every)
+            self._held[handle] = _Held(lock, every, due)
             if self._pid != os.getpid():  # first use, or a forked child: no thread here yet
-                self._pid = os.getpid()
+                self._pid, self._wakes_at = os.getpid(), -math.inf
                 self._thread = threading.Thread(target=self._run, name="lock renewals", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            elif due < self._wakes_at:  # sooner than it would look: wake it (not every turn)
+                self._changed.notify()
         return handle
 
     def remove(self, handle: int) -> None:
@@ -88,7 +92,9 @@ class _Renewals:
                 due = [(h, held) for h, held in self._held.items() if held.due <= now]
                 if not due:
                     soonest = min((held.due for held in self._held.values()), default=None)
+                    self._wakes_at = math.inf if soonest is None else soonest
                     self._changed.wait(None if soonest is None else soonest - now)
+                    self._wakes_at = -math.inf
                     continue
                 for _handle, held in due:
                     held.due = now + held.every
