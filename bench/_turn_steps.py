@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import event
@@ -103,10 +104,25 @@ class TimedHold:
             self.rec.add("lock_release", time.perf_counter_ns() - t0)
 
 
+class CountedCursor:
+    """A driver cursor that counts its statements."""
+
+    def __init__(self, cursor: Any, count: Callable[[], None]) -> None:
+        self._cursor, self._count = cursor, count
+
+    def execute(self, *args: Any) -> Any:
+        self._count()
+        return self._cursor.execute(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
 def instrument(rec: Recorder, rt: Any) -> None:
     """Wrap what a turn calls, and count what it sends to the database and Redis."""
     import api.context
     import shared.chat.turns
+    import shared.index.appends
     import shared.llm.models
     import shared.memory.extraction
     import shared.sessions.service
@@ -129,6 +145,15 @@ def instrument(rec: Recorder, rt: Any) -> None:
     hold = rt.locks.hold
     rt.locks.hold = lambda name, **kw: TimedHold(rec, hold(name, **kw))
 
+    driver_cursor = shared.index.appends.driver_cursor
+
+    @contextmanager
+    def counted_cursor(db: Any) -> Iterator[Any]:
+        """Statements run on the driver's cursor, which SQLAlchemy's events do not see."""
+        with driver_cursor(db) as cursor:
+            yield CountedCursor(cursor, lambda: rec.count("db_stmt"))
+
+    shared.index.appends.driver_cursor = counted_cursor
     engine = rt.db.engine
     event.listen(engine, "begin", lambda *_: rec.count("db_txn"))
     event.listen(engine, "checkout", lambda *_: rec.count("db_checkout"))
