@@ -87,6 +87,11 @@ def main() -> int:
     )
     parser.add_argument("--breakdown-turns", type=int, default=60, help="per length; 0: none")
     parser.add_argument("--profile", action="store_true", help="cProfile in-process turns")
+    parser.add_argument(
+        "--breakdown-cpu",
+        action="store_true",
+        help="the breakdown in CPU time of the serving thread instead of wall time",
+    )
     args = parser.parse_args()
     lengths = parse_lengths(args.lengths)
     rounds = args.warmup + args.turns
@@ -151,7 +156,15 @@ def main() -> int:
                 from _turn_breakdown import run_breakdown
 
                 breakdown_text = run_breakdown(
-                    ws, env, fake, model, histories, args.breakdown_turns, every, args.profile
+                    ws,
+                    env,
+                    fake,
+                    model,
+                    histories,
+                    args.breakdown_turns,
+                    every,
+                    args.profile,
+                    args.breakdown_cpu,
                 )
     finally:
         fake.stop()
