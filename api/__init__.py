@@ -16,7 +16,7 @@ from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from api.errors import register_error_handlers
 from api.events import register_events
-from api.extensions import EonyxApi
+from api.extensions import EonyxApi, FastJSONProvider
 from api.facade import models as facade_models
 from api.facade import views as facade_views
 from api.facade.cors import register_cors
@@ -55,6 +55,7 @@ SECURITY_SCHEMES = {
 
 def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Flask:
     app = Flask(__name__, static_folder=None)  # the web client serves /static (api/web)
+    app.json = FastJSONProvider(app)
     app.config.update(
         MAX_CONTENT_LENGTH=settings.max_request_bytes,
         API_TITLE="Eonyx",

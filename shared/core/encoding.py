@@ -20,6 +20,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -42,13 +43,21 @@ class _BadNumber(ValueError):
     """A number JSON cannot carry, found while parsing (raised from the parser's hooks)."""
 
 
-def encode_json(value: Any) -> bytes:
+def encode_json(
+    value: Any, *, default: Callable[[Any], Any] | None = None, sort_keys: bool = False
+) -> bytes:
     """Compact JSON as UTF-8; with ASCII escapes instead for what orjson refuses (a lone
-    surrogate, say, from a model's answer, or an integer past 64 bits)."""
+    surrogate, say, from a model's answer, or an integer past 64 bits). With `default`,
+    dates, datetimes and dataclasses go to it too, as they would with the json module."""
+    options = orjson.OPT_SORT_KEYS if sort_keys else 0
+    if default is not None:
+        options |= orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, default=default, option=options)
     except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(value, separators=(",", ":")).encode()
+        return json.dumps(
+            value, default=default, sort_keys=sort_keys, separators=(",", ":")
+        ).encode()
 
 
 def json_too_deep(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
