@@ -77,7 +77,10 @@ SELECT count(*) FROM folded
 def _time_binder(dialect: str) -> Callable[[datetime | None], Any]:
     """A UTC datetime as the column stores it (SQLite: naive text), as SQLAlchemy binds it."""
     module = postgresql if dialect == "postgresql" else sqlite
-    process = UTCDateTime().bind_processor(module.dialect())
+    db_dialect = module.dialect()
+    # The dialect's own DateTime under the decorator: on SQLite, the text SQLAlchemy writes
+    # ("2026-01-02 03:04:05.000000"), which orders as every other row's does.
+    process = UTCDateTime().dialect_impl(db_dialect).bind_processor(db_dialect)
     return process if process is not None else (lambda value: value)
 
 

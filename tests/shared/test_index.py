@@ -7,6 +7,7 @@ import os
 import time
 
 import pytest
+from sqlalchemy import text
 
 from shared import index
 from shared.accounts import Principal
@@ -241,3 +242,21 @@ def test_a_listing_that_rebuilds_the_index_skips_a_row_the_database_refuses(
     with rt.db.session() as db:
         index.drop(db)
     assert good in {row[0] for row in listing(rt, me)}
+
+
+def test_a_turns_time_is_stored_as_every_other_write_stores_it(rt: Runtime, alice: Account) -> None:
+    """The turn's index write (driver SQL) keeps times in the form SQLAlchemy writes them, so
+    a listing cursor compares every row alike (on SQLite a time on a whole second was once
+    stored without its fraction, and sorted before the same time written by the ORM)."""
+    me = principal(alice)
+    session_id = session_service.create_session(rt, me, rt.memory, title="t").id
+    at = utcnow().replace(microsecond=0)
+    said = message_record("user", "on the second") | {"created_at": isoformat(at)}
+    session_service.append_records(rt, me, session_id, [said])
+    assert session_service.get_session(rt, me, session_id).updated_at == at
+    if rt.db.engine.dialect.name == "sqlite":
+        with rt.db.session() as db:
+            stored = db.execute(
+                text("SELECT updated_at FROM session_index WHERE id = :id"), {"id": session_id}
+            ).scalar()
+        assert stored == at.strftime("%Y-%m-%d %H:%M:%S.%f")
