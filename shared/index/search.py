@@ -18,7 +18,7 @@ differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -88,7 +88,7 @@ def search(
     terms: Sequence[Term],
     *,
     wanted: int,
-    keep: Callable[[list[str]], set[str]] = set,
+    keep: Callable[[list[str]], Collection[str]] = set,
     window: int | None = None,
     tiers: int | None = None,
 ) -> tuple[list[Hit], bool]:

@@ -29,6 +29,7 @@ from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
 from shared.index import listing, search
 from shared.index.listing import Filters, Found
+from shared.index.rows import Listed
 from shared.sessions import titles
 from shared.sessions.needs import SessionsRuntime
 
@@ -132,7 +133,7 @@ def list_sessions(
     limit: int = 50,
     cursor: str | None = None,
     filters: Filters | None = None,
-) -> tuple[list[SessionRow], str | None]:
+) -> tuple[list[Listed], str | None]:
     """A page of the caller's list: pinned first, then most recently updated (the cursor's
     guarantees are in shared.index.listing)."""
     _check_folder_id((filters or Filters()).folder_id)
