@@ -161,11 +161,20 @@ def search_sessions(
     """A page of the caller's sessions whose title or text match `query`, best first."""
     text.check(query, "q", single_line=True)
     _check_folder_id((filters or Filters()).folder_id)
-    with rt.db.session() as db:
-        _ensure_index(db, rt, principal.user_id)
+
+    def page(db: Session) -> tuple[list[Found], str | None]:
         return listing.search_page(
             db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
+
+    with rt.db.session() as db:
+        found = page(db)
+        # A user without an index has no text either: whether it is built is only asked
+        # when nothing was found (a query fewer for every search that finds something).
+        if found[0] or index.is_built(db, principal.user_id):
+            return found
+        index.reconcile_user(db, rt.store, principal.user_id)
+        return page(db)
 
 
 def get_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:
