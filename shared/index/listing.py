@@ -30,12 +30,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
-from shared.db.orm import IndexState, SessionMove
+from shared.db import Executor
+from shared.db.orm import SessionMove
 from shared.files.session_store import SESSION_ID_RE
 from shared.index import rows as index_rows
 from shared.index import search
@@ -121,7 +121,7 @@ _STATE = (
 )
 
 
-def _after(db: Session, key: Key) -> tuple[str, dict[str, Any]]:
+def _after(db: Executor, key: Key) -> tuple[str, dict[str, Any]]:
     """Rows listed after `key` (pinned first, then newest first, then id descending)."""
     pinned, updated, last_id = key
     after = [
@@ -217,7 +217,7 @@ def _expired() -> InvalidInput:
 
 
 def list_page(
-    db: Session, user_id: str, filters: Filters, *, limit: int = 50, cursor: str | None = None
+    db: Executor, user_id: str, filters: Filters, *, limit: int = 50, cursor: str | None = None
 ) -> tuple[list[Listed], str | None]:
     """One page of the list and the cursor of the next (None after the last page)."""
     limit = max(1, min(limit, MAX_PAGE))
@@ -229,8 +229,7 @@ def list_page(
     generation = data.get("g")
     if not isinstance(generation, str):
         raise _invalid_cursor()
-    current = db.get(IndexState, user_id)
-    if current is None or current.generation != generation:
+    if _generation(db, user_id) != generation:  # None: the index was dropped
         raise _expired()
     if utcnow().timestamp() - issued > CURSOR_LIFE.total_seconds():
         raise _expired()
@@ -238,14 +237,14 @@ def list_page(
 
 
 def _first_page(
-    db: Session, user_id: str, filters: Filters, limit: int, fingerprint: str
+    db: Executor, user_id: str, filters: Filters, limit: int, fingerprint: str
 ) -> tuple[list[Listed], str | None]:
     # The change number and generation come in the same statement as the rows: one snapshot.
     # The plan walks ix_session_index_listing (user_id, pinned, updated_at, id) backwards.
     where, params = filters.where(user_id)
     sql = f"SELECT {index_rows.COLUMN_LIST}, {_STATE} FROM session_index WHERE {where} {ORDER}"
     found = index_rows.listed(db, f"{sql} LIMIT :limit", params | {"limit": limit + 1}, extra=2)
-    if (found and found[0][1][1] is None) or (not found and db.get(IndexState, user_id) is None):
+    if (found and found[0][1][1] is None) or (not found and _generation(db, user_id) is None):
         raise IndexNotBuilt(user_id)  # no extra query when there are rows: the state came
     rows = [row for row, _ in found]
     if len(rows) <= limit:
@@ -255,8 +254,16 @@ def _first_page(
     return rows, _listing_cursor(generation or "", seq or 0, key_of(rows[-1]), fingerprint)
 
 
+def _generation(db: Executor, user_id: str) -> str | None:
+    """The user's index generation; None when their index is not built."""
+    found = index_rows.fetch(
+        db, "SELECT generation FROM index_state WHERE user_id = :user_id", {"user_id": user_id}
+    )
+    return str(found[0][0]) if found else None
+
+
 def _later_page(
-    db: Session,
+    db: Executor,
     user_id: str,
     filters: Filters,
     limit: int,
@@ -314,7 +321,7 @@ class Found:
 
 
 def search_page(
-    db: Session,
+    db: Executor,
     user_id: str,
     query: str,
     filters: Filters,
@@ -353,7 +360,7 @@ _ID = index_rows.COLUMNS.index("id")
 
 
 def _in_filter(
-    db: Session, user_id: str, filters: Filters, ids: Sequence[str]
+    db: Executor, user_id: str, filters: Filters, ids: Sequence[str]
 ) -> dict[str, Sequence[Any]]:
     """The rows of these sessions that the filters admit, by id, as the driver gives them."""
     allowed: dict[str, Sequence[Any]] = {}

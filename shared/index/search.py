@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Table, delete
-from sqlalchemy.orm import Session
 
 from shared.core.messages import content_text
 from shared.core.text import for_index
@@ -83,7 +82,7 @@ class Hit:
 
 
 def search(
-    db: Session,
+    db: Executor,
     user_id: str,
     terms: Sequence[Term],
     *,
