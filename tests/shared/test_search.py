@@ -205,3 +205,20 @@ def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
 )
 def test_queries_are_words_never_syntax(query: str, terms: list[tuple[str, bool]]) -> None:
     assert [(t.word, t.prefix) for t in search.parse_query(query)] == terms
+
+
+@pytest.mark.parametrize(
+    ("query", "body", "highlights"),
+    [
+        ("heron", "Heron, herons, a HERON.", [[0, 5], [17, 22]]),
+        ("heron", "xheron heron_ _heron éheron 1heron\nheron", [[7, 12], [15, 20], [35, 40]]),
+        ("her*", "a heron, Hermes; other", [[2, 7], [9, 15]]),
+        ("dog cat", "dogcat cat-dog", [[7, 10], [11, 14]]),
+    ],
+)
+def test_a_highlight_is_a_whole_word_or_a_prefix(
+    query: str, body: str, highlights: list[list[int]]
+) -> None:
+    """Not inside a longer word: no letter or digit just before or (whole words) after; an
+    underscore is not a letter."""
+    assert search.snippet(body, search.parse_query(query))["highlights"] == highlights
