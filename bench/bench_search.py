@@ -1,11 +1,21 @@
 """The sidebar at scale: first page and full-text search against a LIKE scan over the text.
 
     .venv/bin/python bench/bench_search.py [--sessions 10000] [--messages 40] [--database-url URL]
+        [--peer hermes]
 
 One user with 10,000 sessions of 40 messages (200-800 characters each, a tool call and its
 result every 40 turns; times spread over 60 days), written through the real store and indexed
-with index.reconcile_user (rows and search text). A rare word is planted in a dozen messages;
-the common word is one of the generator's vocabulary, found in most messages.
+with index.reconcile_user (rows and search text). A rare word is planted in one message of
+each of 5 sessions; the common word is one of the generator's vocabulary, found in every
+session.
+
+`--peer hermes`: the same sessions (ids, titles, messages, times) are also imported into Hermes
+Agent's session store (PyPI hermes-agent, hermes_state.SessionDB: SQLite with FTS5) through its
+own import API, and its first page (list_sessions_rich, as its dashboard lists) and its FTS5
+search (search_messages) are timed interleaved with Eonyx's, in one table with the ratio
+Eonyx/Hermes. Hermes is imported from wherever it is importable, else from --peer-path: install
+it there with `pip install --no-deps --target .bench-peers/hermes hermes-agent==0.19.0`, not into
+the virtualenv, whose `cli` module it would shadow with its own top-level cli.py.
 
 Targets: the first page (limit 50) through session_service.list_sessions has p50 < 10 ms;
 session_service.search_sessions (limit 50: ranking, filters, snippets) has p50 < 50 ms for
@@ -22,14 +32,18 @@ when the word is common, a full scan when it is rare).
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 from _common import (
     NS_PER_MS,
+    ROOT,
     base_parser,
     bench_account,
     make_history,
@@ -53,26 +67,140 @@ from workers.queue import celery_jobs
 
 PAGE = 50
 RARE, COMMON = "zanzibar", "cache"
-PLANTED = 12
+PLANTED = 5  # sessions with the rare word, in one message each
 TARGET_PAGE_MS, TARGET_SEARCH_MS, TARGET_SPEEDUP = 10.0, 50.0, 20.0
+# Over HTTP (issue 24): the common word's p95, and a list call against its in-process cost.
+TARGET_HTTP_COMMON_P95_MS, TARGET_HTTP_LIST_RATIO = 100.0, 2.0
+HERMES_BATCH = 250  # sessions per import_sessions call (its limits: 500, 50,000 messages, 25 MB)
 
 
-def write_sessions(rt, user_id: str, sessions: int, messages: int, seed: int = 11) -> int:
-    """Each session in one durable write (header + messages); returns the bytes on disk."""
+def corpus(sessions: int, messages: int, seed: int = 11) -> Iterator[list[dict[str, Any]]]:
+    """Each session's message records, the rare word planted in PLANTED of them."""
     rng = random.Random(seed)
-    planted = {(rng.randrange(sessions), rng.randrange(messages)) for _ in range(PLANTED)}
+    planted = set(rng.sample(range(sessions), min(PLANTED, sessions)))
     for n in range(sessions):
         history = make_history(rng, messages)
         shift = timedelta(seconds=rng.uniform(0, 60 * 86400))
-        for m, record in enumerate(history):
+        for record in history:
             record["created_at"] = isoformat(parse_time(record["created_at"]) - shift)
-            if (n, m) in planted and record.get("content"):
-                words = record["content"].split(" ")
-                words.insert(rng.randrange(len(words)), RARE)
-                record["content"] = " ".join(words)
-        rt.store.create(user_id, source="web", title=f"Chat {n}", records=history)
+        if n in planted:
+            texts = [record for record in history if record.get("content")]
+            record = rng.choice(texts)
+            words = record["content"].split(" ")
+            words.insert(rng.randrange(len(words)), RARE)
+            record["content"] = " ".join(words)
+        yield history
+
+
+def write_sessions(
+    rt, user_id: str, sessions: int, messages: int, peer: HermesPeer | None = None
+) -> int:
+    """Each session in one durable write (header + messages), and into the peer's store when
+    there is one; returns the bytes on disk of Eonyx's files."""
+    for n, history in enumerate(corpus(sessions, messages)):
+        title = f"Chat {n}"
+        state, _ = rt.store.create(user_id, source="web", title=title, records=history)
+        if peer is not None:
+            peer.add(state.id, title, state.created_at.timestamp(), history)
+    if peer is not None:
+        peer.finish()
     directory = rt.store.sessions_dir(user_id)
     return sum(path.stat().st_size for path in directory.iterdir())
+
+
+class HermesPeer:
+    """Hermes Agent's session store (hermes_state.SessionDB) in `directory`, fed the same
+    sessions through its own import API (`import_sessions`, what its dashboard's import
+    calls: one transaction per batch, its FTS5 triggers index every message)."""
+
+    def __init__(self, directory: Path, peer_path: Path) -> None:
+        os.environ["HERMES_HOME"] = str(directory)  # nothing of ~/.hermes is read or written
+        try:
+            import hermes_state
+        except ImportError:
+            # Appended, not prepended: the project's own `cli` package must stay first.
+            sys.path.append(str(peer_path))
+            try:
+                import hermes_state
+            except ImportError:
+                raise SystemExit(
+                    f"hermes-agent is not importable (looked in {peer_path} too); install it "
+                    f"with: .venv/bin/pip install --no-deps --target {peer_path} "
+                    "hermes-agent==0.19.0"
+                ) from None
+        self.module = hermes_state
+        self.db = hermes_state.SessionDB(db_path=directory / "state.db")
+        self.pending: list[dict[str, Any]] = []
+        self.version = _version("hermes-agent")
+
+    def add(
+        self, session_id: str, title: str, started: float, history: list[dict[str, Any]]
+    ) -> None:
+        """A session as Hermes holds one: started when Eonyx's was created (both list the
+        newest first: Eonyx by last update, here the creation, as the messages are older)."""
+        converted = []
+        for record in history:
+            message: dict[str, Any] = {
+                "role": record["role"],
+                "content": record.get("content"),
+                "timestamp": parse_time(record["created_at"]).timestamp(),
+            }
+            if record.get("tool_calls"):
+                message["tool_calls"] = record["tool_calls"]
+            if record["role"] == "tool":
+                message["tool_call_id"] = record.get("tool_call_id")
+                message["tool_name"] = record.get("name")
+            converted.append(message)
+        self.pending.append(
+            {
+                "id": session_id,
+                "source": "cli",
+                "title": title,
+                "started_at": started,
+                "messages": converted,
+            }
+        )
+        if len(self.pending) >= HERMES_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            result = self.db.import_sessions(self.pending)
+            if not result.get("ok") or result.get("imported") != len(self.pending):
+                raise SystemExit(f"Hermes refused the import: {result.get('errors')}")
+            self.pending = []
+
+    def finish(self) -> None:
+        """The last batch, then its FTS5 segments merged as its write path does every 1,000
+        writes (`optimize_fts`): a store written message by message is kept merged."""
+        self.flush()
+        self.db.optimize_fts()
+
+    def first_page(self) -> list[str]:
+        """Its dashboard's list call (GET /api/sessions: compact rows, by start time)."""
+        return [row["id"] for row in self.db.list_sessions_rich(limit=PAGE, compact_rows=True)]
+
+    def searcher(self, word: str) -> Callable[[], list[str]]:
+        """Its FTS5 message search, bm25-ranked, a page of PAGE messages with their snippets
+        and neighbours; the sessions, in the order first found."""
+
+        def run() -> list[str]:
+            found = self.db.search_messages(word, limit=PAGE)
+            return list(dict.fromkeys(match["session_id"] for match in found))
+
+        return run
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _version(distribution: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 LIKE_WAYS = {
@@ -116,17 +244,52 @@ def row(label: str, samples: list[int]) -> list[str]:
         label,
         str(len(samples)),
         ms(median(samples)),
+        ms(percentile(samples, 95)),
         ms(percentile(samples, 99)),
         ms(max(samples)),
     ]
+
+
+# The three operations compared with the peer: (label, Eonyx in-process, Hermes, Eonyx HTTP).
+LIST, SEARCH_RARE, SEARCH_COMMON = "first page", f"search '{RARE}'", f"search '{COMMON}'"
+PATH_LIST = "list_sessions, first page (index)"
+PATH_LIST_HTTP = "GET /api/v1/sessions (test client)"
+
+
+def path_search(word: str, kind: str) -> str:
+    return f"search_sessions '{word}' ({kind})"
+
+
+def path_search_http(word: str) -> str:
+    return f"GET /api/v1/sessions?q={word}"
+
+
+def path_hermes(operation: str) -> str:
+    return f"Hermes {operation}"
+
+
+COMPARED = [
+    (LIST, PATH_LIST, PATH_LIST_HTTP),
+    (SEARCH_RARE, path_search(RARE, "rare"), path_search_http(RARE)),
+    (SEARCH_COMMON, path_search(COMMON, "common"), path_search_http(COMMON)),
+]
 
 
 def main() -> int:
     parser = base_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=40)
-    parser.add_argument("--runs", type=int, default=100, help="timed runs (index paths)")
+    parser.add_argument("--runs", type=int, default=50, help="timed runs (index paths)")
     parser.add_argument("--baseline-runs", type=int, default=5, help="timed LIKE scans")
+    parser.add_argument(
+        "--peer", choices=["hermes"], help="also seed and time Hermes Agent's session store"
+    )
+    parser.add_argument(
+        "--peer-path",
+        type=Path,
+        default=ROOT / ".bench-peers" / "hermes",
+        help="where hermes-agent was installed with pip --target (default: %(default)s)",
+    )
     args = parser.parse_args()
 
     with workspace(args.database_url, keep=args.keep) as ws:
@@ -135,12 +298,16 @@ def main() -> int:
         )
         app = create_app(settings, jobs_queue=celery_jobs(settings))
         rt = runtime_of(app)
+        peer: HermesPeer | None = None
         try:
             principal, token = bench_account(rt)
             user_id = principal.user_id
             print_header("bench_search", ws, f"{args.sessions} sessions x {args.messages} messages")
+            if args.peer == "hermes":
+                peer = HermesPeer(ws.root / "hermes", args.peer_path)
+                print(f"   peer: Hermes Agent {peer.version} ({peer.module.__file__})")
             started = time.perf_counter()
-            size = write_sessions(rt, user_id, args.sessions, args.messages)
+            size = write_sessions(rt, user_id, args.sessions, args.messages, peer)
             written = time.perf_counter() - started
             started = time.perf_counter()
             with rt.db.session() as db:
@@ -153,7 +320,8 @@ def main() -> int:
                     conn.execute(text("VACUUM ANALYZE session_text"))
                     conn.execute(text("VACUUM ANALYZE session_index"))
             print(
-                f"   data: {args.sessions} files ({size / 1e6:.0f} MB) written in {written:.0f} s;"
+                f"   data: {args.sessions} files ({size / 1e6:.0f} MB) written"
+                f"{' (and imported into Hermes)' if peer else ''} in {written:.0f} s;"
                 f" reconcile_user indexed {report.reread} sessions and {docs} texts in"
                 f" {indexed:.0f} s"
             )
@@ -198,13 +366,21 @@ def main() -> int:
             )
 
             paths = {
-                "list_sessions, first page (index)": first_page,
-                "GET /api/v1/sessions (test client)": http(f"/api/v1/sessions?limit={PAGE}"),
-                f"search_sessions '{RARE}' (rare)": rare,
-                f"search_sessions '{COMMON}' (common)": common,
-                f"GET /api/v1/sessions?q={RARE}": http(f"/api/v1/sessions?q={RARE}"),
-                f"GET /api/v1/sessions?q={COMMON}": http(f"/api/v1/sessions?q={COMMON}"),
+                PATH_LIST: first_page,
+                PATH_LIST_HTTP: http(f"/api/v1/sessions?limit={PAGE}"),
+                path_search(RARE, "rare"): rare,
+                path_search(COMMON, "common"): common,
+                path_search_http(RARE): http(f"/api/v1/sessions?q={RARE}"),
+                path_search_http(COMMON): http(f"/api/v1/sessions?q={COMMON}"),
             }
+            if peer is not None:
+                if not agrees_with_peer(
+                    peer, first_page, rare, common, min(PLANTED, args.sessions)
+                ):
+                    return 1
+                paths[path_hermes(LIST)] = peer.first_page
+                paths[path_hermes(SEARCH_RARE)] = peer.searcher(RARE)
+                paths[path_hermes(SEARCH_COMMON)] = peer.searcher(COMMON)
             for fn in paths.values():
                 timed(fn, 10)  # warm-up
             samples: dict[str, list[int]] = {name: [] for name in paths}
@@ -223,11 +399,13 @@ def main() -> int:
                 timed(fn, 1)
                 samples[name] = timed(fn, args.baseline_runs)
         finally:
+            if peer is not None:
+                peer.close()
             rt.close()
 
     print()
     print_table(
-        ["path (limit 50)", "runs", "p50 ms", "p99 ms", "max ms"],
+        ["path (limit 50)", "runs", "p50 ms", "p95 ms", "p99 ms", "max ms"],
         [row(name, values) for name, values in samples.items()],
     )
     print(
@@ -235,10 +413,10 @@ def main() -> int:
         "'first 50' also stops after 50 sessions (unranked)"
     )
     p50 = {name: median(values) for name, values in samples.items()}
-    page_ms = p50["list_sessions, first page (index)"] / NS_PER_MS
+    page_ms = p50[PATH_LIST] / NS_PER_MS
     checks = [(f"first page p50 < {TARGET_PAGE_MS:g} ms ({page_ms:.3f})", page_ms < TARGET_PAGE_MS)]
     for word, kind in ((RARE, "rare"), (COMMON, "common")):
-        search_ns = p50[f"search_sessions '{word}' ({kind})"]
+        search_ns = p50[path_search(word, kind)]
         speedup = p50[f"LIKE scan '{word}'"] / search_ns
         print(f"   {kind} word: search {speedup:,.0f}x faster than the LIKE scan (p50/p50)")
         checks.append(
@@ -250,7 +428,88 @@ def main() -> int:
         checks.append(
             (f">= {TARGET_SPEEDUP:g}x the LIKE scan, {kind} ({speedup:,.0f}x)", speedup >= 20)
         )
+    if peer is not None:
+        checks += peer_table(samples, peer.version)
     return verdict(checks)
+
+
+def agrees_with_peer(
+    peer: HermesPeer,
+    first_page: Callable[[], list[str]],
+    rare: Callable[[], list[str]],
+    common: Callable[[], list[str]],
+    planted: int,
+) -> bool:
+    """Both stores answer alike before either is timed: the same sessions for the rare word,
+    a page for the common one; the same first page (Hermes lists by start time, Eonyx by last
+    update: the same moment here)."""
+    ours, theirs = rare(), peer.searcher(RARE)()
+    if sorted(ours) != sorted(theirs) or len(ours) != planted:
+        print(f"FAIL: the rare word's sessions: Eonyx {sorted(ours)}, Hermes {sorted(theirs)}")
+        return False
+    if not common() or not peer.searcher(COMMON)():
+        print("FAIL: a search for the common word found nothing")
+        return False
+    if first_page() != peer.first_page():
+        print("FAIL: the first pages differ")
+        return False
+    print(f"   Hermes agrees: the same first page, '{RARE}' in the same {len(ours)} sessions")
+    return True
+
+
+def peer_table(samples: dict[str, list[int]], version: str) -> list[tuple[str, bool]]:
+    """Eonyx beside Hermes, p50 (ms), and the targets of issue 24."""
+    rows, checks = [], []
+    for operation, ours, http_path in COMPARED:
+        eonyx, hermes = median(samples[ours]), median(samples[path_hermes(operation)])
+        over_http = samples[http_path]
+        rows.append(
+            [
+                operation,
+                ms(eonyx),
+                ms(hermes),
+                f"{eonyx / hermes:.2f}",
+                ms(median(over_http)),
+                ms(percentile(over_http, 95)),
+            ]
+        )
+        checks.append(
+            (
+                f"Eonyx in-process <= Hermes, {operation} ({ms(eonyx)} vs {ms(hermes)} ms)",
+                eonyx <= hermes,
+            )
+        )
+    print()
+    print_table(
+        [
+            f"p50 of {len(samples[PATH_LIST])}, ms",
+            "Eonyx in-process",
+            f"Hermes {version}",
+            "Eonyx/Hermes",
+            "Eonyx HTTP",
+            "HTTP p95",
+        ],
+        rows,
+    )
+    print(
+        "   Hermes: SessionDB.list_sessions_rich(limit=50, compact_rows=True) and "
+        "SessionDB.search_messages(word, limit=50) (50 messages, bm25, snippets, neighbours)"
+    )
+    http_common = percentile(samples[path_search_http(COMMON)], 95) / NS_PER_MS
+    checks.append(
+        (
+            f"HTTP common-word search p95 < {TARGET_HTTP_COMMON_P95_MS:g} ms ({http_common:.3f})",
+            http_common < TARGET_HTTP_COMMON_P95_MS,
+        )
+    )
+    list_ratio = median(samples[PATH_LIST_HTTP]) / median(samples[PATH_LIST])
+    checks.append(
+        (
+            f"HTTP list within {TARGET_HTTP_LIST_RATIO:g}x in-process ({list_ratio:.1f}x)",
+            list_ratio <= TARGET_HTTP_LIST_RATIO,
+        )
+    )
+    return checks
 
 
 if __name__ == "__main__":

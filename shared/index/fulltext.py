@@ -12,17 +12,18 @@ Both find a user's matching rows newest first (by id), a window at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from sqlalchemy import ColumnElement, bindparam, column, insert, literal, select, table, text
 
-from shared.db import Executor, connection_of, dialect_of
+from shared.db import Executor, dialect_of, driver_cursor
 from shared.db.orm import SessionText
 
 Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
 FTS = "session_text_fts"
+PROBE = 256  # SQLite: a word's matches among every user's texts read before the user's own
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,11 @@ class Engine(Protocol):
     def unindex_all(self, db: Executor) -> None: ...
 
 
-def _fetch(db: Executor, sql: str, params: dict[str, Any]) -> list[Row]:
+def _fetch(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
     """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
-    cursor = connection_of(db).connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
+    with driver_cursor(db) as cursor:
         cursor.execute(sql, params)
         return cast(list[Row], cursor.fetchall())
-    finally:
-        cursor.close()
 
 
 _INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
@@ -78,7 +76,8 @@ _INDEX_ROWS = insert(_FTS_TABLE).from_select(
 
 
 class SqliteEngine:
-    """The owner's id is an indexed column, so the match itself is per user."""
+    """The owner's id is an indexed column, so the match itself can be per user; a word
+    found fewer than PROBE times among every user's texts is matched alone."""
 
     def candidates(
         self,
@@ -91,14 +90,36 @@ class SqliteEngine:
     ) -> list[Row]:
         words = " AND ".join(f'"{t.word}"' + ("*" if t.prefix else "") for t in terms)
         older = "AND rowid < :before " if before is not None else ""
+        # The words alone first, every user's newest PROBE matches (another user's text
+        # comes back as its id alone): fewer than that, and they are all there, the user's
+        # among them. Matching the owner's id too walks the doclist of every text of
+        # theirs, ten times the cost of a rare word's own; it is left for the older rest.
+        probe = min(PROBE, window)
+        probed = _fetch(
+            db,
+            "SELECT c.rid, t.session_id, t.message_id, t.role, t.body FROM "
+            f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
+            f"{older}ORDER BY rowid DESC LIMIT :p) AS c "
+            "LEFT JOIN session_text AS t ON t.id = c.rid AND t.user_id = :u",
+            {"m": f"body:({words})", "u": user_id, "before": before, "p": probe},
+        )
+        found = [row for row in probed if row[1] is not None]
+        if len(probed) < probe or len(found) == window:
+            return found
+        # Every match at or above the probe's oldest was read: the user's below it follow.
         sql = (
             "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
             f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
-            f"{older}ORDER BY rowid DESC LIMIT :w) AS c "
+            "AND rowid < :before ORDER BY rowid DESC LIMIT :w) AS c "
             "JOIN session_text AS t ON t.id = c.rid WHERE t.user_id = :u"
         )
-        match = f'user_id:"{user_id}" AND body:({words})'
-        return _fetch(db, sql, {"m": match, "w": window, "u": user_id, "before": before})
+        params = {
+            "m": f'user_id:"{user_id}" AND body:({words})',
+            "u": user_id,
+            "before": min(row[0] for row in probed),
+            "w": window - len(found),
+        }
+        return found + _fetch(db, sql, params)
 
     wants_ids = True
 

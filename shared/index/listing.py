@@ -23,20 +23,23 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Sequence
+from collections import namedtuple
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, false, or_, select, true
-from sqlalchemy.orm import Session
+from sqlalchemy import select
 
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
-from shared.db.orm import IndexState, SessionMove, SessionRow
+from shared.db import Executor
+from shared.db.orm import SessionMove
 from shared.files.session_store import SESSION_ID_RE
+from shared.index import rows as index_rows
 from shared.index import search
+from shared.index.rows import Listed
 
 MAX_PAGE = 200
 MAX_COUNT = 2**63 - 1  # a BIGINT
@@ -64,26 +67,32 @@ class Filters:
     trash: bool = False
     source: str | None = None
 
-    def where(self, user_id: str) -> list[ColumnElement[bool]]:
-        """The trash holds deleted sessions whether archived or not; otherwise `archived`
-        picks the archived ones or the others. Temporary chats are never listed."""
-        clauses = [SessionRow.user_id == user_id, SessionRow.temporary == false()]
+    def where(self, user_id: str) -> tuple[str, dict[str, Any]]:
+        """The condition in SQL (shared.index.rows) and its parameters. The trash holds
+        deleted sessions whether archived or not; otherwise `archived` picks the archived
+        ones or the others. Temporary chats are never listed."""
+        clauses = ["user_id = :user_id", "temporary = :no"]
+        params: dict[str, Any] = {"user_id": user_id, "no": False}
         if self.trash:
-            clauses.append(SessionRow.deleted_at.is_not(None))
+            clauses.append("deleted_at IS NOT NULL")
         else:
-            clauses.append(SessionRow.deleted_at.is_(None))
-            clauses.append(SessionRow.archived == (true() if self.archived else false()))
+            clauses.append("deleted_at IS NULL")
+            clauses.append("archived = :archived")
+            params["archived"] = self.archived
         if self.folder_id == UNFILED:
-            clauses.append(SessionRow.folder_id.is_(None))
+            clauses.append("folder_id IS NULL")
         elif self.folder_id is not None:
-            clauses.append(SessionRow.folder_id == self.folder_id)
+            clauses.append("folder_id = :folder_id")
+            params["folder_id"] = self.folder_id
         if self.source is not None:
-            clauses.append(SessionRow.source == self.source)
-        return clauses
+            clauses.append("source = :source")
+            params["source"] = self.source
+        return " AND ".join(clauses), params
 
     def admits(self, row: Any, user_id: str) -> bool:
         """`where` in Python, for rows fetched by id (a planner given `user_id = ? AND id IN
-        (...)` may walk all the user's rows instead of looking the ids up)."""
+        (...)` may walk all the user's rows instead of looking the ids up). `row` may hold
+        the driver's values (SQLite's 0 and 1 for booleans)."""
         if row.user_id != user_id or row.temporary:
             return False
         if self.trash != (row.deleted_at is not None):
@@ -101,27 +110,32 @@ class Filters:
         return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
-def key_of(row: SessionRow) -> Key:
+def key_of(row: Listed) -> Key:
     return (bool(row.pinned), row.updated_at, row.id)
 
 
-def _ordered(stmt: Select[Any]) -> Select[Any]:
-    return stmt.order_by(
-        SessionRow.pinned.desc(), SessionRow.updated_at.desc(), SessionRow.id.desc()
-    )
+ORDER = "ORDER BY pinned DESC, updated_at DESC, id DESC"
+_STATE = (
+    "(SELECT seq FROM index_state WHERE user_id = :user_id), "
+    "(SELECT generation FROM index_state WHERE user_id = :user_id)"
+)
 
 
-def _after(key: Key) -> ColumnElement[bool]:
+def _after(db: Executor, key: Key) -> tuple[str, dict[str, Any]]:
     """Rows listed after `key` (pinned first, then newest first, then id descending)."""
     pinned, updated, last_id = key
-    same_pin = SessionRow.pinned == (true() if pinned else false())
     after = [
-        and_(same_pin, SessionRow.updated_at < updated),
-        and_(same_pin, SessionRow.updated_at == updated, SessionRow.id < last_id),
+        "pinned = :after_pinned AND updated_at < :after_time",
+        "pinned = :after_pinned AND updated_at = :after_time AND id < :after_id",
     ]
     if pinned:
-        after.append(SessionRow.pinned == false())
-    return or_(*after)
+        after.append("pinned = :no")
+    params = {
+        "after_pinned": pinned,
+        "after_time": index_rows.bind_time(db, updated),
+        "after_id": last_id,
+    }
+    return " OR ".join(f"({clause})" for clause in after), params
 
 
 # -- cursors --------------------------------------------------------------------------------
@@ -203,8 +217,8 @@ def _expired() -> InvalidInput:
 
 
 def list_page(
-    db: Session, user_id: str, filters: Filters, *, limit: int = 50, cursor: str | None = None
-) -> tuple[list[SessionRow], str | None]:
+    db: Executor, user_id: str, filters: Filters, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[Listed], str | None]:
     """One page of the list and the cursor of the next (None after the last page)."""
     limit = max(1, min(limit, MAX_PAGE))
     fingerprint = filters.fingerprint()
@@ -215,8 +229,7 @@ def list_page(
     generation = data.get("g")
     if not isinstance(generation, str):
         raise _invalid_cursor()
-    current = db.get(IndexState, user_id)
-    if current is None or current.generation != generation:
+    if _generation(db, user_id) != generation:  # None: the index was dropped
         raise _expired()
     if utcnow().timestamp() - issued > CURSOR_LIFE.total_seconds():
         raise _expired()
@@ -224,30 +237,33 @@ def list_page(
 
 
 def _first_page(
-    db: Session, user_id: str, filters: Filters, limit: int, fingerprint: str
-) -> tuple[list[SessionRow], str | None]:
+    db: Executor, user_id: str, filters: Filters, limit: int, fingerprint: str
+) -> tuple[list[Listed], str | None]:
     # The change number and generation come in the same statement as the rows: one snapshot.
-    state = select(IndexState.seq, IndexState.generation).where(IndexState.user_id == user_id)
-    stmt = _ordered(
-        select(
-            SessionRow,
-            state.with_only_columns(IndexState.seq).scalar_subquery(),
-            state.with_only_columns(IndexState.generation).scalar_subquery(),
-        ).where(*filters.where(user_id))
-    ).limit(limit + 1)
-    found = db.execute(stmt).all()
-    if (found and found[0][2] is None) or (not found and db.get(IndexState, user_id) is None):
+    # The plan walks ix_session_index_listing (user_id, pinned, updated_at, id) backwards.
+    where, params = filters.where(user_id)
+    sql = f"SELECT {index_rows.COLUMN_LIST}, {_STATE} FROM session_index WHERE {where} {ORDER}"
+    found = index_rows.listed(db, f"{sql} LIMIT :limit", params | {"limit": limit + 1}, extra=2)
+    if (found and found[0][1][1] is None) or (not found and _generation(db, user_id) is None):
         raise IndexNotBuilt(user_id)  # no extra query when there are rows: the state came
-    rows = [row for row, _, _ in found]
+    rows = [row for row, _ in found]
     if len(rows) <= limit:
         return rows, None
-    _, seq, generation = found[0]
+    seq, generation = found[0][1]
     rows = rows[:limit]
     return rows, _listing_cursor(generation or "", seq or 0, key_of(rows[-1]), fingerprint)
 
 
+def _generation(db: Executor, user_id: str) -> str | None:
+    """The user's index generation; None when their index is not built."""
+    found = index_rows.fetch(
+        db, "SELECT generation FROM index_state WHERE user_id = :user_id", {"user_id": user_id}
+    )
+    return str(found[0][0]) if found else None
+
+
 def _later_page(
-    db: Session,
+    db: Executor,
     user_id: str,
     filters: Filters,
     limit: int,
@@ -255,14 +271,17 @@ def _later_page(
     seq: int,
     generation: str,
     after: Key,
-) -> tuple[list[SessionRow], str | None]:
+) -> tuple[list[Listed], str | None]:
     # Unchanged since the first page: their key now is their key then.
-    unchanged = db.scalars(
-        _ordered(
-            select(SessionRow).where(*filters.where(user_id), SessionRow.seq <= seq, _after(after))
-        ).limit(limit + 1)
-    ).all()
-    placed: dict[str, tuple[Key, SessionRow]] = {row.id: (key_of(row), row) for row in unchanged}
+    where, params = filters.where(user_id)
+    later, after_params = _after(db, after)
+    sql = (
+        f"SELECT {index_rows.COLUMN_LIST} FROM session_index "
+        f"WHERE {where} AND seq <= :seq AND ({later}) {ORDER} LIMIT :limit"
+    )
+    values = params | after_params | {"seq": seq, "limit": limit + 1}
+    unchanged = [row for row, _ in index_rows.listed(db, sql, values)]
+    placed: dict[str, tuple[Key, Listed]] = {row.id: (key_of(row), row) for row in unchanged}
     # Changed since: placed by their key at the first page (before their first later write).
     then: dict[str, Key | None] = {}
     moves = db.execute(
@@ -279,7 +298,7 @@ def _later_page(
     admitted = 0
     for start in range(0, len(moved), limit + 1):  # rows for the first limit + 1 that pass
         chunk = dict((sid, key) for key, sid in moved[start : start + limit + 1])
-        for row in _by_id(db, list(chunk)):
+        for row in index_rows.by_id(db, list(chunk)):
             if filters.admits(row, user_id):
                 placed[row.id] = (chunk[row.id], row)
                 admitted += 1
@@ -297,12 +316,12 @@ def _later_page(
 
 @dataclass
 class Found:
-    row: SessionRow
+    row: Listed
     hit: search.Hit
 
 
 def search_page(
-    db: Session,
+    db: Executor,
     user_id: str,
     query: str,
     filters: Filters,
@@ -317,43 +336,37 @@ def search_page(
     if cursor is not None:
         offset = _count(_decode(cursor, fingerprint).get("o"))
     terms = search.parse_query(query)
-    hits, more = search.search(
-        db,
-        user_id,
-        terms,
-        wanted=offset + limit + 1,
-        keep=lambda ids: _ids_in_filter(db, user_id, filters, ids),
-    )
+    admitted: dict[str, Sequence[Any]] = {}  # the rows the filters let through, as read
+
+    def keep(ids: list[str]) -> Collection[str]:
+        tier = _in_filter(db, user_id, filters, ids)
+        admitted.update(tier)
+        return tier
+
+    hits, more = search.search(db, user_id, terms, wanted=offset + limit + 1, keep=keep)
     shown = hits[offset : offset + limit]
-    rows = {row.id: row for row in _by_id(db, [hit.session_id for hit in shown])}
-    page = [Found(rows[hit.session_id], hit) for hit in shown if hit.session_id in rows]
+    read = index_rows.reader(db)  # only the page's rows are made records
+    page = [Found(read(admitted[hit.session_id]), hit) for hit in shown]
     search.add_snippets([found.hit for found in page], terms)
     more = more or len(hits) > offset + limit
     next_cursor = _encode({"v": 2, "f": fingerprint, "o": offset + limit}) if more else None
     return page, next_cursor
 
 
-def _ids_in_filter(db: Session, user_id: str, filters: Filters, ids: Sequence[str]) -> set[str]:
-    columns = (
-        SessionRow.id,
-        SessionRow.user_id,
-        SessionRow.temporary,
-        SessionRow.deleted_at,
-        SessionRow.archived,
-        SessionRow.folder_id,
-        SessionRow.source,
-    )
-    allowed: set[str] = set()
+# A row of session_index as the driver gives it, for `Filters.admits`.
+_Raw = namedtuple("_Raw", index_rows.COLUMNS)  # type: ignore[misc]
+_BY_ID = f"SELECT {index_rows.COLUMN_LIST} FROM session_index WHERE id IN "
+_ID = index_rows.COLUMNS.index("id")
+
+
+def _in_filter(
+    db: Executor, user_id: str, filters: Filters, ids: Sequence[str]
+) -> dict[str, Sequence[Any]]:
+    """The rows of these sessions that the filters admit, by id, as the driver gives them."""
+    allowed: dict[str, Sequence[Any]] = {}
     for start in range(0, len(ids), 500):
-        chunk = list(ids[start : start + 500])
-        for row in db.execute(select(*columns).where(SessionRow.id.in_(chunk))):
-            if filters.admits(row, user_id):
-                allowed.add(row.id)
+        marks, params = index_rows.id_list(ids[start : start + 500])
+        for found in index_rows.fetch(db, _BY_ID + marks, params):
+            if filters.admits(_Raw._make(found), user_id):
+                allowed[found[_ID]] = found
     return allowed
-
-
-def _by_id(db: Session, ids: Sequence[str]) -> list[SessionRow]:
-    rows: list[SessionRow] = []
-    for start in range(0, len(ids), 500):
-        rows += db.scalars(select(SessionRow).where(SessionRow.id.in_(ids[start : start + 500])))
-    return rows

@@ -24,11 +24,13 @@ from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
+from shared.db import Executor
 from shared.db.orm import Folder, SessionRow
 from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
 from shared.index import listing, search
 from shared.index.listing import Filters, Found
+from shared.index.rows import Listed
 from shared.sessions import titles
 from shared.sessions.needs import SessionsRuntime
 
@@ -132,20 +134,26 @@ def list_sessions(
     limit: int = 50,
     cursor: str | None = None,
     filters: Filters | None = None,
-) -> tuple[list[SessionRow], str | None]:
+) -> tuple[list[Listed], str | None]:
     """A page of the caller's list: pinned first, then most recently updated (the cursor's
     guarantees are in shared.index.listing)."""
     _check_folder_id((filters or Filters()).folder_id)
-    with rt.db.session() as db:
+
+    def page(db: Executor) -> tuple[list[Listed], str | None]:
+        return listing.list_page(
+            db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
+        )
+
+    # Read on a bare connection (no ORM session: a tenth of a millisecond less per page);
+    # a user without an index gets one built, then the page, in one ORM transaction.
+    with rt.db.transaction() as connection:
         try:
-            return listing.list_page(
-                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
-            )
+            return page(connection)
         except listing.IndexNotBuilt:
-            index.reconcile_user(db, rt.store, principal.user_id)
-            return listing.list_page(
-                db, principal.user_id, filters or Filters(), limit=limit, cursor=cursor
-            )
+            pass
+    with rt.db.session() as db:
+        index.reconcile_user(db, rt.store, principal.user_id)
+        return page(db)
 
 
 def search_sessions(
@@ -160,11 +168,23 @@ def search_sessions(
     """A page of the caller's sessions whose title or text match `query`, best first."""
     text.check(query, "q", single_line=True)
     _check_folder_id((filters or Filters()).folder_id)
-    with rt.db.session() as db:
-        _ensure_index(db, rt, principal.user_id)
+
+    def page(db: Executor) -> tuple[list[Found], str | None]:
         return listing.search_page(
             db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
+
+    with rt.db.transaction() as connection:  # a bare connection, as list_sessions reads
+        found = page(connection)
+    if found[0]:
+        return found
+    # A user without an index has no text either: whether it is built is only asked when
+    # nothing was found (a query fewer for every search that finds something).
+    with rt.db.session() as db:
+        if index.is_built(db, principal.user_id):
+            return found
+        index.reconcile_user(db, rt.store, principal.user_id)
+        return page(db)
 
 
 def get_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
+from datetime import UTC
 
 import pytest
 from sqlalchemy import text
@@ -13,8 +15,12 @@ from shared import index
 from shared.accounts import Principal
 from shared.chat.turns import message_record
 from shared.core.clock import isoformat, utcnow
+from shared.db.orm import SessionRow
 from shared.files.session_store import SessionStore
+from shared.index.listing import Filters
+from shared.index.rows import Listed
 from shared.runtime import Runtime
+from shared.sessions import lifecycle
 from shared.sessions import service as session_service
 from tests.conftest import Account, Backend
 
@@ -260,3 +266,27 @@ def test_a_turns_time_is_stored_as_every_other_write_stores_it(rt: Runtime, alic
                 text("SELECT updated_at FROM session_index WHERE id = :id"), {"id": session_id}
             ).scalar()
         assert stored == at.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def test_a_listed_row_holds_what_the_orm_row_holds(rt: Runtime, alice: Account) -> None:
+    """The pages read their rows on the driver's cursor (shared.index.rows): every column
+    of session_index, with the values and types a SessionRow has (aware UTC times)."""
+    me = principal(alice)
+    pinned = session_service.create_session(rt, me, rt.memory, title="pinned").id
+    session_service.update_session(rt, me, pinned, {"pinned": True})
+    session_service.create_session(rt, me, rt.memory, title=None)
+    trashed = session_service.create_session(rt, me, rt.memory, title="trashed").id
+    lifecycle.delete_session(rt, me, trashed)
+    listed, _ = session_service.list_sessions(rt, me)
+    in_trash, _ = session_service.list_sessions(rt, me, filters=Filters(trash=True))
+    columns = [column.name for column in SessionRow.__table__.columns]
+    assert [field.name for field in dataclasses.fields(Listed)] == columns
+    assert len(listed) == 2
+    assert [row.id for row in in_trash] == [trashed]
+    for row in [*listed, *in_trash]:
+        with rt.db.session() as db:
+            orm = db.get(SessionRow, row.id)
+        for name in columns:
+            value, expected = getattr(row, name), getattr(orm, name)
+            assert (value, type(value)) == (expected, type(expected)), name
+        assert row.updated_at.tzinfo is UTC

@@ -10,7 +10,7 @@ from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
-from shared.index import search
+from shared.index import fulltext, search
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service
@@ -88,6 +88,30 @@ def test_another_users_text_is_never_found(rt: Runtime, alice: Account, bob: Acc
     assert found(rt, bob, "zeppelin*") == []
     assert found(rt, bob, "airships") == [mine]
     assert len(found(rt, alice, "zeppelin")) == 1
+
+
+def test_a_word_other_users_have_too_finds_all_of_ones_own_and_only_them(
+    rt: Runtime, alice: Account, bob: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite matches the words alone among every user's newest PROBE matches (2 here), then
+    the caller's older ones with their id in the match; either way, all of theirs only."""
+    monkeypatch.setattr(fulltext, "PROBE", 2)
+    mine = []
+    for n in range(4):  # interleaved: each probe sees some of Alice's matches and some of Bob's
+        mine.append(chat_in(rt, alice, f"a{n}", "a heron"))
+        chat_in(rt, bob, f"b{n}", "heron and heron")
+    assert sorted(found(rt, alice, "heron")) == sorted(mine)
+    for n in range(3):  # the newest matches are all Bob's
+        chat_in(rt, bob, f"c{n}", "a heron")
+    assert sorted(found(rt, alice, "heron")) == sorted(mine)
+    assert len(found(rt, bob, "heron")) == 7
+    monkeypatch.setattr(search, "WINDOW", 3)  # tiers of 3 texts, each probed first
+    assert sorted(found(rt, alice, "heron", limit=50)) == sorted(mine)
+    assert found(rt, alice, "and") == []  # only Bob's, more than PROBE times
+    chat_in(rt, bob, "Egret", "one egret")
+    assert found(rt, alice, "egret") == []  # only Bob's, fewer than PROBE times
+    ibis = chat_in(rt, alice, "Ibis", "one ibis")
+    assert found(rt, alice, "ibis") == [ibis]
 
 
 def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice: Account) -> None:
@@ -181,3 +205,20 @@ def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
 )
 def test_queries_are_words_never_syntax(query: str, terms: list[tuple[str, bool]]) -> None:
     assert [(t.word, t.prefix) for t in search.parse_query(query)] == terms
+
+
+@pytest.mark.parametrize(
+    ("query", "body", "highlights"),
+    [
+        ("heron", "Heron, herons, a HERON.", [[0, 5], [17, 22]]),
+        ("heron", "xheron heron_ _heron éheron 1heron\nheron", [[7, 12], [15, 20], [35, 40]]),
+        ("her*", "a heron, Hermes; other", [[2, 7], [9, 15]]),
+        ("dog cat", "dogcat cat-dog", [[7, 10], [11, 14]]),
+    ],
+)
+def test_a_highlight_is_a_whole_word_or_a_prefix(
+    query: str, body: str, highlights: list[list[int]]
+) -> None:
+    """Not inside a longer word: no letter or digit just before or (whole words) after; an
+    underscore is not a letter."""
+    assert search.snippet(body, search.parse_query(query))["highlights"] == highlights
