@@ -13,14 +13,12 @@ decides, and keeps the general path (titles, pins, folders) in SQLAlchemy Core.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.dialects import postgresql, sqlite
-
-from shared.db import Executor, UTCDateTime, dialect_of, driver_cursor
+from shared.db import Executor, connection_of, dialect_of, driver_cursor
+from shared.index.rows import time_binder
 
 _TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
 _SQLITE_BUMP = "UPDATE index_state SET seq = seq + 1 WHERE user_id = :uid RETURNING seq"
@@ -73,24 +71,13 @@ SELECT count(*) FROM folded
 """
 
 
-@functools.cache
-def _time_binder(dialect: str) -> Callable[[datetime | None], Any]:
-    """A UTC datetime as the column stores it (SQLite: naive text), as SQLAlchemy binds it."""
-    module = postgresql if dialect == "postgresql" else sqlite
-    db_dialect = module.dialect()
-    # The dialect's own DateTime under the decorator: on SQLite, the text SQLAlchemy writes
-    # ("2026-01-02 03:04:05.000000"), which orders as every other row's does.
-    process = UTCDateTime().dialect_impl(db_dialect).bind_processor(db_dialect)
-    return process if process is not None else (lambda value: value)
-
-
 def fold_messages(
     db: Executor, params: dict[str, Any], docs: Sequence[dict[str, Any]], *, at: datetime
 ) -> bool:
     """Fold a turn's appended messages into the session's row (see `note_appended` for
     `params` and the meaning of False); `docs` are their searchable rows."""
     dialect = dialect_of(db)
-    bind = _time_binder(dialect)
+    bind = time_binder(connection_of(db).dialect)
     values = params | {"updated": bind(params["updated"]), "at": bind(at)}
     if dialect == "postgresql":
         values |= {
