@@ -18,8 +18,9 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy import ColumnElement, bindparam, column, insert, literal, select, table, text
 
-from shared.db import Executor, dialect_of, driver_cursor
+from shared.db import Executor, dialect_of
 from shared.db.orm import SessionText
+from shared.index import rows
 
 Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
 FTS = "session_text_fts"
@@ -60,11 +61,9 @@ class Engine(Protocol):
     def unindex_all(self, db: Executor) -> None: ...
 
 
-def _fetch(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
+def _rows(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
     """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
-    with driver_cursor(db) as cursor:
-        cursor.execute(sql, params)
-        return cast(list[Row], cursor.fetchall())
+    return cast(list[Row], rows.fetch(db, sql, params))
 
 
 _INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
@@ -95,7 +94,7 @@ class SqliteEngine:
         # among them. Matching the owner's id too walks the doclist of every text of
         # theirs, ten times the cost of a rare word's own; it is left for the older rest.
         probe = min(PROBE, window)
-        probed = _fetch(
+        probed = _rows(
             db,
             "SELECT c.rid, t.session_id, t.message_id, t.role, t.body FROM "
             f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
@@ -119,7 +118,7 @@ class SqliteEngine:
             "before": min(row[0] for row in probed),
             "w": window - len(found),
         }
-        return found + _fetch(db, sql, params)
+        return found + _rows(db, sql, params)
 
     wants_ids = True
 
@@ -152,14 +151,14 @@ class PostgresEngine:
         before: int | None,
         window: int,
     ) -> list[Row]:
-        older = "AND t.id < %(before)s " if before is not None else ""
+        older = "AND t.id < :before " if before is not None else ""
         sql = (
             "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM session_text AS t "
-            f"WHERE t.user_id = %(u)s AND t.tsv @@ to_tsquery('simple', %(q)s) {older}"
-            "ORDER BY t.id DESC LIMIT %(w)s"
+            f"WHERE t.user_id = :u AND t.tsv @@ to_tsquery('simple', :q) {older}"
+            "ORDER BY t.id DESC LIMIT :w"
         )
         query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
-        return _fetch(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
+        return _rows(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
 
     wants_ids = False
 

@@ -63,7 +63,6 @@ class _Renewals:
     def __init__(self) -> None:
         self._held: dict[int, _Held] = {}
         self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
         self._pid = 0
         self._handles = itertools.count()
         self._wakes_at = -math.inf  # when the thread looks next (-inf: it is looking now)
@@ -75,8 +74,7 @@ class _Renewals:
             self._held[handle] = _Held(lock, every, due)
             if self._pid != os.getpid():  # first use, or a forked child: no thread here yet
                 self._pid, self._wakes_at = os.getpid(), -math.inf
-                self._thread = threading.Thread(target=self._run, name="lock renewals", daemon=True)
-                self._thread.start()
+                threading.Thread(target=self._run, name="lock renewals", daemon=True).start()
             elif due < self._wakes_at:  # sooner than it would look: wake it (not every turn)
                 self._changed.notify()
         return handle

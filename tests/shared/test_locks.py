@@ -131,10 +131,11 @@ def test_a_released_lock_stops_its_renewal(backend: Backend) -> None:
 
 
 def test_one_thread_keeps_several_locks_alive(backend: Backend) -> None:
-    """Locks of different lifetimes held at once each outlive their TTL while held."""
+    """Locks of different lifetimes held at once each outlive their TTL while held: the
+    short one, taken while the thread sleeps until the long one's renewal, wakes it."""
     client = redis.Redis.from_url(backend.redis_url)
     locks = RedisLocks(client)
-    with locks.hold("short", ttl=0.3, keepalive=True), locks.hold("long", ttl=0.9, keepalive=True):
+    with locks.hold("long", ttl=3.0, keepalive=True), locks.hold("short", ttl=0.3, keepalive=True):
         time.sleep(1.5)
         assert client.pttl("eonyx:lock:short") > 0
         assert client.pttl("eonyx:lock:long") > 0
