@@ -78,6 +78,7 @@ class ChangeListener:
 
     def _run(self) -> None:
         assert self._client is not None
+        said_off = False  # one warning per outage, not one per retry
         while not self._stopped.is_set():
             pubsub = self._client.pubsub()
             try:
@@ -88,6 +89,9 @@ class ChangeListener:
                         continue
                     if message["type"] == "psubscribe":
                         self._reset(live=True)  # from now on no change goes unheard
+                        if said_off:
+                            log.warning("%s on again", self._name)
+                            said_off = False
                     elif message["type"] == "pmessage":
                         channel = message["channel"]
                         if isinstance(channel, bytes):
@@ -95,8 +99,10 @@ class ChangeListener:
                         self.generation += 1
                         self._on_change(channel.removeprefix(self._prefix))
             except LOST as exc:
-                if not self._stopped.is_set():  # closing closes the connection under it
+                # Closing closes the connection under it: nothing to say then.
+                if not self._stopped.is_set() and not said_off:
                     log.warning("%s off until Redis answers again: %s", self._name, exc)
+                    said_off = True
             finally:
                 self._reset(live=False)
                 pubsub.close()
