@@ -9,6 +9,7 @@ from flask.views import MethodView
 
 from api.context import admin_required, runtime
 from api.extensions import Blueprint
+from api.schemas import Schema
 from shared.core import job_names
 from shared.core.errors import Unavailable
 from shared.core.job_names import JobQueue
@@ -16,7 +17,7 @@ from shared.core.job_names import JobQueue
 blp = Blueprint("jobs", __name__, description="Background jobs")
 
 
-class JobSchema(ma.Schema):
+class JobSchema(Schema):
     id = ma.fields.String()
     state = ma.fields.String()
     result = ma.fields.Raw(allow_none=True)

@@ -7,6 +7,7 @@ import cProfile
 import io
 import pstats
 import threading
+import time
 from collections.abc import Iterable
 from contextlib import redirect_stdout
 from statistics import fmean
@@ -43,8 +44,10 @@ def run_breakdown(
     turns: int,
     every: int,
     profile: bool,
+    cpu: bool = False,
 ) -> str:
-    """Run `turns` timed turns per length in this process; the report as text."""
+    """Run `turns` timed turns per length in this process; the report as text. With `cpu`,
+    each step is the serving thread's CPU time (thread_time), not wall time."""
     embedded = None
     if "REDIS_URL" not in env:
         embedded = EmbeddedRedis(ws.data_dir)
@@ -52,7 +55,7 @@ def run_breakdown(
     settings = load_settings(BENCH_SETTINGS | env)
     app = create_app(settings, jobs_queue=celery_jobs(settings))
     rt = runtime_of(app)
-    rec = Recorder()
+    rec = Recorder(time.thread_time_ns if cpu else time.perf_counter_ns)
     app.wsgi_app = rec.wsgi(app.wsgi_app)  # type: ignore[method-assign]
     instrument(rec, rt)
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
@@ -76,7 +79,7 @@ def run_breakdown(
             driver = Driver(client, f"http://127.0.0.1:{server.server_port}", fake, model)
             run_rounds(driver, rotations, warmup + turns, warmup, rec=rec, bare=False)
             with redirect_stdout(out):
-                print_breakdown(rec, list(histories), type(rt.locks).__name__, settings)
+                print_breakdown(rec, list(histories), type(rt.locks).__name__, settings, cpu)
                 if profile:
                     longest = max(histories)
                     print()
@@ -91,7 +94,9 @@ def run_breakdown(
     return out.getvalue().rstrip()
 
 
-def print_breakdown(rec: Recorder, lengths: list[int], locks: str, settings: Any) -> None:
+def print_breakdown(
+    rec: Recorder, lengths: list[int], locks: str, settings: Any, cpu: bool = False
+) -> None:
     parts = {length: breakdown(rec.samples, f"turn_{length}") for length in lengths}
     steps = [
         ("app", "app WSGI total (in-process)"),
@@ -106,7 +111,13 @@ def print_breakdown(rec: Recorder, lengths: list[int], locks: str, settings: Any
             rows.append([title, *(ms(median(cell)) if cell else "" for cell in cells)])
     backend = settings.database_url.split(":", 1)[0]
     print(f"-- breakdown: the app in this process ({backend}, turn lock {locks})")
-    print_table(["in-app steps of a turn, p50 ms", *(f"{n:,} msgs" for n in lengths)], rows)
+    print_table(
+        [
+            f"in-app steps of a turn, p50 {'CPU ' if cpu else ''}ms",
+            *(f"{n:,} msgs" for n in lengths),
+        ],
+        rows,
+    )
     rows = []
     for kind, title in COUNTS:
         cells = [rec.samples.get(f"{kind}:turn_{length}") for length in lengths]

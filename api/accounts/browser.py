@@ -21,6 +21,7 @@ from flask.views import MethodView
 from api.accounts.schemas import LoginSchema
 from api.context import check_csrf, runtime, session_cookie, session_cookie_name
 from api.extensions import Blueprint
+from api.schemas import Schema
 from shared import accounts
 from shared.accounts import Principal
 from shared.core.errors import Unauthorized
@@ -33,13 +34,13 @@ blp = Blueprint(
 )
 
 
-class SignedInUserSchema(ma.Schema):
+class SignedInUserSchema(Schema):
     id = ma.fields.String()
     username = ma.fields.String()
     is_admin = ma.fields.Boolean()
 
 
-class SignInSchema(ma.Schema):
+class SignInSchema(Schema):
     user = ma.fields.Nested(SignedInUserSchema)
     csrf_token = ma.fields.String(
         metadata={"description": "send it as X-CSRF-Token with every POST, PUT, PATCH, DELETE"}

@@ -4,7 +4,7 @@ from typing import Any
 
 import marshmallow as ma
 
-from api.schemas import Flag, Line, StrictSchema
+from api.schemas import Flag, Line, Schema, StrictSchema
 from shared.accounts import (
     MAX_PASSWORD,
     MIN_PASSWORD,
@@ -43,7 +43,7 @@ def password_field(description: str = PASSWORD_RULE, **kwargs: Any) -> Line:
     )
 
 
-class UserSchema(ma.Schema):
+class UserSchema(Schema):
     id = ma.fields.String()
     username = ma.fields.String()
     is_admin = ma.fields.Boolean()
@@ -73,13 +73,13 @@ class PasswordChangeSchema(StrictSchema):
     new_password = password_field(required=True)
 
 
-class PasswordChangedSchema(ma.Schema):
+class PasswordChangedSchema(Schema):
     revoked_tokens = ma.fields.Integer(
         metadata={"description": "how many other sign-ins and API keys were ended"}
     )
 
 
-class LoginResultSchema(ma.Schema):
+class LoginResultSchema(Schema):
     token = ma.fields.String()
     expires_at = ma.fields.AwareDateTime()
     user = ma.fields.Nested(UserSchema)
@@ -119,7 +119,7 @@ def _scopes(token: Any) -> list[str] | None:
     return sorted(stored.split()) if stored else None
 
 
-class TokenSchema(ma.Schema):
+class TokenSchema(Schema):
     id = ma.fields.String()
     name = ma.fields.String()
     source = ma.fields.String()
@@ -136,7 +136,7 @@ class IssuedTokenSchema(TokenSchema):
     token = ma.fields.String()
 
 
-class CurrentTokenSchema(ma.Schema):
+class CurrentTokenSchema(Schema):
     """What the token a request presents may do."""
 
     id = ma.fields.String()

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Flag, Line, StrictSchema
+from api.schemas import Flag, Line, Schema, StrictSchema
 from shared.sessions.folders import NAME_MAX, PALETTE, SECTIONS
 
 COLOR = ma.validate.OneOf(list(PALETTE), error="color must be one of the palette: {choices}")
 NAME = ma.validate.Length(min=1, max=NAME_MAX)
 
 
-class FolderSchema(ma.Schema):
+class FolderSchema(Schema):
     id = ma.fields.String()
     name = ma.fields.String()
     color = ma.fields.String(metadata={"description": "a palette name"})
@@ -18,12 +18,12 @@ class FolderSchema(ma.Schema):
     updated_at = ma.fields.AwareDateTime()
 
 
-class ColorSchema(ma.Schema):
+class ColorSchema(Schema):
     name = ma.fields.String()
     hex = ma.fields.String()
 
 
-class FolderListSchema(ma.Schema):
+class FolderListSchema(Schema):
     items = ma.fields.List(ma.fields.Nested(FolderSchema))
     palette = ma.fields.List(ma.fields.Nested(ColorSchema))
 
@@ -47,7 +47,7 @@ class FolderOrderSchema(StrictSchema):
     )
 
 
-class UiStateSchema(ma.Schema):
+class UiStateSchema(Schema):
     device_id = ma.fields.String()
     sections_collapsed = ma.fields.Dict(
         keys=ma.fields.String(),

@@ -21,7 +21,7 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
-from api.schemas import Line, StrictSchema, Text
+from api.schemas import Line, Schema, StrictSchema, Text
 from shared.core import registry
 from shared.memory import files as memory
 from shared.memory import tools as memory_tools
@@ -31,7 +31,7 @@ blp = Blueprint("memory", __name__, description="Memory files")
 KIND_PATH = f"/memory/<any({', '.join(memory.KINDS)}):kind>"
 
 
-class MemoryFileSchema(ma.Schema):
+class MemoryFileSchema(Schema):
     kind = ma.fields.String()
     name = ma.fields.String()
     content = ma.fields.String()
@@ -76,12 +76,12 @@ class EntryWriteSchema(StrictSchema):
             raise ma.ValidationError(f"{action} needs old_text, a part of the entry", "old_text")
 
 
-class EntryWrittenSchema(ma.Schema):
+class EntryWrittenSchema(Schema):
     message = ma.fields.String(metadata={"description": "what was saved, in one sentence"})
     file = ma.fields.Nested(MemoryFileSchema)
 
 
-class BackupSchema(ma.Schema):
+class BackupSchema(Schema):
     name = ma.fields.String()
 
 

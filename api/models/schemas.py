@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Int, Line, StrictSchema
+from api.schemas import Int, Line, Schema, StrictSchema
 from shared.core.text import NON_BLANK_LINE_PATTERN
 from shared.llm.models import (
     API_KEY_ENV_PATTERN,
@@ -27,7 +27,7 @@ def offering_id(**kwargs: object) -> Line:
     )
 
 
-class OfferingSchema(ma.Schema):
+class OfferingSchema(Schema):
     id = ma.fields.String()
     base_url = ma.fields.String(
         metadata={"description": "for non-admins, without credentials: userinfo and query values"}
@@ -63,7 +63,7 @@ class NewOfferingSchema(StrictSchema):
     max_output_tokens = Int(load_default=None, allow_none=True, validate=Tokens)
 
 
-class RoleSchema(ma.Schema):
+class RoleSchema(Schema):
     role = ma.fields.String(validate=ma.validate.OneOf(ROLES))
     offering_id = ma.fields.String(allow_none=True)
     explicit = ma.fields.Boolean(

@@ -12,6 +12,7 @@ from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from api.context import body_limit, login_required, principal, runtime
+from api.schemas import Schema
 from api.sessions.schemas import SessionSchema
 from shared.core.errors import InvalidInput
 from shared.sessions import bundles
@@ -28,7 +29,7 @@ class ExportArgsSchema(ma.Schema):
     )
 
 
-class ImportResultSchema(ma.Schema):
+class ImportResultSchema(Schema):
     session = ma.fields.Nested(SessionSchema)
     imported_from = ma.fields.Dict(
         metadata={"description": "the exported session's id and source, and when"}

@@ -9,12 +9,13 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
+from api.schemas import Schema
 from shared.memory import curation
 
 blp = Blueprint("likes", __name__, description="Remember this turn")
 
 
-class LikeSchema(ma.Schema):
+class LikeSchema(Schema):
     pair_id = ma.fields.String(metadata={"description": "the id of the turn's user message"})
     message_ids = ma.fields.List(ma.fields.String())
     status = ma.fields.String(allow_none=True, metadata={"description": "saving, saved or failed"})

@@ -9,7 +9,7 @@ from flask.views import MethodView
 
 from api.context import principal, runtime, scope_required
 from api.extensions import Blueprint
-from api.schemas import Line, StrictSchema, Text
+from api.schemas import Line, Schema, StrictSchema, Text
 from api.sessions.schemas import SessionSchema
 from shared.core import registry
 from shared.files.session_store import SESSION_ID_RE
@@ -47,7 +47,7 @@ class NoteSchema(StrictSchema):
             raise ma.ValidationError("give a session_id or the agent's workdir", "session_id")
 
 
-class NotedSchema(ma.Schema):
+class NotedSchema(Schema):
     session = ma.fields.Nested(SessionSchema)
     message_id = ma.fields.String()
     created = ma.fields.Boolean(

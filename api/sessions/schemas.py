@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, StrictSchema, Text
+from api.schemas import Flag, Line, PageArgsSchema, QueryFlag, Schema, StrictSchema, Text
 from shared.chat.project_context import MAX_WINDOW
 from shared.core import text
 from shared.core.messages import MAX_MESSAGE_CHARS
@@ -14,7 +14,7 @@ TITLE = Length(max=200)
 FOLDER = Length(max=32)
 
 
-class SessionSchema(ma.Schema):
+class SessionSchema(Schema):
     id = ma.fields.String()
     title = ma.fields.String(allow_none=True)
     title_pending = ma.fields.Boolean()
@@ -38,7 +38,7 @@ class SessionSchema(ma.Schema):
     )
 
 
-class SnippetSchema(ma.Schema):
+class SnippetSchema(Schema):
     text = ma.fields.String()
     highlights = ma.fields.List(
         ma.fields.List(ma.fields.Integer()),
@@ -46,7 +46,7 @@ class SnippetSchema(ma.Schema):
     )
 
 
-class MatchSchema(ma.Schema):
+class MatchSchema(Schema):
     role = ma.fields.String(metadata={"description": "title, user, assistant or tool"})
     message_id = ma.fields.String(allow_none=True)
 
@@ -59,7 +59,7 @@ class SessionItemSchema(SessionSchema):
     score = ma.fields.Float()
 
 
-class SessionPageSchema(ma.Schema):
+class SessionPageSchema(Schema):
     items = ma.fields.List(ma.fields.Nested(SessionItemSchema))
     next_cursor = ma.fields.String(allow_none=True)
 
@@ -117,7 +117,7 @@ class SessionPatchSchema(StrictSchema):
     folder_id = Line(allow_none=True, validate=FOLDER)
 
 
-class MessageSchema(ma.Schema):
+class MessageSchema(Schema):
     id = ma.fields.String()
     role = ma.fields.String()
     content = ma.fields.Raw(allow_none=True)
@@ -129,7 +129,7 @@ class MessageSchema(ma.Schema):
     like = ma.fields.Dict(metadata={"description": "a liked turn's status: saving/saved/failed"})
 
 
-class MessagesSchema(ma.Schema):
+class MessagesSchema(Schema):
     items = ma.fields.List(ma.fields.Nested(MessageSchema))
 
 
@@ -207,13 +207,13 @@ class TurnSchema(StrictSchema):
     )
 
 
-class UsageSchema(ma.Schema):
+class UsageSchema(Schema):
     tokens = ma.fields.Integer()
     window = ma.fields.Integer(allow_none=True)
     percent = ma.fields.Float(allow_none=True)
 
 
-class TurnResultSchema(ma.Schema):
+class TurnResultSchema(Schema):
     user_message = ma.fields.Nested(MessageSchema)
     assistant_message = ma.fields.Nested(MessageSchema)
     steps = ma.fields.List(ma.fields.Nested(MessageSchema))
@@ -223,7 +223,7 @@ class TurnResultSchema(ma.Schema):
     )
 
 
-class SummarySchema(ma.Schema):
+class SummarySchema(Schema):
     summary = ma.fields.String()
     covered_through = ma.fields.String()
     created_at = ma.fields.String()
