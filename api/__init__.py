@@ -80,7 +80,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     app.register_blueprint(docs.blp, url_prefix=API_PREFIX)
     register_security_headers(app)
     app.register_blueprint(web_blp)
-    register_rate_limits(app, runtime)  # last: it wraps the turn views registered above
+    register_rate_limits(app, runtime)  # last: its check runs after the other before-request hooks
     return app
 
 

@@ -18,10 +18,8 @@ from typing import Any
 
 import redis
 from flask import Flask, g, has_request_context
-from flask_limiter import RateLimitExceeded
 
 from api.extensions import error_payload
-from api.ratelimit import limit_message, retry_after_seconds
 from shared.accounts import Principal
 from shared.core import errors, observability
 from shared.core.settings import SettingsError
@@ -90,11 +88,6 @@ def register_error_handlers(app: Flask) -> None:
     def _domain_error(exc: errors.EonyxError):  # type: ignore[no-untyped-def]
         body, status = render_error(exc)
         return body, status, error_headers(exc, status)
-
-    @app.errorhandler(RateLimitExceeded)
-    def _rate_limited(exc: RateLimitExceeded):  # type: ignore[no-untyped-def]
-        headers = {"Retry-After": str(retry_after_seconds())}
-        return error_payload("rate_limited", limit_message(exc)), 429, headers
 
     @app.errorhandler(OSError)
     def _os_error(exc: OSError):  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -288,3 +289,38 @@ def stored(rt: Runtime) -> dict[str, Any]:
         if path.is_file() and path.parts[len(data_dir.parts)] in ("users", ".agent")
     }
     return {"rows": rows, "files": files}
+
+
+class OwnRedis:
+    """A redis-server of a test's own, to stop and start again on the same port."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port, self.directory = free_port(), directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(command, cwd=self.directory, stdout=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port)
+        wait_for(lambda: _answers(client), 10, "redis-server")
+        client.close()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()

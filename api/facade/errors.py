@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, request
-from flask_limiter import RateLimitExceeded
 from flask_smorest import Blueprint
 from werkzeug.exceptions import HTTPException
 
@@ -27,7 +26,6 @@ from api.errors import error_headers, render_error
 from api.extensions import HTTP_CODES, LOCATIONS, field_problems
 from api.facade import under_facade
 from api.facade.schemas import OpenAIErrorSchema
-from api.ratelimit import limit_message, retry_after_seconds
 from shared.core.errors import EonyxError
 
 ERROR_TYPES = {
@@ -57,11 +55,6 @@ def domain_error(exc: EonyxError) -> Answer:
     error = body["error"]
     answer = openai_error(status, error["code"], error["message"], exc.param)
     return answer, status, error_headers(exc, status)
-
-
-def rate_limited(exc: RateLimitExceeded) -> Answer:
-    headers = {"Retry-After": str(retry_after_seconds())}
-    return openai_error(429, "rate_limited", limit_message(exc)), 429, headers
 
 
 def http_error(exc: HTTPException) -> Answer:
@@ -113,7 +106,6 @@ def handle_errors_of(blueprint: Blueprint) -> None:
     """OpenAI's shape for the errors of this blueprint's views. Called once, where the
     blueprint is made: Flask takes no handler on a blueprint once an app registered it."""
     blueprint.register_error_handler(EonyxError, domain_error)
-    blueprint.register_error_handler(RateLimitExceeded, rate_limited)
     blueprint.register_error_handler(HTTPException, http_error)
 
 

@@ -14,16 +14,20 @@ import re
 import secrets
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from openai import OpenAI, RateLimitError
 from werkzeug.serving import make_server
 
+from api import create_app
+from api.context import runtime_of
 from shared.core import job_names, logs
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
-from tests.conftest import create_account, wait_for
+from tests.conftest import OwnRedis, create_account, make_settings, wait_for
 from tests.fake_llm import error, text
+from workers.queue import celery_jobs
 
 TOKEN = "metrics-token-0123456789"
 SAMPLE = re.compile(r"^(?P<name>[a-z_]+)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$", re.MULTILINE)
@@ -228,6 +232,44 @@ def test_random_bearer_tokens_spend_their_addresss_budget_not_a_fresh_one_each(
     assert anonymous.status_code == 429
     # ...and a valid token from the same address does not
     assert chat.client.get(f"{API}/sessions", headers=chat.user.headers).status_code == 200
+
+
+def test_replicas_share_a_tokens_budget_and_a_redis_failure_lets_requests_through(
+    make_chat: Callable[..., Chat],
+    own_redis: OwnRedis,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    one = make_chat(RATE_LIMIT_REQUESTS_PER_MINUTE="3")
+    two = make_chat(RATE_LIMIT_REQUESTS_PER_MINUTE="3")  # another replica: the same Redis
+    listed = [
+        replica.client.get(f"{API}/sessions", headers=one.user.headers).status_code
+        for replica in (one, two, one, two)
+    ]
+    assert listed == [200, 200, 200, 429]
+    # A replica whose Redis goes away counts nothing, and refuses nothing for it.
+    settings = make_settings(
+        tmp_path / "alone",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'alone.db'}",
+        REDIS_URL=f"redis://127.0.0.1:{own_redis.port}/0",
+        RATE_LIMIT_REQUESTS_PER_MINUTE="2",
+    )
+    app = create_app(settings, jobs_queue=celery_jobs(settings))
+    rt = runtime_of(app)
+    try:
+        rt.db.migrate()
+        alone = create_account(rt, "alone")
+        client = app.test_client()
+        assert client.get(f"{API}/sessions", headers=alone.headers).status_code == 200
+        own_redis.stop()
+        with caplog.at_level(logging.ERROR, logger="api.ratelimit"):
+            statuses = [
+                client.get(f"{API}/sessions", headers=alone.headers).status_code for _ in range(3)
+            ]
+        assert statuses == [200, 200, 200]
+        assert "rate limits are not counted: Redis did not answer" in caplog.text
+    finally:
+        rt.close()
 
 
 def test_rate_limits_can_be_switched_off(make_chat: Callable[..., Chat]) -> None:

@@ -3,51 +3,13 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
 
 from shared.infra.change_listener import ChangeListener
-from tests.conftest import free_port, wait_for
-
-
-class OwnRedis:
-    """A redis-server of this test's own, to stop and start again on the same port."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port, self.directory = free_port(), directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(command, cwd=self.directory, stdout=subprocess.DEVNULL)
-        client = redis.Redis(port=self.port)
-        wait_for(lambda: _answers(client), 10, "redis-server")
-        client.close()
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(10)
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    server = OwnRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+from tests.conftest import OwnRedis, wait_for
 
 
 def test_a_lost_redis_turns_the_cache_off_with_one_warning_and_back_on(
