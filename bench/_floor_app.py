@@ -12,10 +12,10 @@ answer are each appended to the client's JSONL file and fsynced, as two records.
 With FLOOR_REDIS_URL and FLOOR_INDEX_DB set too (--floor complete) it does, at its cheapest,
 the rest of what the spec asks of every turn: the session's turns one at a time across
 processes (a Redis lock: SET NX PX, then a compare-and-delete script), the whole history sent
-to the model (kept in memory after the first read of the file), and the index brought up to
-date with the turn in one SQLite transaction (the session's row: message count and time; its
-two messages into an FTS5 table for search). Nothing else: no token check, no prompt, no
-tools, no torn-line repair. Not part of the application.
+to the model (each message encoded once and kept in memory, as Eonyx keeps it), and the index
+brought up to date with the turn in one SQLite transaction (the session's row: message count
+and time; its two messages into an FTS5 table for search). Nothing else: no token check, no
+prompt, no tools, no torn-line repair. Not part of the application.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class Complete:
 
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.release = self.redis.register_script(RELEASE)
-        self.histories: dict[str, tuple[list[dict[str, Any]], int]] = {}  # and bytes read
+        self.histories: dict[str, tuple[list[bytes], int]] = {}  # and the bytes read
         self.local = threading.local()
 
     @contextmanager
@@ -68,9 +68,10 @@ class Complete:
         finally:
             self.release(keys=[key], args=[token])
 
-    def history(self, session: str) -> list[dict[str, Any]]:
-        """The session's messages: what this process read before, and what the file has
-        gained since (the other processes' turns), read from where it stopped."""
+    def history(self, session: str) -> list[bytes]:
+        """The session's messages, each encoded once: what this process read before, and
+        what the file has gained since (the other processes' turns), read from where it
+        stopped."""
         known, offset = self.histories.get(session, ([], 0))
         path = os.path.join(SESSIONS_DIR, f"{session}.jsonl")
         if os.path.exists(path) and os.path.getsize(path) > offset:
@@ -79,7 +80,7 @@ class Complete:
                 added = file.read()
             offset += len(added)
             known += [
-                {"role": r["role"], "content": r["content"]}
+                json.dumps({"role": r["role"], "content": r["content"]}).encode()
                 for r in map(json.loads, added.splitlines())
             ]
         self.histories[session] = (known, offset)
@@ -152,8 +153,9 @@ def complete_turn(complete: Complete, session: str, content: str) -> dict[str, A
     asked = {"role": "user", "content": content}
     append_durably(session, {"type": "message", **asked})
     history = complete.history(session)  # the message just written included
-    body = {"model": "quick-model", "messages": history}
-    answer = http.post(f"{MODEL_URL}/chat/completions", json=body)
+    body = b'{"model": "quick-model", "messages": [' + b", ".join(history) + b"]}"
+    headers = {"Content-Type": "application/json"}
+    answer = http.post(f"{MODEL_URL}/chat/completions", content=body, headers=headers)
     answer.raise_for_status()
     message = answer.json()["choices"][0]["message"]
     append_durably(session, {"type": "message", **message})
