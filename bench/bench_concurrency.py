@@ -11,7 +11,8 @@ tests/fake_llm.py (werkzeug: a new connection and about a millisecond of CPU per
 per round, for --seconds each:
 
 - /healthz: --clients threads, each with its own keep-alive connection, GET /healthz in a loop;
-- turns: --clients threads, each on a session of its own, POST a turn in a loop.
+- turns: --clients threads, each on a session of its own, POST a turn in a loop (and move
+  to a new session every TURNS_PER_SESSION turns, on every server alike).
 
 It prints both rates and their ratio (healthz requests/s over turns/s), the turns' latency, the
 errors, and the CPU each side spent per request (read from /proc: the server's process group,
@@ -65,7 +66,11 @@ from shared.infra.embedded_redis import EmbeddedRedis
 
 TARGET_RATIO = 3.0
 TARGET_FLOOR = 1.5  # issue 24: Eonyx within 1.5x of the durable floor, side by side
-COMPLETE_SESSIONS = 1000  # the complete floor's session files are numbered from here
+COMPLETE_SESSIONS = 1_000_000  # the complete floor's session files are numbered from here
+# Each client moves to a new session after this many turns, on every server alike: the
+# history a turn sends grows with its session, and a faster server would otherwise pay for
+# longer ones (the complete floor sends it all, as Eonyx does).
+TURNS_PER_SESSION = 100
 FAKE = f"""
 import signal, sys
 sys.path.insert(0, {str(ROOT)!r})
@@ -195,18 +200,22 @@ def floor_turn_client(
 
     def make(i: int) -> Callable[[], str | None]:
         http = httpx.Client(base_url=url, timeout=60)
+        done = 0
 
         def call() -> str | None:
+            nonlocal done
+            session = first + i * 10_000 + done // TURNS_PER_SESSION
             try:
-                said = {"content": f"What did we decide, {i}?", "session": first + i}
+                said = {"content": f"What did we decide, {i}?", "session": session}
                 status = http.post("/turn", json=said)
             except httpx.HTTPError as exc:
                 return f"turn: {type(exc).__name__}"
             if status.status_code != 200:
                 return f"turn: {status.status_code}"
+            done += 1
             if tally_turns is not None:
                 with lock:
-                    tally_turns[str(first + i)] = tally_turns.get(str(first + i), 0) + 1
+                    tally_turns[str(session)] = tally_turns.get(str(session), 0) + 1
             return None
 
         return call
@@ -235,20 +244,24 @@ def turn_client(url: str, token: str, tally_turns: dict[str, int]) -> Callable[.
 
     def make(i: int) -> Callable[[], str | None]:
         http = httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"})
-        created = http.post("/api/v1/sessions", json={"title": f"client {i}"})
-        created.raise_for_status()
-        session_id = created.json()["id"]
-        with lock:
-            tally_turns.setdefault(session_id, 0)
-        path = f"/api/v1/sessions/{session_id}/turns"
+        session_id, made_for, done = "", -1, 0
 
         def call() -> str | None:
+            nonlocal session_id, made_for, done
             try:
+                if done // TURNS_PER_SESSION != made_for:  # a new session (one POST a 100 turns)
+                    created = http.post("/api/v1/sessions", json={"title": f"client {i}"})
+                    created.raise_for_status()
+                    session_id, made_for = created.json()["id"], done // TURNS_PER_SESSION
+                    with lock:
+                        tally_turns.setdefault(session_id, 0)
+                path = f"/api/v1/sessions/{session_id}/turns"
                 response = http.post(path, json={"content": f"What did we decide, client {i}?"})
             except httpx.HTTPError as exc:
                 return f"turn: {type(exc).__name__}"
             if response.status_code != 200:
                 return f"turn: {response.status_code} {response.text[:200]}"
+            done += 1
             with lock:
                 tally_turns[session_id] += 1
             return None
