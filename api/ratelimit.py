@@ -29,7 +29,7 @@ import logging
 import math
 import time
 
-from flask import Flask, g, request
+from flask import Flask, request
 from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage, RedisStorage
 from limits.strategies import MovingWindowRateLimiter
@@ -48,7 +48,6 @@ TURN_ENDPOINTS = frozenset({"turns.Turns", "openai.ChatCompletions"})
 # Health and metrics are probes; the Teams endpoint is called by the Bot Framework with one
 # token for every Teams user (each activity is checked, acknowledged and queued at once).
 UNLIMITED_BLUEPRINTS = frozenset({"health", "metrics", "teams"})
-KEY_ATTRIBUTE = "eonyx_rate_key"  # the request's key, on flask.g (asked once per request)
 
 
 def client_key() -> str:
@@ -57,22 +56,17 @@ def client_key() -> str:
     hashed so that no token reaches Redis in clear; otherwise its address, as for a request
     without one (a sign-in, a probe). The check is the one the view would make, and the view
     reuses its answer (`api.context.checked_principal`): one query per request either way."""
-    cached = g.get(KEY_ATTRIBUTE)
-    if cached is not None:
-        return cached
     token, _ = presented_token(request.args.get("token"))
-    key = registry.RATE_LIMIT_BY_ADDRESS + (request.remote_addr or "unknown")
-    if token:
-        try:
-            check_presented(request.args.get("token"))
-            key = registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
-        except Unauthorized:
-            pass  # counted with the address's anonymous requests
-        except SQLAlchemyError:
-            # The database cannot say: count it under its token, and let the view answer.
-            key = registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
-    setattr(g, KEY_ATTRIBUTE, key)
-    return key
+    by_address = registry.RATE_LIMIT_BY_ADDRESS + (request.remote_addr or "unknown")
+    if not token:
+        return by_address
+    try:
+        check_presented(request.args.get("token"))
+    except Unauthorized:
+        return by_address  # counted with the address's anonymous requests
+    except SQLAlchemyError:
+        pass  # the database cannot say: count it under its token, and let the view answer
+    return registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
 
 
 class RateLimits:

@@ -462,10 +462,11 @@ def side_by_side(targets: list[Target]) -> int:
     already costs it more than 1.5x the durable floor, so that aim is out of reach."""
     floors, eonyx = [per_round(t) for t in targets[:-1]], per_round(targets[-1])
     names = ["HTTP CPU ms per turn", "CPU ms per turn, every side", "ratio healthz/turns"]
-    header = ["", "durable floor", *(["complete floor"] if len(floors) > 1 else []), "Eonyx"]
+    kinds = [t.name.removeprefix("the floor app (").removesuffix(")") for t in targets[:-1]]
+    header = ["", *(f"{kind} floor" for kind in kinds), "Eonyx"]
     header += [f"Eonyx / {name}" for name in header[1:-1]]
     if len(floors) > 1:
-        header.append("complete / durable")
+        header.append(f"{kinds[1]} / {kinds[0]}")
     rows = []
     for row, name in enumerate(names):
         values = [median(f[row]) for f in floors] + [median(eonyx[row])]
@@ -476,7 +477,7 @@ def side_by_side(targets: list[Target]) -> int:
     print(f"\n-- side by side: medians of {len(targets[0].rounds)} interleaved rounds")
     print_table(header, rows)
     print(f"   load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    held_to, which = floors[-1], "complete" if len(floors) > 1 else "durable"
+    held_to, which = floors[-1], kinds[-1]
     return verdict(
         [
             (
