@@ -4,6 +4,8 @@ This module is the composition root of an API process: it sets up logging, build
 queue the API sends jobs to and hands it to the app factory.
 """
 
+import gc
+
 from api import create_app
 from shared.core import logs
 from shared.core.settings import load_settings
@@ -14,3 +16,7 @@ settings = load_settings()
 permissions.private_umask()  # what this process creates in the store is its owner's only
 logs.configure(settings)
 app = create_app(settings, jobs_queue=celery_jobs(settings))
+# What the process has built so far (modules, the app, its schemas and runtime, about 200,000
+# objects) lives as long as the process: out of the collector's sight, a full collection walks
+# only what requests made since, not all of it again (about 120 ms, every thousand turns or so).
+gc.freeze()
