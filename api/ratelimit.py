@@ -76,6 +76,7 @@ class RateLimits:
         self.window = window
         self.requests = parse(requests)
         self.turns = parse(turns)
+        self.uncounted = False  # Redis did not answer: one warning per outage, not per request
 
     def check(self) -> None:
         """Spend the request's budget, and a turn's its turn budget; 429 when one is spent."""
@@ -93,11 +94,17 @@ class RateLimits:
 
     def spend(self, limit: RateLimitItem, scope: str, key: str) -> None:
         try:
-            if self.window.hit(limit, scope, key):
-                return
-            reset_at = self.window.get_window_stats(limit, scope, key).reset_time
-        except RedisError:
-            log.exception("rate limits are not counted: Redis did not answer")
+            hit = self.window.hit(limit, scope, key)
+            reset_at = None if hit else self.window.get_window_stats(limit, scope, key).reset_time
+        except RedisError as exc:
+            if not self.uncounted:
+                self.uncounted = True
+                log.warning("rate limits are not counted until Redis answers again: %s", exc)
+            return
+        if self.uncounted:
+            self.uncounted = False
+            log.warning("rate limits are counted again: Redis answers")
+        if reset_at is None:
             return
         # the oldest hit leaves the window by then; at least a second, at most the window
         wait = max(1, min(limit.get_expiry(), math.ceil(reset_at - time.time())))

@@ -262,12 +262,23 @@ def test_replicas_share_a_tokens_budget_and_a_redis_failure_lets_requests_throug
         client = app.test_client()
         assert client.get(f"{API}/sessions", headers=alone.headers).status_code == 200
         own_redis.stop()
-        with caplog.at_level(logging.ERROR, logger="api.ratelimit"):
+        with caplog.at_level(logging.WARNING, logger="api.ratelimit"):
             statuses = [
                 client.get(f"{API}/sessions", headers=alone.headers).status_code for _ in range(3)
             ]
         assert statuses == [200, 200, 200]
-        assert "rate limits are not counted: Redis did not answer" in caplog.text
+        said = [r.getMessage() for r in caplog.records if r.name == "api.ratelimit"]
+        assert len(said) == 1, said  # one line for the outage, not one per request
+        assert said[0].startswith("rate limits are not counted until Redis answers again")
+        # Redis back: counting resumes (and says so), so the budget is enforced again.
+        own_redis.start()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="api.ratelimit"):
+            statuses = [
+                client.get(f"{API}/sessions", headers=alone.headers).status_code for _ in range(3)
+            ]
+        assert statuses == [200, 200, 429]
+        assert "rate limits are counted again: Redis answers" in caplog.text
     finally:
         rt.close()
 
