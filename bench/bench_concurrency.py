@@ -476,6 +476,13 @@ def side_by_side(targets: list[Target]) -> int:
         rows.append([name, *(f"{v:.2f}" for v in values), *(f"{r:.2f}x" for r in ratios)])
     print(f"\n-- side by side: medians of {len(targets[0].rounds)} interleaved rounds")
     print_table(header, rows)
+    # Round by round: the machine's speed drifts between rounds; a round's figures are close
+    # in time, so their ratio says more than a single round's absolute figure.
+    by_round = [*(f[0] for f in floors), eonyx[0]]
+    for name, values in zip([*header[1 : len(by_round)], "Eonyx"], by_round, strict=True):
+        print(f"   HTTP CPU ms per turn by round, {name}: {', '.join(f'{v:.2f}' for v in values)}")
+    ratios = [e / f for e, f in zip(eonyx[0], floors[-1][0], strict=True)]
+    print(f"   Eonyx / {kinds[-1]} floor by round: {', '.join(f'{r:.2f}x' for r in ratios)}")
     print(f"   load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     held_to, which = floors[-1], kinds[-1]
     return verdict(
