@@ -19,4 +19,7 @@ app = create_app(settings, jobs_queue=celery_jobs(settings))
 # What the process has built so far (modules, the app, its schemas and runtime, about 200,000
 # objects) lives as long as the process: out of the collector's sight, a full collection walks
 # only what requests made since, not all of it again (about 120 ms, every thousand turns or so).
+# Young collections start every 10,000 new objects rather than 700: a turn leaves few cycles,
+# and under 16 concurrent turns the collector's CPU per turn halves (about 90 -> 40 us).
 gc.freeze()
+gc.set_threshold(10_000, 10, 10)
