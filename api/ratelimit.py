@@ -95,7 +95,7 @@ class RateLimits:
     def spend(self, limit: RateLimitItem, scope: str, key: str) -> None:
         try:
             hit = self.window.hit(limit, scope, key)
-            reset_at = None if hit else self.window.get_window_stats(limit, scope, key).reset_time
+            reset_at = 0.0 if hit else self.window.get_window_stats(limit, scope, key).reset_time
         except RedisError as exc:
             if not self.uncounted:
                 self.uncounted = True
@@ -104,7 +104,7 @@ class RateLimits:
         if self.uncounted:
             self.uncounted = False
             log.warning("rate limits are counted again: Redis answers")
-        if reset_at is None:
+        if hit:
             return
         # the oldest hit leaves the window by then; at least a second, at most the window
         wait = max(1, min(limit.get_expiry(), math.ceil(reset_at - time.time())))

@@ -479,7 +479,7 @@ def side_by_side(targets: list[Target]) -> int:
     # Round by round: the machine's speed drifts between rounds; a round's figures are close
     # in time, so their ratio says more than a single round's absolute figure.
     by_round = [*(f[0] for f in floors), eonyx[0]]
-    for name, values in zip([*header[1 : len(by_round)], "Eonyx"], by_round, strict=True):
+    for name, values in zip([*(f"{k} floor" for k in kinds), "Eonyx"], by_round, strict=True):
         print(f"   HTTP CPU ms per turn by round, {name}: {', '.join(f'{v:.2f}' for v in values)}")
     ratios = [e / f for e, f in zip(eonyx[0], floors[-1][0], strict=True)]
     print(f"   Eonyx / {kinds[-1]} floor by round: {', '.join(f'{r:.2f}x' for r in ratios)}")
