@@ -125,7 +125,6 @@ def instrument(rec: Recorder, rt: Any) -> None:
     """Wrap what a turn calls, and count what it sends to the database and Redis."""
     import api.context
     import shared.chat.turns
-    import shared.index.appends
     import shared.llm.models
     import shared.memory.extraction
     import shared.sessions.service
@@ -148,15 +147,16 @@ def instrument(rec: Recorder, rt: Any) -> None:
     hold = rt.locks.hold
     rt.locks.hold = lambda name, **kw: TimedHold(rec, hold(name, **kw))
 
-    driver_cursor = shared.index.appends.driver_cursor
+    driver_transaction = rt.db.driver_transaction
 
     @contextmanager
-    def counted_cursor(db: Any) -> Iterator[Any]:
-        """Statements run on the driver's cursor, which SQLAlchemy's events do not see."""
-        with driver_cursor(db) as cursor:
+    def counted_transaction() -> Iterator[Any]:
+        """A driver transaction and its statements, which SQLAlchemy's events do not see."""
+        rec.count("db_txn")
+        with driver_transaction() as cursor:
             yield CountedCursor(cursor, lambda: rec.count("db_stmt"))
 
-    shared.index.appends.driver_cursor = counted_cursor
+    setattr(rt.db, "driver_transaction", counted_transaction)  # noqa: B010
     engine = rt.db.engine
     event.listen(engine, "begin", lambda *_: rec.count("db_txn"))
     event.listen(engine, "checkout", lambda *_: rec.count("db_checkout"))

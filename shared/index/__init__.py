@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from shared.core.clock import parse_time, utcnow
 from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
-from shared.db import Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
+from shared.db import Database, Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
 from shared.db.orm import IndexState, SessionMove, SessionRow
 from shared.files.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 from shared.index import appends, search
@@ -107,14 +107,18 @@ _LOG_MOVE = insert(_MOVES).from_select(
 )
 
 
+def _lock_params(user_id: str) -> dict[str, int]:
+    """The user's advisory lock on PostgreSQL: an int4 key, under the index's own class."""
+    return {"lock_class": LOCK_CLASS, "lock_key": int(user_id[:8], 16) - 2**31}
+
+
 def lock_user(db: Executor, user_id: str) -> None:
     """Serialise the user's index writers until the transaction ends (a rebuild included,
     before their index_state row exists). On PostgreSQL an advisory transaction lock; SQLite
     has one writer at a time anyway."""
     if dialect_of(db) == "postgresql":
-        key = int(user_id[:8], 16) - 2**31  # an int4, under its own lock class
         db.execute(
-            text("SELECT pg_advisory_xact_lock(:cls, :key)"), {"cls": LOCK_CLASS, "key": key}
+            text("SELECT pg_advisory_xact_lock(:lock_class, :lock_key)"), _lock_params(user_id)
         )
 
 
@@ -132,18 +136,22 @@ def _log_moves(db: Executor, rows: list[dict[str, Any]]) -> None:
         db.execute(insert(_MOVES), [r | {"at": now} for r in rows[start : start + 1000]])
 
 
+class _NotFolded(Exception):
+    """The row is not the one expected: what the transaction wrote is undone."""
+
+
 def note_appended(
-    db: Executor,
+    database: Database,
     user_id: str,
     session_id: str,
     records: Sequence[Mapping[str, Any]],
     size_before: int,
     info: FileInfo,
 ) -> bool:
-    """Fold appended records into a row with one UPDATE, only if the row describes the file
-    exactly as it was before them (`size_before`). False otherwise (no row, or someone else
-    indexed the file meanwhile): then the caller folds the file instead, so no record is ever
-    counted twice or missed."""
+    """Fold appended records into a row in a transaction of its own, only if the row
+    describes the file exactly as it was before them (`size_before`). False otherwise (no
+    row, or someone else indexed the file meanwhile), and nothing is written: then the caller
+    folds the file instead, so no record is ever counted twice or missed."""
     never = datetime.min.replace(tzinfo=UTC)
     delta = SessionState(session_id, user_id, "", never, never)
     meta: dict[str, Any] = {}
@@ -162,22 +170,38 @@ def note_appended(
         "mtime": info.mtime_ns,
     }
     docs = search.docs_of(user_id, session_id, records)
-    if not meta:  # a turn's messages: the driver's SQL (shared.index.appends)
-        lock_user(db, user_id)
-        return appends.fold_messages(db, params, docs, at=utcnow())
+    try:
+        if not meta:  # a turn's messages: the driver's SQL (shared.index.appends)
+            with database.driver_transaction() as cursor:
+                params |= _lock_params(user_id)
+                dialect = database.engine.dialect
+                if not appends.fold_messages(cursor, dialect, params, docs, at=utcnow()):
+                    raise _NotFolded
+            return True
+        with database.transaction() as db:
+            _fold_meta(db, params, meta, docs)
+    except _NotFolded:
+        return False
+    return True
+
+
+def _fold_meta(
+    db: Executor, params: dict[str, Any], meta: dict[str, Any], docs: list[dict[str, Any]]
+) -> None:
+    """`note_appended` for records with metadata (titles, pins, folders), in SQLAlchemy Core."""
+    user_id, session_id = params["uid"], params["sid"]
     params["seq"] = seq = bump(db, user_id)
     if seq is not None:  # the row's key before this write, if the row is the one we expect
         db.execute(_LOG_MOVE, params | {"at": utcnow()})
     result = connection_of(db).execute(_APPENDED, params)  # a CursorResult: its rowcount
     if result.rowcount != 1:
-        return False
+        raise _NotFolded
     columns = _columns(meta)
     if columns:
         db.execute(update(_TABLE).where(_TABLE.c.id == session_id).values(**columns))
     search.add(db, docs)
     if "title" in meta:
         search.set_title(db, user_id, session_id, meta["title"])
-    return True
 
 
 def _columns(meta: dict[str, Any]) -> dict[str, Any]:

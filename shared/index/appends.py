@@ -2,10 +2,12 @@
 
 A turn appends messages and then folds them into its session's row: bump the owner's change
 number, log the row's sort key before the write, add the counts, insert the messages' text
-(and, on SQLite, index it). Through SQLAlchemy's statement machinery those few statements cost
-about twice what the database spends running them, on every turn; here they are fixed strings
-run on the transaction's own driver cursor. On PostgreSQL the four writes are one statement
-(data-modifying CTEs that all see the row as it was), so a turn pays one round trip for them.
+(on SQLite indexed for search with the batch it completes: shared.index.fulltext). Through
+SQLAlchemy's statement machinery those few statements cost about twice what the database
+spends running them, on every turn; here they are fixed strings run on a driver connection
+of their own (`Database.driver_transaction`). On PostgreSQL the four writes are one
+statement (data-modifying CTEs that all see the row as it was), so a turn pays one round
+trip for them, after the user's advisory lock.
 
 Only the common case comes here: records without metadata. `shared.index.note_appended`
 decides, and keeps the general path (titles, pins, folders) in SQLAlchemy Core.
@@ -17,7 +19,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from shared.db import Executor, connection_of, dialect_of, driver_cursor
+from sqlalchemy import Dialect
+
+from shared.index.fulltext import CATCH_UP, batch_due
 from shared.index.rows import time_binder
 
 _TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
@@ -37,11 +41,7 @@ _SQLITE_TEXT = (
     "INSERT INTO session_text (user_id, session_id, message_id, role, body) VALUES {rows} "
     "ON CONFLICT (session_id, message_id) DO NOTHING RETURNING id"
 )
-_SQLITE_FTS = (
-    "INSERT INTO session_text_fts (rowid, body, user_id, role) "
-    "SELECT id, body, user_id, role FROM session_text WHERE id IN ({ids})"
-)
-
+_POSTGRES_LOCK = "SELECT pg_advisory_xact_lock(%(lock_class)s, %(lock_key)s)"
 # One statement: every CTE sees the rows as they were before it, so the move logs the old
 # sort key, and the text goes in only when the row was the one expected.
 _POSTGRES_FOLD = """
@@ -72,36 +72,41 @@ SELECT count(*) FROM folded
 
 
 def fold_messages(
-    db: Executor, params: dict[str, Any], docs: Sequence[dict[str, Any]], *, at: datetime
+    cursor: Any,
+    dialect: Dialect,
+    params: dict[str, Any],
+    docs: Sequence[dict[str, Any]],
+    *,
+    at: datetime,
 ) -> bool:
-    """Fold a turn's appended messages into the session's row (see `note_appended` for
-    `params` and the meaning of False); `docs` are their searchable rows."""
-    dialect = dialect_of(db)
-    bind = time_binder(connection_of(db).dialect)
+    """Fold a turn's appended messages into the session's row, with `cursor` in a transaction
+    of its own (see `shared.index.note_appended` for `params` and the meaning of False, after
+    which the caller rolls back); `docs` are their searchable rows."""
+    bind = time_binder(dialect)
     values = params | {"updated": bind(params["updated"]), "at": bind(at)}
-    if dialect == "postgresql":
+    if dialect.name == "postgresql":
         values |= {
             "message_ids": [doc["message_id"] for doc in docs],
             "roles": [doc["role"] for doc in docs],
             "bodies": [doc["body"] for doc in docs],
         }
-        with driver_cursor(db) as cursor:
-            cursor.execute(_POSTGRES_FOLD, values)
-            return bool(cursor.fetchone()[0] == 1)
-    with driver_cursor(db) as cursor:
-        cursor.execute(_SQLITE_BUMP, values)
-        bumped = cursor.fetchone()
-        values["seq"] = bumped[0] if bumped else None
-        if bumped:
-            cursor.execute(_SQLITE_MOVE, values)
-        cursor.execute(_SQLITE_FOLD, values)
-        if cursor.rowcount != 1:
-            return False
-        if docs:
-            rows = ", ".join(["(?, ?, ?, ?, ?)"] * len(docs))
-            flat = [doc[key] for doc in docs for key in _TEXT_COLUMNS]
-            cursor.execute(_SQLITE_TEXT.format(rows=rows), flat)
-            ids = [row[0] for row in cursor.fetchall()]
-            if ids:
-                cursor.execute(_SQLITE_FTS.format(ids=", ".join("?" * len(ids))), ids)
+        cursor.execute(_POSTGRES_LOCK, values)
+        cursor.execute(_POSTGRES_FOLD, values)
+        return bool(cursor.fetchone()[0] == 1)
+    cursor.execute(_SQLITE_BUMP, values)
+    bumped = cursor.fetchone()
+    values["seq"] = bumped[0] if bumped else None
+    if bumped:
+        cursor.execute(_SQLITE_MOVE, values)
+    cursor.execute(_SQLITE_FOLD, values)
+    if cursor.rowcount != 1:
+        return False
+    if docs:
+        rows = ", ".join(["(?, ?, ?, ?, ?)"] * len(docs))
+        flat = [doc[key] for doc in docs for key in _TEXT_COLUMNS]
+        cursor.execute(_SQLITE_TEXT.format(rows=rows), flat)
+        ids = [row[0] for row in cursor.fetchall()]
+        if ids and batch_due(ids):  # the FTS table takes texts in batches (fulltext.py)
+            for sql in CATCH_UP:
+                cursor.execute(sql)
     return True

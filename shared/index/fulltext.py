@@ -1,9 +1,14 @@
 """The full-text engines behind shared.index.search, one interface for both backends.
 
 - SQLite: an FTS5 table over `session_text` (external content, `detail=column`: no
-  positions, as every query word is a single token). It is kept by hand, not by triggers:
-  the rows an INSERT ... RETURNING reports are indexed with one INSERT ... SELECT per batch,
-  several times faster.
+  positions, as every query word is a single token). It is kept by hand, not by triggers,
+  and in batches: a small FTS5 write costs about as much as the rest of a turn's index write
+  (seven pages of a commit's nineteen), and a batch of BATCH texts little more than one. So
+  the texts are indexed when their ids pass a multiple of BATCH (one INSERT ... SELECT for
+  all the texts above the watermark in `session_text_fts_state`), and before every search
+  (`catch_up`), which therefore always sees every text. Texts below the watermark are in
+  the FTS table, those above it not yet: only the former are deleted from it, and deleting
+  the newest texts lowers the watermark, so a reused id is never taken for an indexed one.
 - PostgreSQL: a generated tsvector column (`simple`: no stemming, no stop words, like FTS5's
   unicode61) with a GIN index; PostgreSQL keeps it, so the write hooks do nothing.
 
@@ -16,7 +21,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from sqlalchemy import ColumnElement, bindparam, column, insert, literal, select, table, text
+from sqlalchemy import (
+    ColumnElement,
+    column,
+    delete,
+    insert,
+    literal,
+    literal_column,
+    select,
+    table,
+    text,
+)
 
 from shared.db import Executor, dialect_of
 from shared.db.orm import SessionText
@@ -24,6 +39,8 @@ from shared.index import rows
 
 Row = tuple[int, str, str, str, str]  # id, session_id, message_id, role, body
 FTS = "session_text_fts"
+STATE = f"{FTS}_state"  # SQLite: one row, `indexed_upto`, the highest id in the FTS table
+BATCH = 64  # SQLite: texts are indexed when their ids pass a multiple of this
 PROBE = 256  # SQLite: a word's matches among every user's texts read before the user's own
 
 
@@ -51,14 +68,18 @@ class Engine(Protocol):
     wants_ids: bool
 
     def index(self, db: Executor, ids: Sequence[int]) -> None:
-        """Index the rows with these ids, just inserted."""
+        """The rows with these ids were just inserted: index them, now or with a batch."""
         ...
 
-    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
-        """Forget the rows matching `condition`, before they are deleted."""
+    def catch_up(self, db: Executor) -> None:
+        """Index every row not indexed yet (before a search)."""
         ...
 
-    def unindex_all(self, db: Executor) -> None: ...
+    def delete(self, db: Executor, condition: ColumnElement[bool]) -> None:
+        """Delete the rows matching `condition`, and forget them."""
+        ...
+
+    def delete_all(self, db: Executor) -> None: ...
 
 
 def _rows(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
@@ -68,10 +89,26 @@ def _rows(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
 
 _INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
 _FTS_TABLE = table(FTS, *(column(name) for name in (FTS, "rowid", "body", "user_id", "role")))
-_INDEX_ROWS = insert(_FTS_TABLE).from_select(
-    ["rowid", "body", "user_id", "role"],
-    select(*_INDEXED).where(SessionText.id.in_(bindparam("ids", expanding=True))),
+_INDEXED_UPTO: ColumnElement[Any] = literal_column(f"(SELECT indexed_upto FROM {STATE})")
+_PENDING = text(
+    f"SELECT 1 FROM {STATE} WHERE indexed_upto < (SELECT coalesce(max(id), 0) FROM session_text)"
 )
+# The texts above the watermark into the FTS table, then the watermark up to the newest.
+CATCH_UP = (
+    f"INSERT INTO {FTS} (rowid, body, user_id, role) SELECT id, body, user_id, role "
+    f"FROM session_text WHERE id > (SELECT indexed_upto FROM {STATE})",
+    f"UPDATE {STATE} SET indexed_upto = (SELECT coalesce(max(id), 0) FROM session_text)",
+)
+# After a delete: never above the newest text left, so the next new id is above it.
+_LOWER_MARK = text(
+    f"UPDATE {STATE} SET indexed_upto = "
+    "min(indexed_upto, (SELECT coalesce(max(id), 0) FROM session_text))"
+)
+
+
+def batch_due(ids: Sequence[int]) -> bool:
+    """Whether the ids just inserted pass a multiple of BATCH (SQLite: time to index)."""
+    return (min(ids) - 1) // BATCH != max(ids) // BATCH
 
 
 class SqliteEngine:
@@ -123,19 +160,30 @@ class SqliteEngine:
     wants_ids = True
 
     def index(self, db: Executor, ids: Sequence[int]) -> None:
-        if ids:
-            db.execute(_INDEX_ROWS, {"ids": list(ids)})
+        if ids and batch_due(ids):
+            for sql in CATCH_UP:
+                db.execute(text(sql))
 
-    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
+    def catch_up(self, db: Executor) -> None:
+        if db.execute(_PENDING).first():  # a read: most searches write nothing
+            for sql in CATCH_UP:
+                db.execute(text(sql))
+
+    def delete(self, db: Executor, condition: ColumnElement[bool]) -> None:
+        indexed = condition & (SessionText.id <= _INDEXED_UPTO)
         db.execute(
             insert(_FTS_TABLE).from_select(
                 [FTS, "rowid", "body", "user_id", "role"],
-                select(literal("delete"), *_INDEXED).where(condition),
+                select(literal("delete"), *_INDEXED).where(indexed),
             )
         )
+        db.execute(delete(SessionText).where(condition))
+        db.execute(_LOWER_MARK)
 
-    def unindex_all(self, db: Executor) -> None:
+    def delete_all(self, db: Executor) -> None:
         db.execute(text(f"INSERT INTO {FTS}({FTS}) VALUES ('delete-all')"))
+        db.execute(delete(SessionText))
+        db.execute(text(f"UPDATE {STATE} SET indexed_upto = 0"))
 
 
 class PostgresEngine:
@@ -165,11 +213,14 @@ class PostgresEngine:
     def index(self, db: Executor, ids: Sequence[int]) -> None:
         pass
 
-    def unindex(self, db: Executor, condition: ColumnElement[bool]) -> None:
+    def catch_up(self, db: Executor) -> None:
         pass
 
-    def unindex_all(self, db: Executor) -> None:
-        pass
+    def delete(self, db: Executor, condition: ColumnElement[bool]) -> None:
+        db.execute(delete(SessionText).where(condition))
+
+    def delete_all(self, db: Executor) -> None:
+        db.execute(delete(SessionText))
 
 
 POSTGRES, SQLITE = PostgresEngine(), SqliteEngine()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, delete
+from sqlalchemy import ColumnElement, Table
 
 from shared.core.messages import content_text
 from shared.core.text import for_index
@@ -249,6 +249,11 @@ def add(db: Executor, docs: list[dict[str, Any]]) -> None:
             engine.index(db, result.scalars().all())
 
 
+def catch_up(db: Executor) -> None:
+    """Before a search: index the texts the writers left for the next batch (SQLite)."""
+    fulltext.engine_for(db).catch_up(db)
+
+
 def set_title(db: Executor, user_id: str, session_id: str, title: str | None) -> None:
     _delete(db, (SessionText.session_id == session_id) & (SessionText.message_id == ""))
     if title and title.strip():
@@ -291,10 +296,8 @@ def forget_user(db: Executor, user_id: str) -> None:
 
 
 def _delete(db: Executor, condition: ColumnElement[bool]) -> None:
-    fulltext.engine_for(db).unindex(db, condition)
-    db.execute(delete(SessionText).where(condition))
+    fulltext.engine_for(db).delete(db, condition)
 
 
 def drop(db: Executor) -> None:
-    fulltext.engine_for(db).unindex_all(db)
-    db.execute(delete(SessionText))
+    fulltext.engine_for(db).delete_all(db)

@@ -174,6 +174,8 @@ def search_sessions(
             db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
 
+    with rt.db.transaction() as connection:  # its own: the search holds no write lock
+        search.catch_up(connection)
     with rt.db.transaction() as connection:  # a bare connection, as list_sessions reads
         found = page(connection)
     if found[0]:
@@ -184,6 +186,7 @@ def search_sessions(
         if index.is_built(db, principal.user_id):
             return found
         index.reconcile_user(db, rt.store, principal.user_id)
+        search.catch_up(db)
         return page(db)
 
 
@@ -318,9 +321,9 @@ def index_appended(
     if this fails the file still holds everything, and the next reconcile repairs the row,
     so a failure is logged, never raised past a write that succeeded."""
     try:
-        with rt.db.transaction() as db:  # every turn: Core statements on a bare connection
-            if not index.note_appended(db, user_id, session_id, records, size_before, info):
-                state, info = rt.store.load(user_id, session_id)
+        if not index.note_appended(rt.db, user_id, session_id, records, size_before, info):
+            state, info = rt.store.load(user_id, session_id)
+            with rt.db.transaction() as db:
                 index.record(db, state, info, text=True)
     except (SQLAlchemyError, NotFound) as exc:
         log.warning(

@@ -161,10 +161,43 @@ def test_a_message_indexed_twice_is_found_once_and_the_index_stays_whole(
     assert_fts_consistent(rt)
 
 
+def test_texts_waiting_for_their_batch_are_found_deleted_and_reused_cleanly(
+    rt: Runtime, alice: Account
+) -> None:
+    """SQLite indexes texts in batches (shared/index/fulltext.py): a search finds every text
+    written before it, a text deleted before its batch never reaches the FTS table, and the
+    ids of deleted newest texts, taken again, are indexed again."""
+    keep = chat_in(rt, alice, "Keep", "an aardvark here")
+    gone = chat_in(rt, alice, "Gone", "a bonobo here")
+    assert found(rt, alice, "bonobo") == [gone]  # indexed before the search
+    lifecycle.delete_session(rt, me(alice), gone, purge=True)  # the newest texts, indexed
+    again = chat_in(rt, alice, "Again", "a dugong here")  # their ids again, not indexed yet
+    brief = chat_in(rt, alice, "Brief", "an eland here")
+    lifecycle.delete_session(rt, me(alice), brief, purge=True)  # never indexed
+    assert found(rt, alice, "bonobo") == []
+    assert found(rt, alice, "eland") == []
+    assert found(rt, alice, "dugong") == [again]
+    assert found(rt, alice, "aardvark") == [keep]
+    assert_fts_consistent(rt)
+
+
+def test_a_full_batch_is_indexed_by_the_write_that_completes_it(
+    rt: Runtime, alice: Account
+) -> None:
+    long = chat_in(rt, alice, "Long", *[f"line {n}: an emu" for n in range(fulltext.BATCH)])
+    with rt.db.transaction() as db:
+        if db.dialect.name == "sqlite":  # no search ran: the write indexed them itself
+            match = "SELECT count(*) FROM session_text_fts WHERE session_text_fts MATCH 'emu'"
+            assert db.execute(text(match)).scalar() == fulltext.BATCH
+    assert found(rt, alice, "emu") == [long]
+
+
 def assert_fts_consistent(rt: Runtime) -> None:
-    """SQLite's FTS index is kept by hand (shared/index/fulltext.py): it must match its
-    content table exactly (PostgreSQL's generated column keeps itself)."""
+    """SQLite's FTS index is kept by hand (shared/index/fulltext.py): as a search sees it
+    (its batch caught up), it must match its content table exactly (PostgreSQL's generated
+    column keeps itself)."""
     with rt.db.session() as db:
+        search.catch_up(db)
         if db.get_bind().dialect.name == "sqlite":
             check = "INSERT INTO session_text_fts(session_text_fts, rank) VALUES (:c, 1)"
             db.execute(text(check), {"c": "integrity-check"})
