@@ -249,8 +249,13 @@ def add(db: Executor, docs: list[dict[str, Any]]) -> None:
             engine.index(db, result.scalars().all())
 
 
+def behind(db: Executor) -> bool:
+    """Whether texts wait for their batch (SQLite): a search catches up first."""
+    return fulltext.engine_for(db).behind(db)
+
+
 def catch_up(db: Executor) -> None:
-    """Before a search: index the texts the writers left for the next batch (SQLite)."""
+    """Index the texts the writers left for the next batch (SQLite)."""
     fulltext.engine_for(db).catch_up(db)
 
 

@@ -174,10 +174,15 @@ def search_sessions(
             db, principal.user_id, query, filters or Filters(), limit=limit, cursor=cursor
         )
 
-    with rt.db.transaction() as connection:  # its own: the search holds no write lock
-        search.catch_up(connection)
+    found = None
     with rt.db.transaction() as connection:  # a bare connection, as list_sessions reads
-        found = page(connection)
+        if not search.behind(connection):
+            found = page(connection)
+    if found is None:  # texts wait for their batch: indexed first, in a transaction of
+        with rt.db.transaction() as connection:  # their own (the search takes no write lock)
+            search.catch_up(connection)
+        with rt.db.transaction() as connection:
+            found = page(connection)
     if found[0]:
         return found
     # A user without an index has no text either: whether it is built is only asked when
