@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -136,6 +138,19 @@ def _log_moves(db: Executor, rows: list[dict[str, Any]]) -> None:
         db.execute(insert(_MOVES), [r | {"at": now} for r in rows[start : start + 1000]])
 
 
+_FOLD_QUEUES: weakref.WeakKeyDictionary[Database, appends.FoldQueue] = weakref.WeakKeyDictionary()
+_FOLD_QUEUES_LOCK = threading.Lock()
+
+
+def _fold_queue(database: Database) -> appends.FoldQueue:
+    """The database's fold queue, made on first use (in the process that writes)."""
+    queue = _FOLD_QUEUES.get(database)
+    if queue is None:
+        with _FOLD_QUEUES_LOCK:
+            queue = _FOLD_QUEUES.setdefault(database, appends.FoldQueue(database))
+    return queue
+
+
 class _NotFolded(Exception):
     """The row is not the one expected: what the transaction wrote is undone."""
 
@@ -171,13 +186,8 @@ def note_appended(
     }
     docs = search.docs_of(user_id, session_id, records)
     try:
-        if not meta:  # a turn's messages: the driver's SQL (shared.index.appends)
-            with database.driver_transaction() as cursor:
-                params |= _lock_params(user_id)
-                dialect = database.engine.dialect
-                if not appends.fold_messages(cursor, dialect, params, docs, at=utcnow()):
-                    raise _NotFolded
-            return True
+        if not meta:  # a turn's messages: the driver's SQL, with other turns' (appends.py)
+            return _fold_queue(database).fold(appends.Fold(params | _lock_params(user_id), docs))
         with database.transaction() as db:
             _fold_meta(db, params, meta, docs)
     except _NotFolded:

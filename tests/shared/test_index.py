@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 import time
 from datetime import UTC
 
@@ -164,6 +165,42 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
         rt, alice.user_id, session_id, [question, answer], loaded.size, last.info
     )
     assert session_service.get_session(rt, me, session_id).message_count == 2
+
+
+def test_turns_that_end_together_are_indexed_together_each_counted_once(
+    rt: Runtime, alice: Account
+) -> None:
+    """Folds queued behind a write go into the next transaction together (FoldQueue in
+    shared/index/appends.py): each turn counted once and searchable, and the one whose row
+    no longer matches its file refolded from the file, without undoing the others."""
+    me = principal(alice)
+    sessions = [
+        session_service.create_session(rt, me, rt.memory, title=f"chat {n}").id for n in range(6)
+    ]
+    stale = sessions[-1]  # a message written behind the index's back: its row is stale
+    rt.store.append(alice.user_id, stale, [message_record("user", "written behind its back")])
+    turns = []
+    for n, session_id in enumerate(sessions):  # each turn's answer on disk, then its fold
+        answer = message_record("assistant", f"together{n}")
+        appended = rt.store.append(alice.user_id, session_id, [answer])
+        fold = (rt, alice.user_id, session_id, [answer], appended.size_before, appended.info)
+        turns.append(threading.Thread(target=session_service.index_appended, args=fold))
+    queue = index._fold_queue(rt.db)
+    with queue._writing:  # a write in progress: every turn below queues behind it
+        for turn in turns:
+            turn.start()
+        deadline = time.monotonic() + 30
+        while len(queue._queued) < len(turns) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(queue._queued) == len(turns)
+    for turn in turns:
+        turn.join()
+    with rt.db.session() as db:  # the rows as written (a listing would repair a stale one)
+        counts = {sid: index.get_row(db, alice.user_id, sid).message_count for sid in sessions}
+    assert counts == {session_id: 2 if session_id == stale else 1 for session_id in sessions}
+    for n, session_id in enumerate(sessions):
+        found, _ = session_service.search_sessions(rt, me, f"together{n}")
+        assert [hit.row.id for hit in found] == [session_id]
 
 
 def test_only_a_message_reorders_the_list(rt: Runtime, alice: Account) -> None:
