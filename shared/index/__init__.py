@@ -165,8 +165,8 @@ def note_appended(
 ) -> bool:
     """Fold appended records into a row in a transaction of its own, only if the row
     describes the file exactly as it was before them (`size_before`). False otherwise (no
-    row, or someone else indexed the file meanwhile), and nothing is written: then the caller
-    folds the file instead, so no record is ever counted twice or missed."""
+    row, or someone else indexed the file meanwhile), and the row is left as it was: then the
+    caller folds the file instead, so no record is ever counted twice or missed."""
     never = datetime.min.replace(tzinfo=UTC)
     delta = SessionState(session_id, user_id, "", never, never)
     meta: dict[str, Any] = {}

@@ -89,8 +89,9 @@ def fold_messages(
     at: datetime,
 ) -> bool:
     """Fold a turn's appended messages into the session's row, with `cursor` in a transaction
-    of its own (see `shared.index.note_appended` for `params` and the meaning of False, after
-    which the caller rolls back); `docs` are their searchable rows."""
+    (see `shared.index.note_appended` for `params` and the meaning of False: then nothing
+    was written but the owner's change number, which only says that something may have
+    changed); `docs` are their searchable rows."""
     bind = time_binder(dialect)
     values = params | {"updated": bind(params["updated"]), "at": bind(at)}
     if dialect.name == "postgresql":
