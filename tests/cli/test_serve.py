@@ -111,7 +111,9 @@ def test_the_events_socket_works_under_gunicorn_and_its_token_is_not_logged(
         ws_url = url.replace("http://", "ws://") + f"/api/v1/events?token={token}"
         ws = WebSocket.connect(ws_url)
         try:
-            assert json.loads(ws.receive(10)) == {"type": "ready"}
+            ready = ws.receive(10)
+            assert ready is not None, f"no 'ready' in 10 s; the server said:\n{served.output}"
+            assert json.loads(ready) == {"type": "ready"}
             saved = http.put("/api/v1/memory/user", json={"content": "- Likes tables\n"})
             assert saved.status_code == 200, saved.text
             event = json.loads(ws.receive(10))
