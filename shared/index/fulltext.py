@@ -93,21 +93,17 @@ def _rows(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
 
 _INDEXED = (SessionText.id, SessionText.body, SessionText.user_id, SessionText.role)
 _FTS_TABLE = table(FTS, *(column(name) for name in (FTS, "rowid", "body", "user_id", "role")))
-_INDEXED_UPTO: ColumnElement[Any] = literal_column(f"(SELECT indexed_upto FROM {STATE})")
-_BEHIND = (
-    f"SELECT 1 FROM {STATE} WHERE indexed_upto < (SELECT coalesce(max(id), 0) FROM session_text)"
-)
+_MARK = f"(SELECT indexed_upto FROM {STATE})"
+_NEWEST = "(SELECT coalesce(max(id), 0) FROM session_text)"
+_BEHIND = f"SELECT 1 FROM {STATE} WHERE indexed_upto < {_NEWEST}"
 # The texts above the watermark into the FTS table, then the watermark up to the newest.
 CATCH_UP = (
     f"INSERT INTO {FTS} (rowid, body, user_id, role) SELECT id, body, user_id, role "
-    f"FROM session_text WHERE id > (SELECT indexed_upto FROM {STATE})",
-    f"UPDATE {STATE} SET indexed_upto = (SELECT coalesce(max(id), 0) FROM session_text)",
+    f"FROM session_text WHERE id > {_MARK}",
+    f"UPDATE {STATE} SET indexed_upto = {_NEWEST}",
 )
 # After a delete: never above the newest text left, so the next new id is above it.
-_LOWER_MARK = text(
-    f"UPDATE {STATE} SET indexed_upto = "
-    "min(indexed_upto, (SELECT coalesce(max(id), 0) FROM session_text))"
-)
+_LOWER_MARK = text(f"UPDATE {STATE} SET indexed_upto = min(indexed_upto, {_NEWEST})")
 
 
 def batch_due(ids: Sequence[int]) -> bool:
@@ -165,8 +161,7 @@ class SqliteEngine:
 
     def index(self, db: Executor, ids: Sequence[int]) -> None:
         if ids and batch_due(ids):
-            for sql in CATCH_UP:
-                db.execute(text(sql))
+            self.catch_up(db)
 
     def behind(self, db: Executor) -> bool:
         with driver_cursor(db) as cursor:  # every search: the driver's own, a tenth the cost
@@ -178,7 +173,7 @@ class SqliteEngine:
             db.execute(text(sql))
 
     def delete(self, db: Executor, condition: ColumnElement[bool]) -> None:
-        indexed = condition & (SessionText.id <= _INDEXED_UPTO)
+        indexed = condition & (SessionText.id <= literal_column(_MARK))
         db.execute(
             insert(_FTS_TABLE).from_select(
                 [FTS, "rowid", "body", "user_id", "role"],

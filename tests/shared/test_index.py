@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import threading
 import time
@@ -167,6 +168,28 @@ def test_a_write_that_indexes_mid_turn_does_not_make_the_turn_count_twice(
     assert session_service.get_session(rt, me, session_id).message_count == 2
 
 
+def fold_together(rt: Runtime, who: Account, sessions: list[str]) -> None:
+    """One answer per session on disk, then their folds queued behind a write in progress
+    and written together, as turns that end at the same time are (FoldQueue in
+    shared/index/appends.py); the n-th answer says together<n>."""
+    turns = []
+    for n, session_id in enumerate(sessions):
+        answer = message_record("assistant", f"together{n}")
+        appended = rt.store.append(who.user_id, session_id, [answer])
+        fold = (rt, who.user_id, session_id, [answer], appended.size_before, appended.info)
+        turns.append(threading.Thread(target=session_service.index_appended, args=fold))
+    queue = index._fold_queue(rt.db)
+    with queue._writing:  # a write in progress: every turn below queues behind it
+        for turn in turns:
+            turn.start()
+        deadline = time.monotonic() + 30
+        while len(queue._queued) < len(turns) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(queue._queued) == len(turns)
+    for turn in turns:
+        turn.join()
+
+
 def test_turns_that_end_together_are_indexed_together_each_counted_once(
     rt: Runtime, alice: Account
 ) -> None:
@@ -179,28 +202,35 @@ def test_turns_that_end_together_are_indexed_together_each_counted_once(
     ]
     stale = sessions[-1]  # a message written behind the index's back: its row is stale
     rt.store.append(alice.user_id, stale, [message_record("user", "written behind its back")])
-    turns = []
-    for n, session_id in enumerate(sessions):  # each turn's answer on disk, then its fold
-        answer = message_record("assistant", f"together{n}")
-        appended = rt.store.append(alice.user_id, session_id, [answer])
-        fold = (rt, alice.user_id, session_id, [answer], appended.size_before, appended.info)
-        turns.append(threading.Thread(target=session_service.index_appended, args=fold))
-    queue = index._fold_queue(rt.db)
-    with queue._writing:  # a write in progress: every turn below queues behind it
-        for turn in turns:
-            turn.start()
-        deadline = time.monotonic() + 30
-        while len(queue._queued) < len(turns) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(queue._queued) == len(turns)
-    for turn in turns:
-        turn.join()
+    fold_together(rt, alice, sessions)
     with rt.db.session() as db:  # the rows as written (a listing would repair a stale one)
         counts = {sid: index.get_row(db, alice.user_id, sid).message_count for sid in sessions}
     assert counts == {session_id: 2 if session_id == stale else 1 for session_id in sessions}
     for n, session_id in enumerate(sessions):
         found, _ = session_service.search_sessions(rt, me, f"together{n}")
         assert [hit.row.id for hit in found] == [session_id]
+
+
+def test_a_batch_the_database_refuses_is_logged_by_each_turn_and_repaired_from_the_files(
+    rt: Runtime, alice: Account, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every turn of a failed batch hears of it: each logs that its session's index was not
+    updated (none raises: the answers are on disk), and the rows come back from the files."""
+    me = principal(alice)
+    sessions = [
+        session_service.create_session(rt, me, rt.memory, title=f"chat {n}").id for n in range(3)
+    ]
+    with rt.db.transaction() as db:  # the index table gone for a moment: the batch fails
+        db.execute(text("ALTER TABLE session_index RENAME TO session_index_away"))
+    try:
+        with caplog.at_level(logging.WARNING, logger="shared.sessions.service"):
+            fold_together(rt, alice, sessions)
+    finally:
+        with rt.db.transaction() as db:
+            db.execute(text("ALTER TABLE session_index_away RENAME TO session_index"))
+    warned = [r.getMessage() for r in caplog.records if "not updated" in r.getMessage()]
+    assert sorted(w.split()[3] for w in warned) == sorted(sessions)
+    assert {row[0]: row[2] for row in listing(rt, me)} == dict.fromkeys(sessions, 1)
 
 
 def test_only_a_message_reorders_the_list(rt: Runtime, alice: Account) -> None:
