@@ -50,6 +50,7 @@ class Runtime:
     offerings: OfferingCache
     throttle: Throttle  # failed-login counters (Redis, or per process without it)
     tokens: TokenCache  # recently checked tokens, forgotten when `auth_changed` says
+    events: event_bus.EventHub | None = None  # with Redis: the process's events sockets' feed
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
     clock: Clock = field(default_factory=SystemClock)  # tests replace it to move time
@@ -87,6 +88,7 @@ class Runtime:
             offerings=OfferingCache(database, client),
             throttle=Throttle(client),
             tokens=TokenCache(client),
+            events=event_bus.EventHub(client) if client else None,
             jobs=jobs,
             teams=_teams_channel(settings),
         )
@@ -124,6 +126,8 @@ class Runtime:
             return
         self.closed = True
         self.tokens.close()
+        if self.events is not None:
+            self.events.close()
         self.offerings.close()
         self.db.dispose()
         self.llm.close()

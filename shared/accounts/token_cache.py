@@ -37,8 +37,7 @@ class TokenCache:
         self._mutex = threading.Lock()
         self.listener = ChangeListener(
             client,
-            registry.AUTH_CHANNEL,
-            on_change=self.forget_user,
+            {registry.AUTH_CHANNEL: lambda user_id, _data: self.forget_user(user_id)},
             on_reset=self._forget_all,
             name="token cache",
         )

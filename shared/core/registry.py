@@ -25,6 +25,7 @@ EVENT_ERROR = "error"
 LOCKS = "eonyx:lock:"  # + a lock name below (shared/infra/locks.py, RedisLocks)
 EVENTS_CHANNEL = "eonyx:events:"  # + user id: the user's live events (pub/sub)
 AUTH_CHANNEL = "eonyx:auth:"  # + user id: who may act as the user changed (pub/sub)
+SOCKETS_KEY = "eonyx:sockets:"  # + user:<user id> or token:<token id>: open events sockets
 HEARTBEAT = "eonyx:heartbeat:"  # + role:name, expiring: a worker or beat is alive
 HEARTBEATS = "eonyx:heartbeats:"  # + role: the set of names in that role
 THROTTLE_FAILS = "eonyx:throttle:fails:"  # + throttle key: recent failed logins

@@ -81,6 +81,9 @@ class Settings:
     rate_limits_enabled: bool = True
     rate_limit_requests_per_minute: int = 1200
     rate_limit_turns_per_minute: int = 120
+    events_sockets_per_user: int = 32  # open events sockets, across every replica
+    events_sockets_per_token: int = 16  # (a browser's tabs share one sign-in's token)
+    request_body_seconds: int = 30  # to receive a request's body (more for a large one)
     facade_cors_origins: str = "*"  # "*" or origins joined by commas (see _origins)
     job_visibility_timeout: int = 120  # seconds before a dead worker's job goes to another
 
@@ -285,6 +288,9 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "RATE_LIMITS_ENABLED": ("rate_limits_enabled", _bool),
     "RATE_LIMIT_REQUESTS_PER_MINUTE": ("rate_limit_requests_per_minute", _int),
     "RATE_LIMIT_TURNS_PER_MINUTE": ("rate_limit_turns_per_minute", _int),
+    "EVENTS_SOCKETS_PER_USER": ("events_sockets_per_user", _int),
+    "EVENTS_SOCKETS_PER_TOKEN": ("events_sockets_per_token", _int),
+    "REQUEST_BODY_SECONDS": ("request_body_seconds", _int),
     "FACADE_CORS_ORIGINS": ("facade_cors_origins", _origins),
     "JOB_VISIBILITY_TIMEOUT_SECONDS": ("job_visibility_timeout", _int),
 }

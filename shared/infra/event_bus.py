@@ -5,38 +5,40 @@ the API, so an event published while nobody listens (or without Redis) is simply
 Pub/sub carries them across processes: a worker publishes, every API process that holds one
 of the user's sockets receives.
 
-A listener (`Subscription`) is subscribed, and Redis has confirmed it, before its caller
-tells a client it is ready; from then on every event published for the user reaches it.
-It talks to Redis over a connection of its own that never retries: when Redis goes away the
-stream ends at once (`EventsUnavailable`) and the client reconnects, instead of the socket
-hanging in reconnect back-offs.
+Each API process hears every user's channels over one connection (`EventHub`, on a
+ChangeListener) and hands each event to the process's listeners of that user, in memory: a
+thousand open sockets cost one Redis connection, not a thousand. A `Listener` is attached
+only while Redis has confirmed the subscription, so from the moment its caller tells a client
+it is ready every event published for the user reaches it. When the subscription ends (Redis
+went away, or it was renewed and events may have been missed between) every listener ends
+(`Listener.ended`) and its client reconnects, instead of hanging on a stream that is gone.
 
 A second channel per user says that who may act as the user changed (a token revoked, a
 password changed, the account disabled or deleted: `publish_auth_change`). A listener notes
-it (`Subscription.auth_changed`) instead of passing it on, and its socket checks its token
+it (`Listener.auth_changed`) instead of passing it on, and its socket checks its token
 again at once: a revoked credential's socket closes within a second, whichever API process
 or command revoked it.
+
+A listener does not block a thread: its owner gives a `wake` callback (an event to set),
+called whenever there is something to look at.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import time
+import threading
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from shared.core import registry
+from shared.infra.change_listener import ChangeListener
 
 log = logging.getLogger(__name__)
 SUBSCRIBE_TIMEOUT = 5.0
-
-# Everything a lost or closed Redis connection raises through redis-py.
-LOST = (redis.RedisError, OSError, ValueError)
 
 
 class EventsUnavailable(Exception):
@@ -72,71 +74,91 @@ def publish(client: redis.Redis | None, user_id: str, event: dict[str, Any]) -> 
         log.warning("could not publish a %s event: %s", event.get("type"), exc)
 
 
-class Subscription:
-    """One user's events, read by one consumer (an events socket).
+class Listener:
+    """One consumer's view of one user's events (an events socket's)."""
 
-    `with Subscription(client, user_id) as events:` returns once Redis has confirmed the
-    subscription; `events.next(timeout)` gives the next event's JSON text or None after
-    `timeout` seconds of silence, and raises `EventsUnavailable` when the stream ended.
-    A change of the user's sign-ins sets `auth_changed` (the consumer clears it).
-    """
-
-    def __init__(self, client: redis.Redis, user_id: str) -> None:
+    def __init__(self, user_id: str, wake: Callable[[], None]) -> None:
         self.user_id = user_id
+        self.wake = wake
         self.auth_changed = False
-        self._channels = (channel(user_id), auth_channel(user_id))
-        pool = client.connection_pool
-        kwargs = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}
-        # A pool of one connection of our own: the shared pool's retries stay as they are.
-        self._pool = redis.ConnectionPool(
-            connection_class=pool.connection_class, max_connections=1, **kwargs
+        self.ended = False  # the stream ended: the consumer reconnects
+        self._events: deque[str] = deque()
+
+    def take(self) -> list[str]:
+        """The events (JSON text) that arrived since the last call, oldest first."""
+        taken: list[str] = []
+        while self._events:
+            taken.append(self._events.popleft())
+        return taken
+
+    def _push(self, data: str) -> None:
+        self._events.append(data)
+        self.wake()
+
+    def _end(self) -> None:
+        self.ended = True
+        self.wake()
+
+
+class EventHub:
+    """Every user's events for this process: one subscription, fanned out in memory."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[str, set[Listener]] = {}
+        self._stream = ChangeListener(
+            client,
+            {registry.EVENTS_CHANNEL: self._event, registry.AUTH_CHANNEL: self._auth},
+            on_reset=self._reset,
+            name="events hub",
         )
-        self._pubsub = redis.Redis(connection_pool=self._pool).pubsub()
 
-    def __enter__(self) -> Subscription:
-        try:
-            self._subscribe()
-        except BaseException:
-            self.close()
-            raise
-        return self
+    def attach(self, user_id: str, wake: Callable[[], None]) -> Listener:
+        """A listener of the user's events, from now on (`EventsUnavailable` when Redis
+        does not confirm the subscription within SUBSCRIBE_TIMEOUT)."""
+        listener = Listener(user_id, wake)
+        if not self._stream.wait_live(SUBSCRIBE_TIMEOUT):
+            raise EventsUnavailable("cannot subscribe to live events now")
+        with self._lock:
+            if not self._stream.live:  # lost meanwhile (the reset ended everyone before)
+                raise EventsUnavailable("the event stream ended")
+            self._listeners.setdefault(user_id, set()).add(listener)
+        return listener
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def detach(self, listener: Listener) -> None:
+        with self._lock:
+            mine = self._listeners.get(listener.user_id)
+            if mine is not None:
+                mine.discard(listener)
+                if not mine:
+                    del self._listeners[listener.user_id]
 
-    def _subscribe(self) -> None:
-        deadline = time.monotonic() + SUBSCRIBE_TIMEOUT
-        confirmed = 0
-        try:
-            self._pubsub.subscribe(*self._channels)
-            while (left := deadline - time.monotonic()) > 0:
-                message = self._pubsub.get_message(timeout=left)
-                if message and message.get("type") == "subscribe":
-                    confirmed += 1
-                    if confirmed == len(self._channels):
-                        return
-        except LOST as exc:
-            raise EventsUnavailable(f"cannot subscribe to live events: {exc}") from exc
-        raise EventsUnavailable("Redis did not confirm the subscription in time")
-
-    def next(self, timeout: float) -> str | None:
-        try:
-            message = self._pubsub.get_message(timeout=timeout)
-        except LOST as exc:
-            log.info("event stream for %s ended: %s", self.user_id, exc)
-            raise EventsUnavailable(f"the event stream ended: {exc}") from exc
-        if message is None or message.get("type") != "message":
-            return None
-        name = message.get("channel")
-        if (name.decode() if isinstance(name, bytes) else name) == self._channels[1]:
-            self.auth_changed = True
-            return None
-        data = message["data"]
-        return data.decode() if isinstance(data, bytes) else str(data)
+    def listening(self) -> int:
+        with self._lock:
+            return sum(len(mine) for mine in self._listeners.values())
 
     def close(self) -> None:
-        """Drop the connection (Redis forgets the subscription with it); never raises."""
-        with contextlib.suppress(*LOST):
-            self._pubsub.close()
-        with contextlib.suppress(*LOST):
-            self._pool.disconnect()
+        self._stream.close()
+
+    def _mine(self, user_id: str) -> list[Listener]:
+        with self._lock:
+            return list(self._listeners.get(user_id, ()))
+
+    def _event(self, user_id: str, data: bytes) -> None:
+        text = data.decode()
+        for listener in self._mine(user_id):
+            listener._push(text)
+
+    def _auth(self, user_id: str, _data: bytes) -> None:
+        for listener in self._mine(user_id):
+            listener.auth_changed = True
+            listener.wake()
+
+    def _reset(self) -> None:
+        """The subscription started or ended: events may have been missed, so every
+        listener ends (there are none yet at the first start)."""
+        with self._lock:
+            ended = [listener for mine in self._listeners.values() for listener in mine]
+            self._listeners.clear()
+        for listener in ended:
+            listener._end()

@@ -42,8 +42,7 @@ class OfferingCache:
         self._offerings: dict[str, Offering] = {}
         self.listener = ChangeListener(
             client,
-            registry.CATALOG_CHANNEL,
-            on_change=lambda _: self._forget(),
+            {registry.CATALOG_CHANNEL: lambda _suffix, _data: self._forget()},
             on_reset=self._forget,
             name="catalog cache",
         )

@@ -18,7 +18,10 @@ def test_a_lost_redis_turns_the_cache_off_with_one_warning_and_back_on(
     heard: list[str] = []
     client = redis.Redis(port=own_redis.port)
     listener = ChangeListener(
-        client, "test:", on_change=heard.append, on_reset=lambda: None, name="cache"
+        client,
+        {"test:": lambda suffix, _data: heard.append(suffix)},
+        on_reset=lambda: None,
+        name="cache",
     )
     try:
         wait_for(lambda: listener.live, 5, "the subscription")
