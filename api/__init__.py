@@ -31,6 +31,7 @@ from api.ratelimit import register_rate_limits
 from api.security import register_security_headers
 from api.sessions import bundles, images, likes, notes, turns
 from api.sessions import views as sessions_views
+from api.slow_clients import body_deadline
 from api.web import blp as web_blp
 from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
@@ -81,6 +82,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_security_headers(app)
     app.register_blueprint(web_blp)
     register_rate_limits(app, runtime)  # last: its check runs after the other before-request hooks
+    app.wsgi_app = body_deadline(app.wsgi_app, settings.request_body_seconds)  # type: ignore[method-assign, assignment]
     return app
 
 

@@ -2,17 +2,30 @@
 
 The image runs `gunicorn -c deploy/gunicorn.conf.py`, which takes its values from here;
 `eonyx serve` runs `gunicorn -c python:api.gunicorn_conf` and overrides the address, the
-worker and thread counts and the graceful timeout on the command line (flags beat this file).
+worker and connection counts and the graceful timeout on the command line (flags beat this
+file).
 
-Threaded workers (gthread): a chat turn spends most of its time waiting on a model, so each
-worker process serves several requests at once, and WebSockets (/events) hold a thread each.
-Every value can be overridden from the environment (see deploy/env.example).
+gevent workers: a chat turn spends most of its time waiting on a model, and an open tab
+holds its events WebSocket for hours, so neither may hold an OS thread. Each worker process
+runs every connection as a greenlet on one event loop (gevent patches the standard library
+at the worker's start, before the app is loaded: sockets, locks, `threading`, `time.sleep`),
+and the code stays synchronous: Flask, SQLAlchemy, psycopg (3.1.14 and later wait through
+gevent), redis-py and httpx run unchanged. One worker holds up to `worker_connections` open
+connections; turns at once are bounded by the CPU and the model, not by a pool.
+
+Slow clients cannot hold a worker: gunicorn reads a request's headers within `keepalive`
+seconds (its gevent worker times the header read out), and the app reads a body within
+REQUEST_BODY_SECONDS (api/slow_clients.py). Every value can be overridden from the
+environment (see deploy/env.example).
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import tempfile
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +43,9 @@ def _int(environ: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+WORKER_CONNECTIONS = 10_000
+
+
 def default_workers() -> int:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(2, min(cores or 1, 4))
@@ -40,16 +56,19 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
     settings: dict[str, object] = {
         "wsgi_app": "api.wsgi:app",
         "bind": environ.get("EONYX_BIND") or f"0.0.0.0:{_int(environ, 'PORT', 8000)}",
-        "worker_class": "gthread",
+        "worker_class": "gevent",
         "workers": _int(environ, "WEB_CONCURRENCY", default_workers()),
-        "threads": _int(environ, "GUNICORN_THREADS", 8),
-        # A turn may wait minutes on a model (budget 300 s for a long one). gthread workers
-        # beat their heartbeat from the main loop, so a long request alone does not trip
-        # `timeout`; it still stays above the longest model call, so switching worker_class
-        # cannot cut turns off. A graceful stop lets running turns finish for about one more
-        # model call (120 s).
+        # Open connections per worker: events sockets, turns waiting on the model, idle
+        # keep-alive connections. About 40 KiB of memory each (deploy/README.md, sizing).
+        "worker_connections": _int(environ, "GUNICORN_WORKER_CONNECTIONS", WORKER_CONNECTIONS),
+        # A turn may wait minutes on a model (budget 300 s for a long one). The gevent worker
+        # beats its heartbeat from a greenlet of its own, so a long request alone does not
+        # trip `timeout`: only a loop blocked that long does. A graceful stop closes the
+        # events sockets at once (post_worker_init below) and lets running turns finish for
+        # about one more model call (120 s).
         "timeout": _int(environ, "GUNICORN_TIMEOUT", 360),
         "graceful_timeout": _int(environ, "GUNICORN_GRACEFUL_TIMEOUT", 120),
+        # Also how long a client may take to send a request's headers.
         "keepalive": _int(environ, "GUNICORN_KEEPALIVE", 5),
         # Each worker builds its own runtime (database pool, Redis client) after the fork.
         "preload_app": False,
@@ -69,6 +88,7 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
         # A worker whose arbiter was killed outright dies with it (it would otherwise serve
         # on, unsupervised, holding the port).
         "post_fork": _die_with_arbiter,
+        "post_worker_init": _close_sockets_on_stop,
     }
     # Heartbeat files on a RAM disk when there is one (a container's overlay fs can stall them).
     if os.path.isdir("/dev/shm"):
@@ -81,6 +101,32 @@ def _die_with_arbiter(server: object, _worker: object) -> None:
     from shared.core.lifetime import die_with_parent
 
     die_with_parent(getattr(server, "pid", None) or os.getppid())
+    _raise_open_files_limit()
+
+
+def _raise_open_files_limit() -> None:
+    """Every connection is a file descriptor: the soft limit (often 1,024) goes up to the
+    hard one, which is what a container or a unit file sets on purpose."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def _close_sockets_on_stop(worker: Any) -> None:
+    """On SIGTERM the worker stops accepting and waits for its connections to end: the open
+    events sockets are closed at once (1012, so the tabs reconnect to what runs next), and
+    only the running requests are waited for."""
+    stop = worker.handle_exit
+
+    def handle_exit(sig: int, frame: object) -> None:
+        stop(sig, frame)
+        from api.events import OPEN
+
+        # Out of the signal handler: closing sends on the sockets.
+        threading.Thread(target=OPEN.close_all, name="close events sockets").start()
+
+    signal.signal(signal.SIGTERM, handle_exit)
 
 
 def metrics_hooks(environ: Mapping[str, str]) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 Flask, a marshmallow schema in and out, and one httpx call to the model (FLOOR_MODEL_URL), as
 a turn does; no token check, no database, no Redis. Served by gunicorn with the same worker
-class, workers and threads as `eonyx serve`, it says how far the stack itself lets a turn come
+class (gevent) and workers as `eonyx serve`, it says how far the stack itself lets a turn come
 to the bare endpoint on this machine, and so how much of a turn's cost is Eonyx's own work.
 
 With FLOOR_SESSIONS_DIR set (bench_concurrency --floor durable) it also keeps the one promise

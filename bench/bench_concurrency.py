@@ -1,7 +1,7 @@
 """Chat turns under concurrency against `eonyx serve`, beside a bare endpoint on the same server.
 
     .venv/bin/python bench/bench_concurrency.py [--clients 16] [--seconds 10] [--rounds 1]
-        [--workers 2] [--threads 32] [--dev] [--model quick|fake] [--floor [bare|durable]]
+        [--workers 2] [--connections N] [--dev] [--model quick|fake] [--floor [bare|durable]]
         [--beside] [--database-url URL] [--keep]
 
 Starts `eonyx serve` (gunicorn, embedded Redis, a worker; SQLite unless --database-url) on a
@@ -60,7 +60,7 @@ from _common import (
 )
 from _serve import Served, eonyx_serve, free_port, http_server
 
-from cli.serve import HTTP_THREADS, HTTP_WORKERS
+from cli.serve import HTTP_WORKERS
 from shared.db import Database
 from shared.infra.embedded_redis import EmbeddedRedis
 
@@ -167,7 +167,6 @@ def server_side(command: str) -> str:
 
 def floor_server(
     workers: int,
-    threads: int,
     model_url: str,
     log: Path,
     sessions_dir: Path | None,
@@ -180,8 +179,8 @@ def floor_server(
     updates an index (--floor complete).
     """
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "--worker-class", "gthread"]
-    command += ["--workers", str(workers), "--threads", str(threads)]
+    command = [sys.executable, "-m", "gunicorn", "--worker-class", "gevent"]
+    command += ["--workers", str(workers)]
     command += ["--bind", f"127.0.0.1:{port}", "--access-logfile", "-", "_floor_app:app"]
     env = os.environ | {"FLOOR_MODEL_URL": model_url, "PYTHONPATH": str(Path(__file__).parent)}
     if sessions_dir is not None:
@@ -349,7 +348,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=None, help="eonyx serve --workers")
-    parser.add_argument("--threads", type=int, default=None, help="eonyx serve --threads")
+    parser.add_argument("--connections", type=int, default=None, help="eonyx serve --connections")
     parser.add_argument("--rounds", type=int, default=1, help="healthz then turns, N times")
     parser.add_argument("--dev", action="store_true", help="eonyx serve --dev (werkzeug)")
     parser.add_argument("--model", choices=sorted(MODELS), default="quick")
@@ -372,7 +371,7 @@ def main() -> int:
     args = parser.parse_args()
 
     serve_args = ["--dev"] if args.dev else []
-    for option in ("workers", "threads"):
+    for option in ("workers", "connections"):
         if getattr(args, option) is not None:
             serve_args += [f"--{option}", str(getattr(args, option))]
     turns_by_session: dict[str, int] = {}
@@ -398,11 +397,11 @@ def main() -> int:
         if durable:
             durable.mkdir()
         targets = []
-        workers, threads = args.workers or HTTP_WORKERS, args.threads or HTTP_THREADS
+        workers = args.workers or HTTP_WORKERS
         if args.floor and (args.floor != "complete" or args.beside):
             kind = "durable" if args.floor == "complete" else args.floor  # beside the complete
             floor = servers.enter_context(
-                floor_server(workers, threads, base_url, ws.root / "floor.log", durable)
+                floor_server(workers, base_url, ws.root / "floor.log", durable)
             )
             make = floor_turn_client(floor.url, floor_turns if durable else None)
             targets.append(Target(f"the floor app ({kind})", floor, make, floor_turns))
@@ -411,9 +410,7 @@ def main() -> int:
             complete = (floor_redis.start(), ws.root / "floor-index.db")
             servers.callback(floor_redis.stop)
             floor = servers.enter_context(
-                floor_server(
-                    workers, threads, base_url, ws.root / "complete.log", durable, complete
-                )
+                floor_server(workers, base_url, ws.root / "complete.log", durable, complete)
             )
             make = floor_turn_client(floor.url, floor_turns, first=COMPLETE_SESSIONS)
             targets.append(Target("the floor app (complete)", floor, make, floor_turns))

@@ -89,7 +89,7 @@ def main() -> int:
                     eonyx_serve(
                         settings,
                         log=ws.root / "serve.log",
-                        args=["--workers", "2", "--threads", "8"],
+                        args=["--workers", "2"],
                     )
                 )
                 client = httpx.Client(

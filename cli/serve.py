@@ -6,7 +6,7 @@ starts two children, each in a process group of its own (cli/processes.py):
 
 - the worker with the beat scheduler (`eonyx worker --beat`), supervised: when it dies its
   whole group is killed (its beat too) and it is started again after 1, 2, 4 ... 30 s;
-- the HTTP server: gunicorn with the compose stack's gthread configuration
+- the HTTP server: gunicorn with the compose stack's gevent configuration
   (api/gunicorn_conf.py) on the socket bound here, or with `--dev` werkzeug's reloading
   development server (cli/devserver.py).
 
@@ -49,7 +49,7 @@ GRACEFUL_SECONDS = 10  # running requests at Ctrl+C (the compose stack gives the
 WORKER_GRACE_SECONDS = 20
 START_SECONDS = 60.0
 WORKER_THREADS = 2
-HTTP_WORKERS, HTTP_THREADS = 2, 32  # a small team on one machine (see the options' help)
+HTTP_WORKERS = 2  # a team on one machine (see the options' help)
 
 
 class Stopped(Exception):
@@ -67,16 +67,15 @@ class Stopped(Exception):
     help="HTTP worker processes (gunicorn).",
 )
 @click.option(
-    "--threads",
-    default=HTTP_THREADS,
-    show_default=True,
+    "--connections",
     type=click.IntRange(1),
-    help="Threads per HTTP worker: requests at once, each open events socket holds one.",
+    help="Open connections per HTTP worker: open tabs' events sockets, turns, idle clients "
+    "(default: GUNICORN_WORKER_CONNECTIONS, else api/gunicorn_conf.py's 10,000).",
 )
 @click.option(
     "--dev", is_flag=True, help="werkzeug's development server, reloading on code changes."
 )
-def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
+def serve(host: str, port: int, workers: int, connections: int | None, dev: bool) -> None:
     """Start the API and a worker on embedded defaults (Ctrl+C stops both)."""
     settings = load_settings()
     permissions.secure_store(settings)  # before anything is written; the children inherit it
@@ -107,7 +106,7 @@ def serve(host: str, port: int, workers: int, threads: int, dev: bool) -> None:
                 listener.close()  # werkzeug binds it again itself (and again on each reload)
                 http = Child("HTTP server", _dev_argv(host, port), env)
             else:
-                argv = _gunicorn_argv(listener.fileno(), workers, threads)
+                argv = _gunicorn_argv(listener.fileno(), workers, connections)
                 http = Child("HTTP server", argv, env, pass_fds=[listener.fileno()])
             http.start()
             listener.close()
@@ -233,10 +232,11 @@ def _worker_argv() -> list[str]:
     return [sys.executable, "-m", "cli", "worker", "--beat", "--concurrency", concurrency]
 
 
-def _gunicorn_argv(fd: int, workers: int, threads: int) -> list[str]:
+def _gunicorn_argv(fd: int, workers: int, connections: int | None) -> list[str]:
     return [
         *(sys.executable, "-m", "gunicorn", "--config", "python:api.gunicorn_conf"),
-        *("--bind", f"fd://{fd}", "--workers", str(workers), "--threads", str(threads)),
+        *("--bind", f"fd://{fd}", "--workers", str(workers)),
+        *(("--worker-connections", str(connections)) if connections else ()),
         *("--graceful-timeout", str(GRACEFUL_SECONDS)),
     ]
 

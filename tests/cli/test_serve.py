@@ -51,7 +51,7 @@ ALL_READY = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "b
 def test_serve_runs_everything_and_stops_cleanly_on_ctrl_c(
     start_serve: Callable[..., Served],
 ) -> None:
-    served = start_serve("--workers", "2", "--threads", "4")
+    served = start_serve("--workers", "2", "--connections", "200")
     data_dir = served.data_dir
     assert not data_dir.exists()
     url = served.wait_url()
@@ -226,7 +226,7 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
     """Two gunicorn workers and the background worker sum their metrics in one directory:
     whichever HTTP worker answers /metrics shows every turn and the worker's jobs."""
     token = "serve-metrics-token-0123"
-    served = start_serve("--workers", "2", "--threads", "4", METRICS_TOKEN=token)
+    served = start_serve("--workers", "2", "--connections", "200", METRICS_TOKEN=token)
     url = served.wait_url()
     with admin_client(served, url) as http:
         session = http.post("/api/v1/sessions", json={"title": "Watched"}).json()["id"]
