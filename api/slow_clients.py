@@ -4,21 +4,28 @@ gunicorn bounds the headers (its `keepalive` seconds); nothing bounds the body. 
 announces `Content-Length: 100` and then sends a byte every few seconds would keep its
 request, and whatever the request holds, for as long as it likes. So the WSGI input is read
 through `DeadlineInput`: the body must arrive within REQUEST_BODY_SECONDS, plus a second for
-every MIN_BYTES_PER_SECOND of it (a 25 MiB bundle import on a slow line still fits). Each
-read waits on the socket for no longer than the time left; past the deadline the request is
-answered 408 `request_timeout` and its connection closed.
+every MIN_BYTES_PER_SECOND of it (a 25 MiB bundle import on a slow line still fits). Past the
+deadline the request is answered 408 `request_timeout`, and the socket's reading side is shut
+so that the server closes the connection instead of waiting for the rest.
 
-It works on the server's own socket (gunicorn's, or werkzeug's development server's); where
-there is none (Flask's test client) the input is left as it is.
+One read of the server's body stream receives many times from the socket (gunicorn's reads
+until it has what was asked for), so the deadline is on the whole read: a gevent timeout
+under the gevent worker. Under threads (werkzeug's development server, the tests' live
+servers) each receive waits for the time left instead, which bounds a silent client but not
+a trickling one. Where the server gives no socket (Flask's test client) the input is left
+as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import gevent
+from gevent import monkey
 from werkzeug.exceptions import RequestTimeout
 
 MIN_BYTES_PER_SECOND = 64 * 1024
@@ -65,17 +72,32 @@ class DeadlineInput:
         allowed = self._seconds + max(self._length, self._read) / MIN_BYTES_PER_SECOND
         left = self._start + allowed - time.monotonic()
         if left <= 0:
-            raise BodyTooSlow()
+            raise self._too_slow()
         previous = self._sock.gettimeout()
         self._sock.settimeout(left)
+        whole_read = gevent.Timeout(left) if monkey.is_module_patched("socket") else None
         try:
-            data = read()
-        except TimeoutError:  # socket.timeout
-            raise BodyTooSlow() from None
+            if whole_read is not None:
+                with whole_read:
+                    data = read()
+            else:
+                data = read()
+        except TimeoutError:  # socket.timeout: one receive waited the time left
+            raise self._too_slow() from None
+        except gevent.Timeout as expired:
+            if expired is not whole_read:
+                raise
+            raise self._too_slow() from None
         finally:
             self._sock.settimeout(previous)
         self._read += len(data)
         return data
+
+    def _too_slow(self) -> BodyTooSlow:
+        """The request is answered; the rest of its body is not waited for."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RD)
+        return BodyTooSlow()
 
 
 def body_deadline(app: WSGIApp, seconds: float) -> WSGIApp:

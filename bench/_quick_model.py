@@ -1,6 +1,7 @@
 """A model that answers at once and costs next to nothing: for benches that measure the server.
 
     .venv/bin/python bench/_quick_model.py      # prints its base URL, serves until SIGTERM/SIGINT
+    .venv/bin/python bench/_quick_model.py --delay 2    # each completion answers after 2 s
 
 tests/fake_llm.py is the model of the test suite (scripts, errors, streams, recorded requests),
 served by werkzeug's development server, which closes every connection and spends about a
@@ -9,12 +10,19 @@ cores the server is measured on, and each model call pays a new TCP connection. 
 asyncio HTTP/1.1 server with keep-alive that answers every chat completion (not streamed) by
 echoing the last user message, which is all a turn, a title job or an extraction needs to
 finish. Anything else answers 404.
+
+`--delay SECONDS` (or QUICK_MODEL_DELAY; default 0) makes each chat completion wait that long
+before it answers, as a real model does, without costing any CPU meanwhile: for benches of
+many turns waiting on the model at once (bench_connections.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import functools
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -55,7 +63,9 @@ def response(status: str, payload: dict[str, Any]) -> bytes:
     return head.encode() + data
 
 
-async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float = 0.0
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -74,6 +84,8 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
                 if body.get("stream"):
                     writer.write(response("400 Bad Request", {"error": {"message": "no streams"}}))
                 else:
+                    if delay:
+                        await asyncio.sleep(delay)
                     writer.write(response("200 OK", completion(body)))
             else:
                 writer.write(response("404 Not Found", {"error": {"message": "not here"}}))
@@ -86,8 +98,9 @@ async def serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamW
         writer.close()
 
 
-async def main() -> None:
-    server = await asyncio.start_server(serve_connection, "127.0.0.1", 0, backlog=1024)
+async def main(delay: float) -> None:
+    serve = functools.partial(serve_connection, delay=delay)
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=1024)
     port = server.sockets[0].getsockname()[1]
     print(f"http://127.0.0.1:{port}/v1", flush=True)
     stop = asyncio.Event()
@@ -99,5 +112,13 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description="A chat completions model that answers at once.")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=float(os.environ.get("QUICK_MODEL_DELAY") or 0),
+        help="seconds each chat completion waits before it answers (default: "
+        "QUICK_MODEL_DELAY, else 0)",
+    )
+    asyncio.run(main(parser.parse_args().delay))
     sys.exit(0)
