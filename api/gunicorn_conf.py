@@ -25,7 +25,6 @@ import os
 import resource
 import signal
 import tempfile
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -123,8 +122,9 @@ def _close_sockets_on_stop(worker: Any) -> None:
         stop(sig, frame)
         from api.events import OPEN
 
-        # Out of the signal handler: closing sends on the sockets.
-        threading.Thread(target=OPEN.close_all, name="close events sockets").start()
+        # Only wakes each socket (its own greenlet closes it): nothing here may block, as
+        # gevent runs this handler in its event loop.
+        OPEN.close_all()
 
     signal.signal(signal.SIGTERM, handle_exit)
 

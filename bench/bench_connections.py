@@ -269,6 +269,7 @@ class Fleet:
     refused: Counter[str] = field(default_factory=Counter)  # an error message, not `ready`
     failed: Counter[str] = field(default_factory=Counter)  # no socket: handshake, timeout
     lost: Counter[str] = field(default_factory=Counter)  # closed by the server while held
+    open: int = 0  # ready and not lost
     push: int = 0
     heard: list[float] = field(default_factory=list)
     everyone: asyncio.Event = field(default_factory=asyncio.Event)
@@ -282,7 +283,7 @@ async def listen(ws: ClientConnection, fleet: Fleet) -> None:
             event = json.loads(raw)
             if event.get("type") == "bench.ping" and event.get("n") == fleet.push:
                 fleet.heard.append(time.perf_counter())
-                if len(fleet.heard) >= len(fleet.sockets):
+                if len(fleet.heard) >= fleet.open:
                     fleet.everyone.set()
             elif event.get("type") == "error":
                 said = event.get("error", {}).get("code", "error")
@@ -290,6 +291,9 @@ async def listen(ws: ClientConnection, fleet: Fleet) -> None:
         pass
     if not fleet.closing:
         fleet.lost[said or f"closed {ws.close_code}"] += 1
+        fleet.open -= 1
+        if len(fleet.heard) >= fleet.open:
+            fleet.everyone.set()
 
 
 async def open_fleet(url: str, found: Accounts, count: int, opening: int, deflate: bool) -> Fleet:
@@ -320,6 +324,7 @@ async def open_fleet(url: str, found: Accounts, count: int, opening: int, deflat
                 return
         if first.get("type") == "ready":
             fleet.sockets.append(ws)
+            fleet.open += 1
             fleet.owners.add(key.user_id)
             fleet.listeners.append(asyncio.create_task(listen(ws, fleet)))
         else:
@@ -330,9 +335,11 @@ async def open_fleet(url: str, found: Accounts, count: int, opening: int, deflat
     return fleet
 
 
-async def push(fleet: Fleet, client: redis.Redis, n: int) -> list[float]:
-    """One event per socket-owning user; seconds from the publish to each socket's receipt."""
+async def push(fleet: Fleet, client: redis.Redis, n: int) -> tuple[list[float], int]:
+    """One event per socket-owning user: seconds from the publish to each socket's receipt,
+    and how many sockets were open to hear it."""
     fleet.push, fleet.heard, fleet.everyone = n, [], asyncio.Event()
+    expected = fleet.open
 
     def publish_all() -> None:
         for user_id in fleet.owners:
@@ -342,7 +349,7 @@ async def push(fleet: Fleet, client: redis.Redis, n: int) -> list[float]:
     await asyncio.to_thread(publish_all)
     with suppress(TimeoutError):  # a socket that never hears it shows in `heard`
         await asyncio.wait_for(fleet.everyone.wait(), EVENT_TIMEOUT)
-    return [at - started for at in fleet.heard]
+    return [at - started for at in fleet.heard], expected
 
 
 async def close_fleet(fleet: Fleet) -> None:
@@ -365,12 +372,13 @@ class SocketsRow:
     lists: list[float] = field(default_factory=list)
     turn: float | None = None
     problems: list[str] = field(default_factory=list)
-    pushes: list[list[float]] = field(default_factory=list)
+    pushes: list[list[float]] = field(default_factory=list)  # each socket's delay, per push
+    open_at_push: list[int] = field(default_factory=list)
     left_counted: int = 0
 
     @property
     def last_event(self) -> float:
-        """The slowest push's last socket (inf when a socket never heard it)."""
+        """The slowest push's last socket (inf when a ready socket never heard one)."""
         if not self.pushes:
             return math.inf
         return max(max(p) if len(p) == self.ready and p else math.inf for p in self.pushes)
@@ -416,7 +424,9 @@ async def sockets_size(
     row.rss_open = gunicorn_rss(serve_pid)[0]
     await signed_in_probes(url, username, row)
     for n in range(args.pushes if fleet.sockets else 0):
-        row.pushes.append(await push(fleet, client, n + 1))
+        delays, expected = await push(fleet, client, n + 1)
+        row.pushes.append(delays)
+        row.open_at_push.append(expected)
     row.lost = Counter(fleet.lost)
     await close_fleet(fleet)
     row.left_counted = await asyncio.to_thread(wait_released, client, fleet.owners)
@@ -457,14 +467,17 @@ def report_sockets(rows: list[SocketsRow], processes: int) -> list[tuple[str, bo
                 if any(row.pushes)
                 else "-",
                 ", ".join(f"{max(p) * 1000:.0f}" if p else "-" for p in row.pushes),
-                "/".join(str(len(p)) for p in row.pushes),
+                ", ".join(
+                    f"{len(p)}/{e}" for p, e in zip(row.pushes, row.open_at_push, strict=True)
+                ),
             ]
             for row in rows
         ],
     )
     print(
-        f"   RSS: VmRSS summed over the {processes} gunicorn processes (arbiter and workers); "
-        "per 1,000: (open - before) / ready sockets. heard: sockets that got each push."
+        f"   RSS: VmRSS summed over the {processes} gunicorn processes (arbiter and workers);\n"
+        "   per 1,000: (open - before) / ready sockets. heard: sockets that got each push, of\n"
+        "   those open when it was published. event: publish to receipt, the client's loop too."
     )
     checks = []
     for row in rows:
@@ -779,7 +792,7 @@ def report_slow(
 # --- main ----------------------------------------------------------------------------------
 
 
-def server_log_summary(log: Path) -> None:
+def server_log_summary(log: Path, keep: bool) -> None:
     """The server's warnings and errors, if any (its log is JSON lines, gunicorn's too)."""
     lines = log.read_text(errors="replace").splitlines()
     bad = [
@@ -787,7 +800,8 @@ def server_log_summary(log: Path) -> None:
         for line in lines
         if any(mark in line for mark in ('"ERROR"', '"WARNING"', '"CRITICAL"', "Traceback"))
     ]
-    print(f"   server log: {len(lines):,} lines, {len(bad)} warnings or errors")
+    where = f" ({log})" if keep else " (--keep keeps it)"
+    print(f"\n   server log: {len(lines):,} lines, {len(bad)} warnings or errors{where}")
     for line in bad[:10]:
         print(f"   | {line[:300]}")
 
@@ -900,7 +914,7 @@ def main() -> int:
             load_average("end")
         client.close()
         stack.close()  # the server stops: its log is complete
-        server_log_summary(log)
+        server_log_summary(log, args.keep)
     return verdict(checks)
 
 

@@ -18,7 +18,7 @@ from shared.infra import change_listener, event_bus
 from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
 from tests.api.websockets import connect, live
-from tests.conftest import MovedClock
+from tests.conftest import MovedClock, wait_for
 
 LOOPS = 50
 
@@ -151,3 +151,51 @@ def test_the_socket_lifecycle_fifty_times(make_chat: Callable[..., Chat], tmp_pa
                 ), number
     finally:
         own.stop()
+
+
+def test_open_sockets_are_capped_per_sign_in_and_per_user(make_chat: Callable[..., Chat]) -> None:
+    chat = make_chat(EVENTS_SOCKETS_PER_USER="3", EVENTS_SOCKETS_PER_TOKEN="2")
+    principal = accounts.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
+    with chat.rt.db.session() as db:
+        _, key = accounts.create_api_key(db, principal, "laptop")
+    with live(chat.app) as url:
+        tabs = [connect(f"{url}?token={chat.user.token}") for _ in range(2)]
+        assert [ws.next_json() for ws in tabs] == [{"type": "ready"}] * 2
+        seen, code = connect(f"{url}?token={chat.user.token}").until_closed()
+        assert code == api.events.POLICY_VIOLATION
+        assert [m["error"]["code"] for m in seen] == ["too_many_sockets"]
+        assert "this sign-in has 2 live connections open" in seen[0]["error"]["message"]
+
+        tabs.append(connect(f"{url}?token={key}"))  # another sign-in: the user's third
+        assert tabs[-1].next_json() == {"type": "ready"}
+        seen, code = connect(f"{url}?token={key}").until_closed()
+        assert [m["error"]["code"] for m in seen] == ["too_many_sockets"]
+        assert "you have 3 live connections open" in seen[0]["error"]["message"]
+
+        # A closed tab frees its place at once, and the open ones still get their events.
+        tabs.pop(0).hang_up()
+        wait_for(
+            lambda: chat.rt.redis.zcard(f"eonyx:sockets:user:{chat.user.user_id}") == 2,
+            5,
+            "the release",
+        )
+        tabs.append(connect(f"{url}?token={chat.user.token}"))
+        assert tabs[-1].next_json() == {"type": "ready"}
+        event_bus.publish(chat.rt.redis, chat.user.user_id, {"type": "ping"})
+        assert [ws.next_json() for ws in tabs] == [{"type": "ping"}] * 3
+        for ws in tabs:
+            ws.hang_up()
+
+
+def test_a_stopping_server_closes_every_socket_with_1012(chat: Chat) -> None:
+    with live(chat.app) as url:
+        tabs = [connect(f"{url}?token={chat.user.token}") for _ in range(3)]
+        assert [ws.next_json() for ws in tabs] == [{"type": "ready"}] * 3
+        try:
+            api.events.OPEN.close_all()
+            for ws in tabs:
+                seen, code = ws.until_closed()
+                assert code == api.events.SERVICE_RESTART
+                assert [m["error"]["code"] for m in seen] == ["server_restart"]
+        finally:
+            api.events.OPEN.closing = False

@@ -112,6 +112,12 @@ async def next_event(sockets: list[ClientConnection]) -> list[dict[str, Any]]:
     return [json.loads(await asyncio.wait_for(s.recv(), 10)) for s in sockets]
 
 
+async def close_codes(sockets: list[ClientConnection]) -> list[int | None]:
+    """Each socket's close code, once the server has closed it."""
+    await asyncio.gather(*(asyncio.wait_for(s.wait_closed(), 10) for s in sockets))
+    return [s.close_code for s in sockets]
+
+
 async def close_all(sockets: list[ClientConnection]) -> None:
     await asyncio.gather(*(s.close() for s in sockets), return_exceptions=True)
 
@@ -156,6 +162,12 @@ def test_five_hundred_open_tabs_leave_room_for_a_newcomer_and_events_reach_their
                 assert {(e["type"], e["file"]) for e in seen} == {("memory.updated", "USER.md")}
             quiet = [socket for mine in tabs[1:-1] for socket in mine]
             assert not any(loop.run(pending(quiet)))
+
+            # Stopping closes every tab's socket as a restart (1012), so the tabs reconnect,
+            # rather than the stop waiting on them and then cutting them off.
+            served.stop_with_ctrl_c()
+            codes = loop.run(close_codes([socket for mine in tabs for socket in mine]))
+            assert codes == [1012] * 500, sorted(set(codes))
         finally:
             loop.run(close_all([socket for mine in tabs for socket in mine]))
 
