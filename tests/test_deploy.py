@@ -473,14 +473,22 @@ def test_docker_stop_waits_for_a_graceful_gunicorn(compose_services: dict[str, A
 
 
 def test_gunicorn_conf_has_the_essentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("EONYX_BIND", "PORT", "WEB_CONCURRENCY", "GUNICORN_THREADS", "GUNICORN_TIMEOUT"):
+    names = (
+        "EONYX_BIND",
+        "PORT",
+        "WEB_CONCURRENCY",
+        "GUNICORN_WORKER_CONNECTIONS",
+        "GUNICORN_TIMEOUT",
+    )
+    for name in names:
         monkeypatch.delenv(name, raising=False)
     conf = runpy.run_path(str(GUNICORN_CONF))
     assert conf["bind"] == "0.0.0.0:8000"
     assert isinstance(conf["workers"], int)
     assert conf["workers"] >= 2
-    assert conf["threads"] >= 2
-    assert conf["worker_class"] == "gthread"
+    # Connections are greenlets: an open tab or a waiting turn holds no thread.
+    assert conf["worker_class"] == "gevent"
+    assert conf["worker_connections"] >= 1000
     assert conf["timeout"] > 300, "the timeout must outlast a long model call"
     assert conf["accesslog"] == "-"
     assert conf["wsgi_app"] == "api.wsgi:app"

@@ -100,4 +100,4 @@ class SocketQuota:
 
     @staticmethod
     def _keys(user_id: str, token_id: str) -> list[str]:
-        return [f"{registry.SOCKETS_KEY}user:{user_id}", f"{registry.SOCKETS_KEY}token:{token_id}"]
+        return [registry.SOCKETS_BY_USER + user_id, registry.SOCKETS_BY_TOKEN + token_id]

@@ -63,7 +63,10 @@ from shared.llm.wire import (
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0)
-DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+# No cap on connections at once: every turn waiting on the model holds one, and a process
+# serves as many turns at once as its users send (the model, or the CPU, is the limit; a cap
+# here would queue turns behind a pool). Idle ones kept for reuse: up to 100.
+DEFAULT_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=100)
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 0.5  # seconds before the first retry, doubled for each further one
 DEFAULT_MAX_WAIT = 30.0  # no single wait between attempts is longer, Retry-After included

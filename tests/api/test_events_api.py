@@ -13,6 +13,7 @@ import pytest
 
 import api.events
 from shared import accounts
+from shared.core import registry
 from shared.core.clock import utcnow
 from shared.infra import change_listener, event_bus
 from shared.infra.embedded_redis import EmbeddedRedis
@@ -175,7 +176,7 @@ def test_open_sockets_are_capped_per_sign_in_and_per_user(make_chat: Callable[..
         # A closed tab frees its place at once, and the open ones still get their events.
         tabs.pop(0).hang_up()
         wait_for(
-            lambda: chat.rt.redis.zcard(f"eonyx:sockets:user:{chat.user.user_id}") == 2,
+            lambda: chat.rt.redis.zcard(registry.SOCKETS_BY_USER + chat.user.user_id) == 2,
             5,
             "the release",
         )

@@ -59,6 +59,8 @@ export function connect() {
       // The server closes the socket the moment its sign-in ends (signed out elsewhere, a
       // password changed, the account disabled): ask the API, whose 401 signs this page out.
       if (ENDED.has(event.error?.code)) api.get("/users/me").catch(() => {});
+      // Too many tabs open: this one polls, and tries for a live connection only rarely.
+      if (event.error?.code === "too_many_sockets") retry = 30_000;
     } else dispatch(event);
   };
   ws.onclose = () => {
