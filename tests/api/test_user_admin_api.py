@@ -52,7 +52,6 @@ def no_periodic_rechecks(monkeypatch: pytest.MonkeyPatch) -> None:
     """An open socket would check its token again after 45 s anyway: here it never does by
     itself, so a socket that closes was closed by the announcement of the change."""
     monkeypatch.setattr(api.events, "RECHECK_SECONDS", 3600.0)
-    monkeypatch.setattr(api.events, "POLL_SECONDS", 0.1)
 
 
 def login(client: FlaskClient, username: str, password: str = PASSWORD):
