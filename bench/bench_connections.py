@@ -57,6 +57,7 @@ import errno
 import json
 import math
 import os
+import re
 import resource
 import sys
 import time
@@ -106,6 +107,7 @@ SLOW_HEAD = (
     b"Content-Length: 100\r\n\r\n"
 )
 DRIP_SECONDS = 2.0
+SESSION_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{8}")
 
 TARGET_LIST_P95_MS = 250.0
 TARGET_EVENT_SECONDS = 2.0
@@ -243,7 +245,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno:
         return f"{type(exc).__name__} {errno.errorcode.get(exc.errno, exc.errno)}"
     if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code} {exc.response.text[:120]}"
+        return f"HTTP {exc.response.status_code} {' '.join(exc.response.text.split())[:120]}"
     return type(exc).__name__
 
 
@@ -802,17 +804,28 @@ def report_slow(
 
 
 def server_log_summary(log: Path, keep: bool) -> None:
-    """The server's warnings and errors, if any (its log is JSON lines, gunicorn's too)."""
+    """The server's warnings and errors, and why events sockets were closed, counted by
+    message (its log is JSON lines, gunicorn's own too; a traceback on stderr is raw)."""
     lines = log.read_text(errors="replace").splitlines()
-    bad = [
-        line
-        for line in lines
-        if any(mark in line for mark in ('"ERROR"', '"WARNING"', '"CRITICAL"', "Traceback"))
-    ]
+    seen: Counter[str] = Counter()
+    for line in lines:
+        if line.startswith("Traceback"):
+            seen["a traceback on stderr"] += 1
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        level, message = record.get("level", ""), str(record.get("message", ""))
+        if level in ("WARNING", "ERROR", "CRITICAL") or message.startswith("events socket"):
+            error = (record.get("exc_info") or "").strip().splitlines()[-1:]
+            text = f"{level} {record.get('logger')}: {SESSION_ID.sub('<id>', message)[:150]}"
+            seen[text + (f" ({error[0][:150]})" if error else "")] += 1
     where = f" ({log})" if keep else " (--keep keeps it)"
-    print(f"\n   server log: {len(lines):,} lines, {len(bad)} warnings or errors{where}")
-    for line in bad[:10]:
-        print(f"   | {line[:300]}")
+    print(f"\n   server log: {len(lines):,} lines{where}; warnings, errors, sockets closed:")
+    for text, times in seen.most_common(10):
+        print(f"   {times:>6} x {text}")
 
 
 def main() -> int:
