@@ -13,8 +13,9 @@ that the socket's reader sets when the client speaks or leaves. A team's thousan
 a thousand such waits and one Redis subscription per process. Each user may hold
 EVENTS_SOCKETS_PER_USER sockets and each sign-in EVENTS_SOCKETS_PER_TOKEN, across every
 replica (shared/infra/socket_quota.py); one more is told `too_many_sockets` and closed with
-1008. The server pings every PING_SECONDS, so a tab that vanished without a word (a laptop
-put to sleep) is closed, and stops counting, within two pings.
+1008. The kernel probes an idle socket's peer (TCP keep-alive, from KEEPALIVE_IDLE seconds of
+silence), so a tab that vanished without a word (a laptop put to sleep, a dropped network) is
+closed, and stops counting, within about a minute, at no cost to the server's loop.
 
 An open socket checks its token again as soon as the user's sign-ins change (a token
 revoked, a password changed, the account disabled or deleted: announced over Redis by
@@ -34,6 +35,7 @@ import contextlib
 import json
 import logging
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -57,7 +59,7 @@ from shared.infra.socket_quota import USER, SocketQuota
 log = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 45.0  # how long an open socket trusts its token unannounced (expiry)
-PING_SECONDS = 25  # a ping each; no pong by the next one closes the socket
+KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES = 30, 10, 3  # seconds, seconds, tries
 MAX_MESSAGE_BYTES = 4096  # clients have nothing to say on this socket; a larger one closes it
 
 NORMAL = 1000
@@ -99,10 +101,7 @@ OPEN = OpenSockets()  # per process: gunicorn's worker calls OPEN.close_all() on
 
 
 def register_events(app: Flask) -> None:
-    app.config["SOCK_SERVER_OPTIONS"] = {
-        "ping_interval": PING_SECONDS,
-        "max_message_size": MAX_MESSAGE_BYTES,
-    }
+    app.config["SOCK_SERVER_OPTIONS"] = {"max_message_size": MAX_MESSAGE_BYTES}
     sock = Sock(app)
     rt = runtime_of(app)
     quota = (
@@ -116,14 +115,15 @@ def register_events(app: Flask) -> None:
     )
 
     @app.before_request
-    def refuse_cross_site_cookie():  # type: ignore[no-untyped-def]
-        if (
-            request.endpoint == "events_socket"
-            and presented_token(request.args.get("token"))[1]
-            and not _same_origin()
-        ):
+    def check_the_upgrade():  # type: ignore[no-untyped-def]
+        if request.endpoint != "events_socket":
+            return None
+        if presented_token(request.args.get("token"))[1] and not _same_origin():
             message = "a signed-in browser may open the events socket only from this server's pages"
             return error_payload("bad_origin", message), 403
+        # No compression (permessage-deflate), which browsers offer: an event is a few
+        # hundred bytes, and a deflate context would triple an idle socket's memory.
+        request.environ.pop("HTTP_SEC_WEBSOCKET_EXTENSIONS", None)
         return None
 
     @sock.route("/api/v1/events")
@@ -178,6 +178,7 @@ def _serve(ws, token: str | None, quota: SocketQuota | None) -> None:  # type: i
         log.info("events socket closed: %s", exc)
         _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
         return
+    _probe_when_idle(ws.sock)
     OPEN.add(ws.event.set)
     socket_opened()  # counted before "ready", so whoever reads the gauge after it sees it
     try:
@@ -188,6 +189,19 @@ def _serve(ws, token: str | None, quota: SocketQuota | None) -> None:  # type: i
         OPEN.discard(ws.event.set)
         hub.detach(listener)
         quota.release(user_id, token_id, socket_id)
+
+
+def _probe_when_idle(sock: socket.socket) -> None:
+    """TCP keep-alive on the socket (Linux's options; elsewhere the system's defaults)."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in (
+            ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+            ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+            ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+        ):
+            if hasattr(socket, option):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
 def _too_many(refused: str, quota: SocketQuota) -> str:

@@ -64,7 +64,7 @@ class Runtime:
         broker); otherwise it is resolved here."""
         make_private_dirs(settings.data_dir)
         redis_url = redis_url or resolve_redis_url(settings)
-        client = redis.Redis.from_url(redis_url) if redis_url else None
+        client = redis_client(redis_url) if redis_url else None
         locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")
         memory = MemoryStore(settings, locks)
         tools = ToolRegistry()
@@ -135,6 +135,21 @@ class Runtime:
             self.teams.close()
         if self.redis is not None:
             self.redis.close()
+
+
+REDIS_CONNECTIONS = 512  # per process; Redis itself takes 10,000 clients by default
+REDIS_WAIT_SECONDS = 10.0
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A client whose pool waits for a free connection rather than failing: a process holds
+    thousands of requests at once (gevent), each taking a connection for a moment (a lock,
+    a rate-limit count), and redis-py's default pool raises `Too many connections` past 100,
+    even on the release of a turn's lock."""
+    pool = redis.BlockingConnectionPool.from_url(
+        url, max_connections=REDIS_CONNECTIONS, timeout=REDIS_WAIT_SECONDS
+    )
+    return redis.Redis(connection_pool=pool)
 
 
 def _teams_channel(settings: Settings) -> TeamsChannel | None:
