@@ -58,7 +58,7 @@ def gunicorn_settings(environ: Mapping[str, str]) -> dict[str, object]:
         "worker_class": "gevent",
         "workers": _int(environ, "WEB_CONCURRENCY", default_workers()),
         # Open connections per worker: events sockets, turns waiting on the model, idle
-        # keep-alive connections. About 40 KiB of memory each (deploy/README.md, sizing).
+        # keep-alive connections. 30-60 KiB of memory each (deploy/README.md, sizing).
         "worker_connections": _int(environ, "GUNICORN_WORKER_CONNECTIONS", WORKER_CONNECTIONS),
         # A turn may wait minutes on a model (budget 300 s for a long one). The gevent worker
         # beats its heartbeat from a greenlet of its own, so a long request alone does not
