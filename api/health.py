@@ -20,6 +20,7 @@ from sqlalchemy import text
 
 from api.context import runtime
 from shared.core import registry
+from shared.core.release import eonyx_version
 from shared.infra import heartbeats
 
 blp = Blueprint("health", __name__)
@@ -27,7 +28,7 @@ blp = Blueprint("health", __name__)
 
 @blp.get("/healthz")
 def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+    return {"status": "ok", "version": eonyx_version()}
 
 
 @blp.get("/readyz")

@@ -15,6 +15,7 @@ from importlib import import_module
 
 import click
 
+from shared.core.release import eonyx_version
 from shared.core.settings import SettingsError
 
 # name -> "module:attribute"; a module's COMMANDS list must appear here whole (a test checks)
@@ -73,6 +74,6 @@ class EonyxGroup(click.Group):
 
 
 @click.group(cls=EonyxGroup, commands=LazyCommands(COMMAND_PATHS))  # type: ignore[arg-type]
-@click.version_option(package_name="eonyx")
+@click.version_option(version=eonyx_version(), prog_name="eonyx")
 def main() -> None:
     """Eonyx: durable memory and sessions for an LLM chat agent."""

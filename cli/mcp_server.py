@@ -37,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 from cli.api_client import ApiError, AsyncApiClient
 from shared.core.messages import content_text, tool_call_parts
 from shared.core.registry import SCOPE_MEMORY_READ, SCOPE_MEMORY_WRITE, SCOPE_SESSIONS_READ
+from shared.core.release import eonyx_version
 
 NAME = "eonyx"
 SCOPES_TTL = 60.0  # seconds a key's scopes are trusted before asking again
@@ -388,6 +389,7 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
 
     return Server(
         NAME,
+        version=eonyx_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

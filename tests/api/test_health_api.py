@@ -7,6 +7,7 @@ import time
 
 from flask.testing import FlaskClient
 
+from shared.core.release import eonyx_version
 from shared.infra import heartbeats
 from shared.runtime import Runtime
 
@@ -14,7 +15,7 @@ ALL_OK = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat
 
 
 def test_health_answers_without_anything_else(client: FlaskClient) -> None:
-    assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/healthz").get_json() == {"status": "ok", "version": eonyx_version()}
 
 
 def test_ready_with_a_worker_and_a_beat(client: FlaskClient, rt: Runtime) -> None:

@@ -28,6 +28,7 @@ from werkzeug.serving import make_server
 from api import create_app
 from api.context import runtime_of
 from cli import main
+from shared.core.release import eonyx_version
 from tests.api import websockets
 from tests.conftest import (
     Account,
@@ -150,7 +151,7 @@ async def connect(served: Served, transport: str, token: str) -> AsyncIterator[C
             stdio_client(params, errlog=sys.stderr) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            await initialized(session)
             yield session
         return
     headers = {"Authorization": f"Bearer {token}"}
@@ -159,8 +160,14 @@ async def connect(served: Served, transport: str, token: str) -> AsyncIterator[C
         streamable_http_client(served.mcp_urls[transport], http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
+        await initialized(session)
         yield session
+
+
+async def initialized(session: ClientSession) -> None:
+    """The handshake, which names the server and the version it runs."""
+    result = await session.initialize()
+    assert (result.server_info.name, result.server_info.version) == ("eonyx", eonyx_version())
 
 
 def call(session: ClientSession, name: str, **arguments: Any) -> Any:

@@ -262,3 +262,15 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
     assert any(directory.glob("*.db"))
     served.stop_with_ctrl_c()
     assert not directory.exists()
+
+
+def test_the_version_is_the_same_everywhere(start_serve: Callable[..., Served]) -> None:
+    """`eonyx --version` and /healthz say the installed distribution's version, the one
+    place a release sets it (pyproject.toml); the MCP server's is checked in test_mcp."""
+    from importlib.metadata import version
+
+    served = start_serve()
+    url = served.wait_url()
+    said = eonyx(served.env, "--version")
+    assert said.stdout.strip() == f"eonyx, version {version('eonyx')}"
+    assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "version": version("eonyx")}

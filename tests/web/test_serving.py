@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 import api.web
+from shared.core.release import eonyx_version
 
 STATIC = Path(api.web.__file__).parent / "static"
 
@@ -69,4 +70,4 @@ def test_the_api_keeps_its_json_errors_around_the_page(client: FlaskClient) -> N
         assert response.status_code == 404, path
         response.close()
     assert client.get("/api/v1/nothing").get_json()["error"]["code"] == "not_found"
-    assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/healthz").get_json() == {"status": "ok", "version": eonyx_version()}
