@@ -209,9 +209,11 @@ async def trickle(
             writer.write(b" ")
             await writer.drain()
             try:
-                return await asyncio.wait_for(reader.read(4096), 1.0)
+                first = await asyncio.wait_for(reader.read(4096), 1.0)
             except TimeoutError:
                 continue
+            # The rest of the answer, up to the server's close (it may come in pieces).
+            return first + await asyncio.wait_for(reader.read(), 10) if first else first
     except ConnectionError:
         return b""
     finally:
