@@ -9,7 +9,7 @@ WEB_BIN   := $(WEB)/node_modules/.bin
 WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 WEB_JS    := '$(WEB)/static/js/*.js' '$(WEB)/static/panels/*.js' '$(WEB)/vendor-src/*.js' $(WEB)/eslint.config.mjs
 
-.PHONY: install run worker test lint format bench vendor clean
+.PHONY: install run worker test lint format bench vendor clean compose-smoke
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -52,6 +52,9 @@ format: $(STAMP) $(WEB_STAMP)
 
 vendor:  ## re-bundle the web client's libraries from api/web/package-lock.json (needs npm)
 	bash api/web/vendor.sh
+
+compose-smoke: $(STAMP)  ## the compose stack built, run and checked for real (docker or podman)
+	$(BIN)/python deploy/compose_smoke.py
 
 bench: $(STAMP)
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
