@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from cli import leftovers, runfile
+from cli.processes import command_line
 from shared.core.settings import load_settings
+from tests.conftest import wait_for
 
 DEAD_PID = 2**22 + 12345  # above any pid_max: never alive
 
@@ -29,8 +31,11 @@ def pointers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def stray() -> Iterator[subprocess.Popen[bytes]]:
-    """A process in a group of its own, as each child of serve is."""
+    """A process in a group of its own, as each child of serve is. Popen returns once the
+    exec is committed, which is a moment before the kernel fills in the new command line
+    (/proc/<pid>/cmdline reads empty until then): wait for it, as a person would see it."""
     process = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    wait_for(lambda: command_line(process.pid), 5, "the stray's command line")
     yield process
     process.kill()
     process.wait()

@@ -104,6 +104,10 @@ async def open_tabs(ws_url: str, tokens: list[str], count: int) -> list[ClientCo
     async def tab(token: str) -> ClientConnection:
         socket = await connect(f"{ws_url}?token={token}", open_timeout=30, ping_interval=None)
         assert json.loads(await asyncio.wait_for(socket.recv(), 30)) == {"type": "ready"}
+        # Offered compression (as browsers do) is declined: a deflate context per idle tab
+        # would triple its memory for events of a few hundred bytes.
+        assert socket.response is not None
+        assert "Sec-WebSocket-Extensions" not in socket.response.headers
         return socket
 
     return list(await asyncio.gather(*(tab(token) for token in tokens for _ in range(count))))
