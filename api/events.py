@@ -176,7 +176,7 @@ def _serve(ws, token: str | None, quota: SocketQuota | None) -> None:  # type: i
             raise
     except (event_bus.EventsUnavailable, *LOST) as exc:
         log.info("events socket closed: %s", exc)
-        _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
+        _events_unavailable(ws)
         return
     _probe_when_idle(ws.sock)
     OPEN.add(ws.event.set)
@@ -232,7 +232,7 @@ def _relay(  # type: ignore[no-untyped-def]
         if not ws.connected:
             return
         if listener.ended:
-            _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
+            _events_unavailable(ws)
             return
         if OPEN.closing:
             _close(ws, SERVICE_RESTART, "server_restart", "the server is restarting; reconnect")
@@ -252,11 +252,16 @@ def _relay(  # type: ignore[no-untyped-def]
                 return
             except LOST as exc:
                 log.info("events socket closed: %s", exc)
-                _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable")
+                _events_unavailable(ws)
                 return
             checked = time.monotonic()
             continue
         ws.event.wait(due)
+
+
+def _events_unavailable(ws) -> None:  # type: ignore[no-untyped-def]
+    """The stream ended (Redis went away): the client reconnects or polls."""
+    _close(ws, INTERNAL_ERROR, "events_unavailable", "live events are unavailable now")
 
 
 def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no-untyped-def]

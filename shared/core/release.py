@@ -1,7 +1,7 @@
 """The version of Eonyx that runs: `version` in pyproject.toml, read from the installed
 distribution. Every surface that names it (`eonyx --version`, /healthz, the MCP server's
-serverInfo, the image's label) asks here, so a release changes it in one place; CHANGELOG.md
-says what each version changed for operators."""
+serverInfo) asks here, so a release changes it in one place; CHANGELOG.md says what each
+version changed for operators."""
 
 from __future__ import annotations
 

@@ -133,10 +133,6 @@ class EventHub:
                 if not mine:
                     del self._listeners[listener.user_id]
 
-    def listening(self) -> int:
-        with self._lock:
-            return sum(len(mine) for mine in self._listeners.values())
-
     def close(self) -> None:
         self._stream.close()
 
