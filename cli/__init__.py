@@ -1,7 +1,8 @@
 """The `eonyx` command: one click group, one module per area.
 
-Server-side commands (serve, worker, users, index, db) read the same settings as the server;
-client commands (login, sessions, run, chat) talk HTTP to EONYX_URL with a saved token.
+Server-side commands (serve, worker, users, index, db, backup, restore) read the same settings
+as the server; client commands (login, sessions, run, chat) talk HTTP to EONYX_URL with a
+saved token.
 
 Each command's module is imported when the command is used, not when `eonyx` starts: the
 server's stack (SQLAlchemy, Celery, Flask) takes seconds to import, and a client command such
@@ -25,6 +26,8 @@ COMMAND_PATHS = {
     "users": "cli.server:users",
     "index": "cli.server:index_group",
     "db": "cli.server:db",
+    "backup": "cli.backup:backup",
+    "restore": "cli.backup:restore",
     "models": "cli.models:models_group",
     "login": "cli.client:login",
     "sessions": "cli.sessions:sessions",

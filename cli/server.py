@@ -44,17 +44,30 @@ def server_runtime() -> Iterator[Runtime]:
     """The server's runtime for one command: the schema brought up to date, where it acts
     said on stderr, and the domain's errors shown as CLI errors."""
     settings, server = server_settings()
-    source = f" (settings of the server at {server.url}, pid {server.pid})" if server else ""
-    click.echo(
-        f"data directory {settings.data_dir}, database {_redact(settings.database_url)}{source}",
-        err=True,
-    )
+    say_where(settings, server)
     with permissions.private_files(), Runtime.build(settings) as rt:
         rt.db.migrate()
         try:
             yield rt
         except EonyxError as exc:
             raise click.ClickException(printable(exc.message)) from None
+
+
+def say_where(settings: Settings, server: runfile.RunningServer | None) -> None:
+    """Which data directory and database a command acts on, on stderr."""
+    source = f" (settings of the server at {server.url}, pid {server.pid})" if server else ""
+    click.echo(
+        f"data directory {settings.data_dir}, database {_redact(settings.database_url)}{source}",
+        err=True,
+    )
+
+
+def refuse_while_serving(server: runfile.RunningServer | None, what: str) -> None:
+    """Commands that replace or move the store's data wait until nothing writes to it."""
+    if server is not None:
+        raise click.ClickException(
+            f"the server at {server.url} (pid {server.pid}) uses this store: stop it before {what}"
+        )
 
 
 @click.command()
@@ -244,7 +257,7 @@ def index_rebuild(drop: bool) -> None:
 
 @click.group()
 def db() -> None:
-    """The database schema."""
+    """The database: its schema, and a pilot's move to PostgreSQL."""
 
 
 @db.command("upgrade")
@@ -255,6 +268,50 @@ def db_upgrade() -> None:
         permissions.secure_store(server_settings()[0])
     with server_runtime() as rt:
         click.echo(f"database at the newest schema ({_redact(rt.db.url)})")
+
+
+@db.command(
+    "copy",
+    help=(
+        "Copy this pilot's SQLite database (DATABASE_URL, or --from) into a new, empty "
+        "PostgreSQL database (--to). Both are brought to the newest schema; accounts, tokens, "
+        "folders, the model catalog and roles, Teams links and the rest are copied in one "
+        "transaction, and the session index is rebuilt there from DATA_DIR's session files. "
+        "The SQLite database is left in place. Stop the server first.\n\n"
+        "Then point DATABASE_URL at the PostgreSQL database (the same URL as --to) and start "
+        "the server again with the same DATA_DIR.\n\n"
+        "Leave the password out of --to and set PGPASSWORD instead: a command line is "
+        "visible to everyone on the host."
+    ),
+)
+@click.option(
+    "--to",
+    "target",
+    required=True,
+    metavar="URL",
+    help="The empty PostgreSQL database: postgresql+psycopg://USER@HOST:5432/NAME",
+)
+@click.option("--from", "source", metavar="URL", help="The SQLite database (default DATABASE_URL).")
+def db_copy(target: str, source: str | None) -> None:
+    from shared.backup.copy import copy_database
+
+    settings, server = server_settings()
+    refuse_while_serving(server, "copying its database")
+    source = source or settings.database_url
+    click.echo(
+        f"data directory {settings.data_dir}: {_redact(source)} -> {_redact(target)}", err=True
+    )
+    try:
+        with permissions.private_files():
+            report = copy_database(source, target, settings.data_dir)
+    except EonyxError as exc:
+        raise click.ClickException(printable(exc.message)) from None
+    for table, count in report.rows.items():
+        click.echo(f"{table}: {counted(count, 'row')}")
+    click.echo(f"session index rebuilt from the files: {counted(report.index.scanned, 'session')}")
+    for failure in report.index.failed:
+        click.echo(f"  not indexed: {printable(failure)}")
+    click.echo(f"now set DATABASE_URL={_redact(target)} and start the server")
 
 
 def _redact(url: str) -> str:

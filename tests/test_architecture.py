@@ -23,6 +23,7 @@ SHARED_PACKAGES = [
     "index",
     "safety",
     "accounts",
+    "backup",
     "llm",
     "sessions",
     "memory",

@@ -249,6 +249,12 @@ class Database:
         self.engine.dispose()
 
 
+def knows_revision(revision: str) -> bool:
+    """Whether `revision` is one of this release's migrations (a newer release's is not)."""
+    script = ScriptDirectory.from_config(_alembic_config())
+    return any(known.revision == revision for known in script.walk_revisions())
+
+
 def _alembic_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cli import client, main, mcp_server, memory, models, run, server, tokens
+from cli import backup, client, main, mcp_server, memory, models, run, server, tokens
 
 
 def test_every_command_of_every_module_is_registered() -> None:
     expected = [
         *server.COMMANDS,
+        *backup.COMMANDS,
         *client.COMMANDS,
         *mcp_server.COMMANDS,
         *tokens.COMMANDS,
