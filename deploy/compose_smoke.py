@@ -4,15 +4,23 @@ With `docker compose` or podman-compose (whichever is here; on machines without 
 `bash ../shared/containers/standins.sh` first), from deploy/env.example plus test values in
 an env file of its own (an operator's .env is never touched), it:
 
-1. builds the image and starts the stack under a project name of its own, and waits for
-   /readyz (database, store, broker, worker and beat);
+1. builds the image and starts the stack under a project name of its own, waits for
+   /readyz (database, store, broker, worker and beat) and compares /healthz's version with
+   the image's label;
 2. creates the admin without a terminal (`exec -T api eonyx users create ... --password`);
 3. signs in and runs a turn against a fake OpenAI-compatible model on this host (the test
    suite's, reached from the containers at host.containers.internal / host.docker.internal);
 4. waits for the worker's LLM title and for a like's curation into MEMORY.md;
 5. takes the stack down and up again and finds the session, the memory and the like;
-6. brings up the `mcp` profile and lists its tools through MCP's streamable HTTP;
-7. tears everything down, volumes included, whatever happened.
+6. scales the api to 2 replicas behind the edge, sees both serve requests that came in on
+   the one published port, and runs a turn through it;
+7. names a host (EONYX_PUBLIC_HOST=localhost, which Caddy certifies with its own local CA
+   where a public name gets a real certificate): HTTP redirects to HTTPS, which serves the
+   api, and the browser sign-in sets the `__Host-` Secure cookie;
+8. brings up the `mcp` profile and lists its tools through MCP's streamable HTTP;
+9. tears everything down, volumes included, whatever happened.
+
+Every request goes through the edge (Caddy), the stack's one published port.
 
 It prints each step with its time and exits non-zero at the first step that fails, with the
 containers' states and the api's last log lines.
@@ -25,6 +33,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -44,6 +53,7 @@ from tests.fake_llm import FakeLLM, RecordedRequest, Reply, model_answer, text  
 T = TypeVar("T")
 PROJECT = "eonyx-smoke"
 PASSWORD = "smoke-pa55word"
+LABEL_FORMAT = '{{index .Config.Labels "org.opencontainers.image.version"}}'
 STANDINS_COMPOSE = Path.home() / ".cache" / "eonyx-standins" / "compose"
 
 
@@ -85,15 +95,29 @@ def wait(what: str, seconds: float, check: Callable[[], T | None]) -> T:
 
 
 class Stack:
-    def __init__(self, compose: list[str], env_file: Path, port: int, mcp_port: int) -> None:
+    def __init__(
+        self, compose: list[str], env_file: Path, port: int, https_port: int, mcp_port: int
+    ) -> None:
+        self.engine = "docker" if compose[0] == "docker" else "podman"
         self.base = [*compose, "-p", PROJECT, "--env-file", str(env_file)]
         self.base += ["-f", "docker-compose.yml"]
         self.url = f"http://127.0.0.1:{port}"
+        self.https_url = f"https://localhost:{https_port}"
         self.mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
 
-    def run(self, *args: str, check: bool = True, timeout: float = 600) -> str:
+    def run(
+        self, *args: str, check: bool = True, timeout: float = 600, named_host: str = ""
+    ) -> str:
+        """`compose ARGS`; `named_host` is EONYX_PUBLIC_HOST (the shell's value beats the
+        env file's, as for an operator who exports one)."""
+        environ = os.environ | {"EONYX_PUBLIC_HOST": named_host}
         done = subprocess.run(
-            [*self.base, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+            [*self.base, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environ,
         )
         if check and done.returncode != 0:
             raise SmokeFailed(f"compose {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
@@ -106,6 +130,63 @@ class Stack:
 
         return wait("ready /readyz", 240, answered)
 
+    def replicas_serving(self, replicas: int) -> list[int] | None:
+        """Requests sent to the published port, counted in each api replica's access log,
+        once `replicas` replicas have each served some (None before)."""
+        agent = "eonyx-compose-smoke"
+        for _ in range(20):
+            httpx.get(f"{self.url}/healthz", headers={"User-Agent": agent}, timeout=5)
+        ids = self.containers("api")
+        counts = [self.container_log(cid).count(agent) for cid in ids]
+        return counts if len(counts) == replicas and all(counts) else None
+
+    def edge_root_ca(self) -> ssl.SSLContext:
+        """Trust in the root certificate of the edge's local CA (made at its first start)."""
+
+        def pem() -> str | None:
+            path = "/data/caddy/pki/authorities/local/root.crt"
+            done = subprocess.run(
+                [self.engine, "exec", self.containers("edge")[0], "cat", path],
+                capture_output=True,
+                text=True,
+            )
+            return done.stdout if done.returncode == 0 else None
+
+        return ssl.create_default_context(cadata=wait("the edge's local CA", 60, pem))
+
+    def image_version(self) -> str:
+        done = subprocess.run(
+            [self.engine, "image", "inspect", "eonyx:latest", "--format", LABEL_FORMAT],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    def container_log(self, container: str) -> str:
+        done = subprocess.run([self.engine, "logs", container], capture_output=True, text=True)
+        return done.stdout + done.stderr
+
+    def containers(self, service: str | None = None) -> list[str]:
+        """The ids of the project's containers (of one service), running or not, by the
+        labels both engines set."""
+        labels = [f"com.docker.compose.project={PROJECT}"]
+        labels += [f"com.docker.compose.service={service}"] if service else []
+        filters = [arg for label in labels for arg in ("--filter", f"label={label}")]
+        listed = subprocess.run(
+            [self.engine, "ps", "-aq", *filters], capture_output=True, text=True, check=True
+        )
+        return listed.stdout.split()
+
+    def remove(self) -> None:
+        """Everything of the project, volumes included. podman-compose's `down` removes one
+        container per service and leaves a scaled service's others (and, while they hold
+        the network, the rest): those go by the project's label first."""
+        self.run("--profile", "mcp", "down", "-v", check=False)
+        if containers := self.containers():
+            subprocess.run([self.engine, "rm", "-f", *containers], capture_output=True)
+            self.run("--profile", "mcp", "down", "-v", check=False)
+
 
 @contextmanager
 def step(name: str) -> Iterator[None]:
@@ -115,10 +196,8 @@ def step(name: str) -> Iterator[None]:
     print(f"   ok in {time.monotonic() - started:.1f} s", flush=True)
 
 
-def env_file(directory: Path, port: int, mcp_port: int, model_url: str) -> Path:
-    values = {
-        "EONYX_PORT": str(port),
-        "EONYX_MCP_PORT": str(mcp_port),
+def env_file(directory: Path, ports: dict[str, int], model_url: str) -> Path:
+    values = {name: str(port) for name, port in ports.items()} | {
         "POSTGRES_PASSWORD": "smoke-secret",
         "EONYX_LLM_BASE_URL": model_url,
         "EONYX_LLM_MODEL": "fake-model",
@@ -183,9 +262,14 @@ async def mcp_tools(url: str, token: str) -> list[str]:
 
 def smoke(stack: Stack) -> None:
     with step("build the image and start the stack"):
-        stack.run("--profile", "mcp", "down", "-v", check=False)  # what a killed run left
+        stack.remove()  # what a killed run left
         stack.run("up", "-d", "--build", timeout=1200)
         print(f"   ready: {stack.ready()['checks']}")
+        served = httpx.get(f"{stack.url}/healthz").json()["version"]
+        label = stack.image_version()
+        if label != served:
+            raise SmokeFailed(f"the image is labelled {label!r}, /healthz says {served!r}")
+        print(f"   version {served} (/healthz and the image's label)")
     with step("create the admin without a terminal"):
         stack.run(
             "exec",
@@ -234,6 +318,32 @@ def smoke(stack: Stack) -> None:
             raise SmokeFailed("MEMORY.md changed across down/up")
         if like_status(http, sid, mid) != "saved":
             raise SmokeFailed("the like was lost across down/up")
+    with step("two api replicas behind the edge"):
+        stack.run("up", "-d", "--scale", "api=2")
+        served = wait("requests on both api replicas", 180, lambda: stack.replicas_serving(2))
+        print(f"   requests per replica: {served}")
+        http = signed_in(stack.url)
+        chat(http)
+    with step("HTTPS on a named host, with Secure cookies behind the edge"):
+        stack.run("up", "-d", "--force-recreate", "--no-deps", "edge", named_host="localhost")
+
+        def redirected() -> str | None:
+            answer = httpx.get(f"{stack.url}/healthz", timeout=5)
+            return answer.headers.get("location") if answer.status_code in (301, 308) else None
+
+        if not wait("plain HTTP's redirect", 240, redirected).startswith("https://"):
+            raise SmokeFailed("plain HTTP redirects elsewhere than HTTPS")
+        root_ca = stack.edge_root_ca()
+        with httpx.Client(base_url=stack.https_url, verify=root_ca, timeout=10) as https:
+            wait("HTTPS /readyz", 240, lambda: https.get("/readyz").is_success)
+            signin = https.post(
+                "/api/v1/auth/session", json={"username": "admin", "password": PASSWORD}
+            )
+            cookie = signin.headers.get("set-cookie", "")
+            if not (cookie.startswith("__Host-eonyx_session=") and "Secure" in cookie):
+                raise SmokeFailed(f"the browser sign-in over HTTPS set {cookie!r}")
+        stack.run("up", "-d", "--force-recreate", "--no-deps", "edge")
+        stack.ready()
     with step("the mcp profile: Eonyx's tools over streamable HTTP"):
         key = http.post("/api/v1/tokens", json={"name": "smoke agent"}).json()["token"]
         stack.run("--profile", "mcp", "up", "-d", "mcp")
@@ -248,10 +358,10 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, FakeLLM(host="0.0.0.0") as model:
         model.set_default(answer)
-        port, mcp_port = free_port(), free_port()
+        ports = {name: free_port() for name in ("EONYX_PORT", "EONYX_HTTPS_PORT", "EONYX_MCP_PORT")}
         host = "host.docker.internal" if compose[0] == "docker" else "host.containers.internal"
         model_url = f"http://{host}:{model.port}/v1"
-        stack = Stack(compose, env_file(Path(tmp), port, mcp_port, model_url), port, mcp_port)
+        stack = Stack(compose, env_file(Path(tmp), ports, model_url), *ports.values())
         try:
             smoke(stack)
         except (SmokeFailed, httpx.HTTPError, subprocess.TimeoutExpired) as exc:
@@ -263,7 +373,7 @@ def main() -> int:
             return 1
         finally:
             with step("tear down, volumes included"):
-                stack.run("--profile", "mcp", "down", "-v", check=False)
+                stack.remove()
     print(f"compose smoke test passed in {time.monotonic() - started:.0f} s")
     return 0
 

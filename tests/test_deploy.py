@@ -35,10 +35,10 @@ GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 ENV_EXAMPLE = ROOT / "deploy" / "env.example"
 SETTINGS_PY = ROOT / "shared" / "core" / "settings.py"
 
-SERVICES = {"api", "worker", "beat", "redis", "postgres"}
+SERVICES = {"edge", "api", "worker", "beat", "redis", "postgres"}
 APP_SERVICES = ("api", "worker", "beat")
+CADDYFILE = ROOT / "deploy" / "Caddyfile"
 PROFILES = {
-    "edge": "teams",
     "mcp": "mcp",
     "prometheus": "observability",
     "otel-collector": "observability",
@@ -54,6 +54,7 @@ NOT_PASSED_THROUGH |= {"PROMETHEUS_MULTIPROC_DIR", "METRICS_PORT", "OTEL_SERVICE
 COMPOSE_ONLY = {
     "POSTGRES_PASSWORD",
     "EONYX_PORT",
+    "EONYX_HTTPS_PORT",
     "EONYX_WORKER_CONCURRENCY",
     "COMPOSE_PROFILES",
     "EONYX_PUBLIC_HOST",
@@ -241,14 +242,14 @@ def settings_env_names() -> set[str]:
 # --- the compose file ------------------------------------------------------------------
 
 
-def test_the_five_services_exist(compose_services: dict[str, Any]) -> None:
+def test_the_six_services_exist(compose_services: dict[str, Any]) -> None:
     assert set(compose_services) >= SERVICES
     for name in SERVICES:
         assert not compose_services[name].get("profiles"), f"{name} must start by default"
 
 
 def test_optional_services_are_in_their_profiles(compose_services: dict[str, Any]) -> None:
-    """`docker compose up` starts the five; teams and observability are asked for by name."""
+    """`docker compose up` starts the six; mcp and observability are asked for by name."""
     optional = set(compose_services) - SERVICES
     assert optional == set(PROFILES)
     for name, profile in PROFILES.items():
@@ -256,7 +257,12 @@ def test_optional_services_are_in_their_profiles(compose_services: dict[str, Any
 
 
 def test_every_service_has_a_healthcheck(compose_services: dict[str, Any]) -> None:
+    """All but the edge, whose images (the official one, Debian's stand-in) share no HTTP
+    client to run one: the published port's /healthz checks it from outside."""
     for name, service in compose_services.items():
+        if name == "edge":
+            assert "healthcheck" not in service
+            continue
         check = service.get("healthcheck")
         assert check, f"{name} has no healthcheck"
         assert not check.get("disable"), name
@@ -452,9 +458,7 @@ def test_image_command_and_ports_agree(compose_services: dict[str, Any]) -> None
     conf = runpy.run_path(str(GUNICORN_CONF))
     port = conf["bind"].rsplit(":", 1)[1]
     assert ("EXPOSE", port) in final_stage()
-    published = [str(p) for p in compose_services["api"].get("ports", [])]
-    assert published
-    assert all(p.endswith(f":{port}") for p in published)
+    assert [str(p) for p in compose_services["api"]["expose"]] == [port]
     assert f"127.0.0.1:{port}/readyz" in " ".join(compose_services["api"]["healthcheck"]["test"])
 
 
@@ -765,13 +769,36 @@ def test_the_collector_receives_what_eonyx_sends(compose_services: dict[str, Any
     assert load_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}).otel_exporter_otlp_endpoint
 
 
-def test_the_teams_edge_proxies_to_the_api(compose_services: dict[str, Any]) -> None:
-    edge = compose_services["edge"]
-    argv = [str(word) for word in edge["command"]]
-    api_port = runpy.run_path(str(GUNICORN_CONF))["bind"].rsplit(":", 1)[1]
-    assert option(argv, "--to") == f"api:{api_port}"
+def test_only_the_edge_publishes_a_port_for_the_api(compose_services: dict[str, Any]) -> None:
+    """One front door: a second api replica has no port to fight over, and every request
+    crosses the edge, whose forwarded headers the api trusts (it is the only one to reach it)."""
+    edge, api = compose_services["edge"], compose_services["api"]
+    assert "ports" not in api
+    assert [str(p) for p in edge["ports"]] == ["8000:80", "8443:443"]
+    assert environment(api)["FORWARDED_ALLOW_IPS"] == "*"
     assert edge["depends_on"]["api"]["condition"] == "service_healthy"
-    assert any(str(p).endswith(":443") for p in edge["ports"])
+    assert "./deploy/Caddyfile:/etc/caddy/Caddyfile:ro" in edge["volumes"]
+
+
+def test_the_edge_serves_plain_http_until_a_public_host_is_named(
+    raw_compose: dict[str, Any],
+) -> None:
+    unnamed = interpolate(raw_compose, {})["services"]["edge"]
+    assert environment(unnamed)["EONYX_SITE"] == "http://"
+    named = interpolate(raw_compose, {"EONYX_PUBLIC_HOST": "eonyx.example.com"})
+    assert environment(named["services"]["edge"])["EONYX_SITE"] == "eonyx.example.com"
+    assert "{$EONYX_SITE}" in CADDYFILE.read_text()
+
+
+def test_the_edge_spreads_over_every_api_replica() -> None:
+    """Compose's DNS answers `api` with every replica: the edge looks it up again and
+    again (a `--scale api=N` replica gets traffic within seconds) and streams as it comes."""
+    api_port = runpy.run_path(str(GUNICORN_CONF))["bind"].rsplit(":", 1)[1]
+    lines = [line.split("#")[0].split() for line in CADDYFILE.read_text().splitlines()]
+    directives = {words[0]: words[1:] for words in lines if words}
+    assert directives["dynamic"] == ["a", "api", api_port, "{"]
+    assert seconds(directives["refresh"][0]) <= 10
+    assert directives["flush_interval"] == ["-1"]
 
 
 def test_gunicorn_gives_its_workers_one_metrics_directory(
@@ -819,8 +846,7 @@ def test_the_mcp_service_serves_agents_from_the_same_image(
     assert [str(p) for p in mcp["ports"]] == [f"8001:{port}"]
     env = environment(mcp)
     assert env == {"EONYX_URL": "http://api:8000"}
-    published = str(api["ports"][0]).rsplit(":", 1)[1]
-    assert urlsplit(env["EONYX_URL"]).port == int(published)
+    assert urlsplit(env["EONYX_URL"]).port == int(api["expose"][0])
     assert mcp["depends_on"] == {"api": {"condition": "service_healthy"}}
     assert f"127.0.0.1:{port}/healthz" in " ".join(mcp["healthcheck"]["test"])
     assert not mounts(mcp), "the mcp service reads nothing from the store"
@@ -835,3 +861,11 @@ def test_the_image_is_built_once_and_never_pulled(compose_services: dict[str, An
     for name in ("worker", "beat", "mcp"):
         assert compose_services[name]["image"] == image
         assert compose_services[name]["pull_policy"] == "never"
+
+
+def test_the_image_is_labelled_with_the_version_eonyx_reports() -> None:
+    """`docker image inspect` names the version that `eonyx --version` and /healthz report."""
+    labels = " ".join(rest for keyword, rest in final_stage() if keyword == "LABEL")
+    found = dict(re.findall(r'(\S+)="([^"]*)"', labels))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert found["org.opencontainers.image.version"] == pyproject["project"]["version"]
