@@ -31,6 +31,29 @@ class User(Base):
     # A disabled account keeps its data and tokens, but none of them is accepted until an
     # administrator enables it again.
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Fair use (shared.usage): NULL is the deployment's default (STORAGE_QUOTA_BYTES,
+    # MONTHLY_TOKEN_BUDGET); 0 a budget of none.
+    storage_quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    monthly_token_budget: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class TokenUsage(Base):
+    """Tokens one user's model calls used in a month (`YYYY-MM`, UTC), per offering and role,
+    as the model reported them (an estimate when it reported none). Background jobs are
+    charged to the user they serve."""
+
+    __tablename__ = "token_usage"
+    __table_args__ = (Index("ix_token_usage_month", "month", "user_id"),)
+
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    month: Mapped[str] = mapped_column(String(7), primary_key=True)
+    offering: Mapped[str] = mapped_column(String(100), primary_key=True)
+    role: Mapped[str] = mapped_column(String(32), primary_key=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class ApiToken(Base):
