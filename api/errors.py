@@ -36,6 +36,7 @@ STATUS = {
     errors.Conflict: 409,
     errors.TooLarge: 413,
     errors.TooManyRequests: 429,
+    errors.QuotaExceeded: 507,  # Insufficient Storage (413 when the request alone is larger)
     errors.StorageError: 503,
     errors.Unavailable: 503,
     LLMError: 502,
@@ -47,13 +48,15 @@ DISK_REFUSALS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 def render_error(exc: errors.EonyxError) -> tuple[dict[str, Any], int]:
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
+    if isinstance(exc, errors.QuotaExceeded) and exc.never_fits:
+        status = 413
     rid = _request_id()
     extra = {"request_id": rid} if rid else None  # a streamed answer's error is logged late
     if isinstance(exc, OUTAGES):
         log.warning("request failed (%s %s): %s", status, exc.code, exc.message, extra=extra)
-    elif status >= 500:
+    elif status >= 500 and not isinstance(exc, errors.QuotaExceeded):  # the caller's doing
         log.error("request failed: %s", exc.message, exc_info=exc, extra=extra)
-    return error_payload(exc.code, shown_message(exc, rid)), status
+    return error_payload(exc.code, shown_message(exc, rid), exc.details), status
 
 
 def shown_message(exc: errors.EonyxError, request_id: str | None) -> str:

@@ -21,6 +21,7 @@ from shared.core.settings import Settings
 from shared.db import Database
 from shared.files.permissions import make_private_dirs
 from shared.files.session_store import SessionStore
+from shared.files.usage import UsageMeter
 from shared.infra import event_bus
 from shared.infra.embedded_redis import resolve_redis_url
 from shared.infra.locks import FileLocks, Locks, RedisLocks
@@ -73,7 +74,11 @@ class Runtime:
         return cls(
             settings=settings,
             db=database,
-            store=SessionStore(settings.data_dir, cache_bytes=settings.session_cache_bytes),
+            store=SessionStore(
+                settings.data_dir,
+                cache_bytes=settings.session_cache_bytes,
+                usage=UsageMeter(client),
+            ),
             locks=locks,
             redis=client,
             llm=LLMClient(

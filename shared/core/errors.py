@@ -8,6 +8,7 @@ EonyxError
 ├── Conflict          the request clashes with the current state (409)
 ├── TooLarge          the input can never be served, however it is retried (413)
 ├── TooManyRequests   too many attempts: wait `retry_after` seconds (429)
+├── QuotaExceeded     a write past the user's storage quota (507; 413 if it never fits)
 ├── StorageError      the disk refused a write; nothing past it was done (503)
 └── Unavailable       a service Eonyx needs (Redis, the job queue) cannot be reached (503)
 """
@@ -17,6 +18,7 @@ class EonyxError(Exception):
     """`param` names the request field at fault, where there is one (OpenAI's errors say)."""
 
     code = "error"
+    details: dict[str, object] | None = None  # figures the error body carries, if any
 
     def __init__(self, message: str, *, code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
@@ -56,6 +58,17 @@ class TooManyRequests(EonyxError):
     def __init__(self, message: str, *, retry_after: int, code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.retry_after = retry_after
+
+
+class QuotaExceeded(EonyxError):
+    """A write would take the user past their storage quota: nothing was written."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, *, used: int, quota: int, request: int) -> None:
+        super().__init__(message)
+        self.never_fits = request > quota  # this request alone is larger than the quota
+        self.details = {"used_bytes": used, "quota_bytes": quota, "request_bytes": request}
 
 
 class StorageError(EonyxError):

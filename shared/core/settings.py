@@ -50,6 +50,7 @@ class Settings:
     max_image_bytes: int = 5 * MIB
     max_images_per_message: int = 8
     fetch_image_urls: bool = False
+    storage_quota_bytes: int = 5 * 1024 * MIB  # per user, over DATA_DIR; 0 = no quota
 
     session_cache_bytes: int = 64 * MIB
     demo_mode: bool = False
@@ -246,6 +247,10 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
     "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
     "FETCH_IMAGE_URLS": ("fetch_image_urls", _bool),
+    "STORAGE_QUOTA_BYTES": (
+        "storage_quota_bytes",
+        lambda env, name, default: _int(env, name, default, minimum=0),
+    ),
     "SESSION_CACHE_BYTES": (
         "session_cache_bytes",
         lambda env, name, default: _int(env, name, default, minimum=0),

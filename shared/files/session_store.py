@@ -40,6 +40,7 @@ from shared.files.session_state import (  # re-exported: the store's vocabulary
     SessionState,
     fold,
 )
+from shared.files.usage import UsageMeter
 
 __all__ = [
     "CHAT_ROLES",
@@ -107,10 +108,19 @@ class SessionStore:
     """Reads and writes session files under DATA_DIR/users; writers hold the file's flock.
     A 0-byte file is treated as no session everywhere (it has no header)."""
 
-    def __init__(self, data_dir: Path, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        usage: UsageMeter | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.users_dir = data_dir / "users"
         self.cache = SessionCache(cache_bytes)
+        # The running figure of what each user stores (shared.files.usage): every write
+        # below adds what it wrote; a delete or a rewrite has it measured again.
+        self.usage = usage or UsageMeter(None)
         # A turn asks for its session's path half a dozen times, and pathlib is slow to join.
         self._paths: dict[tuple[str, str], Path] = {}
 
@@ -162,6 +172,7 @@ class SessionStore:
             encode_records([header, *(records or ())]),
             create=True,
         )
+        self.usage.add(user_id, "sessions", stat.st_size)
         return fold([header, *(records or ())]), FileInfo.of(stat)
 
     def append(
@@ -176,6 +187,7 @@ class SessionStore:
                 stat = append_locked(fd, path, data)
         except FileNotFoundError:
             raise NotFound("session not found") from None
+        self.usage.add(user_id, "sessions", len(data))
         return Appended(stat.st_size - len(data), FileInfo.of(stat))
 
     def append_if(
@@ -202,6 +214,7 @@ class SessionStore:
                 stat = append_locked(fd, path, data)
         except FileNotFoundError:
             raise NotFound("session not found") from None
+        self.usage.add(user_id, "sessions", len(data))
         return Appended(stat.st_size - len(data), FileInfo.of(stat))
 
     def load(
@@ -248,6 +261,7 @@ class SessionStore:
                 stat = path.stat()
         except FileNotFoundError:
             raise NotFound("session not found") from None
+        self.usage.forget(user_id)
         return fold(records), FileInfo.of(stat)
 
     def _remove_if_empty(self, path: Path) -> None:
@@ -271,6 +285,7 @@ class SessionStore:
         finally:
             self.cache.forget((user_id, session_id))
         remove_tree(path.with_suffix(""))
+        self.usage.forget(user_id)
 
     def delete_if(
         self, user_id: str, session_id: str, condition: Callable[[SessionState], bool]
@@ -291,6 +306,7 @@ class SessionStore:
             return False
         self.cache.forget((user_id, session_id))
         remove_tree(path.with_suffix(""))
+        self.usage.forget(user_id)
         return True
 
     def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
@@ -328,7 +344,9 @@ class SessionStore:
     def write_summary(self, user_id: str, session_id: str, summary: dict[str, Any]) -> None:
         path = self.summary_path(user_id, session_id)
         path.parent.mkdir(exist_ok=True)
-        atomic_write(path, json.dumps(summary, ensure_ascii=False).encode())
+        data = json.dumps(summary, ensure_ascii=False).encode()
+        atomic_write(path, data)
+        self.usage.add(user_id, "sessions", len(data))  # a replaced one: until measured again
 
     def user_ids(self) -> list[str]:
         try:

@@ -1,0 +1,91 @@
+"""What a user uses of the deployment: GET /me/usage, and an administrator's list of every
+user's figures, GET /usage/users.
+
+The response has one key per resource, each described by its own schema below:
+
+    {"storage": {"used_bytes", "quota_bytes", "by_kind": {...}}}   (shared.accounts.storage)
+
+Another resource adds its key to `MyUsageSchema` and its figures to `usage_of` (one place for
+the shape, so /me/usage and the admin list stay the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import marshmallow as ma
+from flask.views import MethodView
+
+from api.context import admin_required, login_required, principal, runtime
+from api.extensions import Blueprint
+from api.schemas import QueryFlag, Schema, StrictSchema
+from shared import accounts
+from shared.accounts import storage
+from shared.files.usage import KINDS
+from shared.runtime import Runtime
+
+blp = Blueprint("usage", __name__, description="What a user stores (and may store)")
+
+
+class StorageUsageSchema(Schema):
+    used_bytes = ma.fields.Integer(
+        metadata={"description": "bytes of DATA_DIR the user's files take (hard links once)"}
+    )
+    quota_bytes = ma.fields.Integer(
+        metadata={"description": "the user's quota (STORAGE_QUOTA_BYTES or their own); 0: none"}
+    )
+    by_kind = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.Integer(),
+        metadata={"description": f"bytes by kind: {', '.join(KINDS)}"},
+    )
+
+
+class MyUsageSchema(Schema):
+    storage = ma.fields.Nested(StorageUsageSchema)
+
+
+class UserUsageSchema(MyUsageSchema):
+    user_id = ma.fields.String()
+    username = ma.fields.String()
+
+
+class UsageArgsSchema(StrictSchema):
+    fresh = QueryFlag(
+        load_default=False,
+        metadata={"description": "measure the files on disk now instead of the running figure"},
+    )
+
+
+def usage_of(rt: Runtime, user_id: str, *, fresh: bool = False) -> dict[str, Any]:
+    """Everything /me/usage shows for one user."""
+    return {"storage": storage.storage_usage(rt, user_id, fresh=fresh)}
+
+
+@blp.route("/me/usage")
+class MyUsage(MethodView):
+    @login_required
+    @blp.arguments(UsageArgsSchema, location="query")
+    @blp.response(200, MyUsageSchema)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """What you store and may store. Storage counts every file of yours under the data
+        directory (sessions, images, the trash, memory files and their backups), each file
+        once; over the quota, writes that add bytes are refused (507 `quota_exceeded`)
+        while reading and deleting still work."""
+        return usage_of(runtime(), principal().user_id, fresh=args["fresh"])
+
+
+@blp.route("/usage/users")
+class UsersUsage(MethodView):
+    @admin_required
+    @blp.arguments(UsageArgsSchema, location="query")
+    @blp.response(200, UserUsageSchema(many=True))
+    def get(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every user's figures (administrators only)."""
+        rt = runtime()
+        with rt.db.session() as db:
+            users = [(user.id, user.username) for user in accounts.list_users(db)]
+        return [
+            {"user_id": user_id, "username": name, **usage_of(rt, user_id, fresh=args["fresh"])}
+            for user_id, name in users
+        ]

@@ -1,0 +1,101 @@
+"""Per-user storage quotas: how much of DATA_DIR a user may fill, and the check before a write.
+
+A user's quota is `users.storage_quota_bytes`, or STORAGE_QUOTA_BYTES when that is NULL; 0
+means no quota. It is per user: there are no groups (yet) to share one.
+
+What a user uses is the running figure of `shared.files.usage` (what is counted, and how, is
+described there). `check` runs before a write that adds bytes (a turn, an import, a fork): a
+write that would take the user past their quota is refused with `QuotaExceeded` and the
+figures (used, quota, the request's size), before anything is written. Reading, deleting,
+emptying the trash and every other way of freeing space are never checked. The check is
+not a reservation: two writes checked at once may both pass, and a turn's answer is not
+known when its message is checked, so a user may end a little past the quota; the next
+write is then refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sqlalchemy import select
+
+from shared.core.errors import QuotaExceeded
+from shared.core.settings import Settings
+from shared.db import Database
+from shared.db.orm import SessionRow, User
+from shared.files.session_store import SessionStore
+from shared.files.usage import measure
+
+
+class StorageRuntime(Protocol):
+    settings: Settings
+    db: Database
+    store: SessionStore
+
+
+def quota_of(settings: Settings, override: int | None) -> int:
+    """A user's quota in bytes (0: none) from their override (None: the deployment's)."""
+    return settings.storage_quota_bytes if override is None else override
+
+
+def quota_for(rt: StorageRuntime, user_id: str) -> int:
+    with rt.db.session() as db:
+        override = db.scalar(select(User.storage_quota_bytes).where(User.id == user_id))
+    return quota_of(rt.settings, override)
+
+
+def measure_user(rt: StorageRuntime, user_id: str) -> dict[str, int]:
+    """The user's bytes by kind, walked from disk (the sessions in the trash from the index)."""
+    with rt.db.session() as db:
+        trashed = set(
+            db.scalars(
+                select(SessionRow.id).where(
+                    SessionRow.user_id == user_id, SessionRow.deleted_at.is_not(None)
+                )
+            )
+        )
+    return measure(rt.store.users_dir / user_id, trashed)
+
+
+def used_by_kind(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> dict[str, int]:
+    """The running figure, or (`fresh`) a new measurement from disk that replaces it."""
+    meter = rt.store.usage
+    if fresh:
+        return meter.reconcile(user_id, lambda: measure_user(rt, user_id))
+    return meter.get(user_id, lambda: measure_user(rt, user_id))
+
+
+def storage_usage(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> dict[str, Any]:
+    """`{"used_bytes", "quota_bytes", "by_kind"}`: what /me/usage shows (quota 0: none)."""
+    by_kind = used_by_kind(rt, user_id, fresh=fresh)
+    return {
+        "used_bytes": sum(by_kind.values()),
+        "quota_bytes": quota_for(rt, user_id),
+        "by_kind": by_kind,
+    }
+
+
+def check(rt: StorageRuntime, user_id: str, adding: int) -> None:
+    """Refuse (QuotaExceeded) a write of `adding` bytes that would take the user past their
+    quota; a request larger than the whole quota is refused whatever is used."""
+    quota = quota_for(rt, user_id)
+    if not quota:
+        return
+    if adding > quota:
+        used = sum(used_by_kind(rt, user_id).values())
+        raise QuotaExceeded(
+            f"this request needs {adding} bytes, more than your whole storage quota of "
+            f"{quota} bytes",
+            used=used,
+            quota=quota,
+            request=adding,
+        )
+    used = sum(used_by_kind(rt, user_id).values())
+    if used + adding > quota:
+        raise QuotaExceeded(
+            f"your storage quota is full: {used} of {quota} bytes used, this request needs "
+            f"{adding} more; delete sessions (and empty the trash) to free space",
+            used=used,
+            quota=quota,
+            request=adding,
+        )
