@@ -20,6 +20,7 @@ from cli import runfile
 from cli.api_client import counted
 from cli.serve import serve
 from shared import accounts, index
+from shared.accounts import storage
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
@@ -195,6 +196,42 @@ def _set_disabled(user: str, disabled: bool) -> None:
             name = printable(found.username)
         rt.auth_changed(found.id)
         click.echo(f"{'disabled' if disabled else 'enabled'} {name} ({found.id})")
+
+
+@users.command("quota")
+@click.argument("user")
+@click.argument("size", required=False)
+def users_quota(user: str, size: str | None) -> None:
+    """Show USER's storage (measured from disk now) and quota; with SIZE, set the quota:
+    bytes, or with a unit (500MiB, 20GiB), 0 for none, or `default` for STORAGE_QUOTA_BYTES.
+    Per user: there are no groups yet."""
+    quota = None if size is None or size == "default" else _bytes(size)
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            found = accounts.find_user(db, user)
+            name, user_id = printable(found.username), found.id
+            if size is not None:
+                storage.set_quota(db, found, quota)
+        figures = storage.storage_usage(rt, user_id, fresh=True)
+    limit = figures["quota_bytes"]
+    click.echo(
+        f"{name} ({user_id}): {figures['used_bytes']} bytes used of "
+        + (f"{limit} bytes" if limit else "no quota")
+        + ("" if size is None else " (quota set)")
+    )
+    for kind, used in figures["by_kind"].items():
+        click.echo(f"  {kind:<15} {used}")
+
+
+UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def _bytes(text: str) -> int:
+    number = text.rstrip("BbKkMmGgTtIi")
+    unit = text[len(number) :].lower()
+    if not number.isdigit() or unit not in UNITS:
+        raise click.BadParameter(f"{text!r}: bytes, or a number with KiB, MiB, GiB or TiB")
+    return int(number) * UNITS[unit]
 
 
 @users.command("delete")

@@ -4,7 +4,7 @@ from typing import Any
 
 import marshmallow as ma
 
-from api.schemas import Flag, Line, Schema, StrictSchema
+from api.schemas import Flag, Int, Line, Schema, StrictSchema
 from shared.accounts import (
     MAX_PASSWORD,
     MIN_PASSWORD,
@@ -51,6 +51,10 @@ class UserSchema(Schema):
         metadata={"description": "a disabled user's tokens and sign-ins are refused"}
     )
     created_at = ma.fields.AwareDateTime()
+    storage_quota_bytes = ma.fields.Integer(
+        allow_none=True,
+        metadata={"description": "the user's own storage quota; null: the deployment's"},
+    )
 
 
 class UserChangeSchema(StrictSchema):
@@ -65,6 +69,14 @@ class UserChangeSchema(StrictSchema):
     )
     password = password_field(
         f"a new password ({PASSWORD_RULE}); ends the user's sign-ins and API keys"
+    )
+    storage_quota_bytes = Int(
+        allow_none=True,
+        validate=ma.validate.Range(min=0),
+        metadata={
+            "description": "the bytes of storage the user may fill (0: no quota); null: "
+            "the deployment's STORAGE_QUOTA_BYTES. Groups do not exist yet: per user only"
+        },
     )
 
 

@@ -29,6 +29,7 @@ from api.accounts.schemas import (
 from api.context import admin_required, any_key_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from shared import accounts
+from shared.accounts import storage
 from shared.db.orm import User
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
@@ -137,7 +138,8 @@ class UserById(MethodView):
         """Change an account: make it an administrator or not, disable or enable it, set
         its password (which ends its sign-ins and API keys; your own request's stays).
         Disabling stops the user's tokens, sign-ins and open event sockets at once. The
-        last enabled administrator cannot be demoted or disabled (409 `last_admin`)."""
+        last enabled administrator cannot be demoted or disabled (409 `last_admin`).
+        `storage_quota_bytes` sets the user's own storage quota (null: the deployment's)."""
         rt, me = runtime(), principal()
         with rt.db.session() as db:
             user = accounts.update_user(
@@ -148,6 +150,8 @@ class UserById(MethodView):
                 password=body.get("password"),
                 keep_token=me.token_id if user_id == me.user_id else None,
             )
+            if "storage_quota_bytes" in body:
+                storage.set_quota(db, user, body["storage_quota_bytes"])
         rt.auth_changed(user.id)
         return user
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from shared.core.errors import QuotaExceeded
+from shared.core.errors import InvalidInput, QuotaExceeded
 from shared.core.settings import Settings
 from shared.db import Database
 from shared.db.orm import SessionRow, User
@@ -99,3 +100,12 @@ def check(rt: StorageRuntime, user_id: str, adding: int) -> None:
             quota=quota,
             request=adding,
         )
+
+
+def set_quota(db: Session, user: User, quota: int | None) -> None:
+    """An administrator's quota for one user, in bytes: 0 for none, None for the deployment's
+    (STORAGE_QUOTA_BYTES)."""
+    if quota is not None and quota < 0:
+        raise InvalidInput("a storage quota is 0 (none) or more bytes", code="invalid_quota")
+    user.storage_quota_bytes = quota
+    db.flush()

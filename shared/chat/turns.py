@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from shared.accounts import Principal
+from shared.accounts import Principal, storage
 from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import (
     ProjectInput,
@@ -252,6 +252,9 @@ def _turn_steps(
         if value is not None:
             text_rule.check(value, name)
     project = resolve_project(rt, request)  # every 4xx before anything is written
+    # The message and its images; the answer is not known yet (it may pass the quota a little).
+    adding = len((message_text or "").encode()) + sum(len(image.data) for image in checked)
+    storage.check(rt, principal.user_id, adding)
     offering = (
         models.offering_named(rt, request.offering)
         if request.offering

@@ -4,7 +4,8 @@
 - `durable_append`: append + fsync under that lock; repairs a torn last line first; on
   failure the file is cut back to its previous length, so it stays valid.
 - `atomic_write`: temp file, fsync, rename, fsync of the directory.
-- `copy_tree`: a durable copy of a directory (a fork's images).
+- `link_tree`: a durable copy of a directory by hard links, for files never changed in
+  place (a fork's images).
 - `backup_file`: a timestamped copy taken before a whole-file rewrite.
 - `read_jsonl`: records of a JSONL file, ignoring a torn last line; `parse_lines` and
   `read_range` do the same for a part of a file (an incremental read).
@@ -197,26 +198,38 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise StorageError(f"could not save {path.name}: {reason}") from exc
 
 
-def copy_tree(source: Path, target: Path, *, skip: tuple[str, ...] = ()) -> bool:
-    """Copy the files of `source` (recursively) to `target`, which must not exist yet, each
-    file fsynced, leaving out top-level names in `skip`. False when there is no `source`; on
-    failure the partial copy is removed and StorageError raised."""
+def link_tree(source: Path, target: Path, *, skip: tuple[str, ...] = ()) -> bool:
+    """A copy of the files of `source` (recursively) at `target`, leaving out top-level names
+    in `skip`, for files that never change once written (a session's images, named by their
+    SHA-256): each file of `target` is a hard link to the one of `source`, so the copy takes
+    no space and each name can be removed on its own (the data goes with the last name).
+    A file that cannot be linked (another file system, one without links) is copied. False
+    when there is no `source`; on failure the partial copy is removed and StorageError
+    raised."""
     if not source.is_dir():
         return False
     try:
-        shutil.copytree(source, target, ignore=lambda d, names: skip if Path(d) == source else ())
-        for folder, _, files in os.walk(target):
+        for folder, _, files in os.walk(source):
+            here = Path(folder)
+            if here != source and here.relative_to(source).parts[0] in skip:
+                continue
+            there = target / here.relative_to(source)
+            make_private_dirs(there)
             for name in files:
-                fd = os.open(Path(folder) / name, os.O_RDONLY)
+                if here == source and name in skip:
+                    continue
                 try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            fsync_dir(Path(folder))
+                    os.link(here / name, there / name)
+                except OSError as exc:
+                    if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                        raise
+                    atomic_write(there / name, (here / name).read_bytes())
+            fsync_dir(there)
         fsync_dir(target.parent)
-    except OSError as exc:
+    except (OSError, StorageError) as exc:
         shutil.rmtree(target, ignore_errors=True)
-        raise StorageError(f"could not copy {source.name}: {exc.strerror or exc}") from exc
+        reason = exc.strerror if isinstance(exc, OSError) else exc.message
+        raise StorageError(f"could not link {source.name}: {reason or exc}") from exc
     return True
 
 

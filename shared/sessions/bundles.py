@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from shared import index
+from shared.accounts import storage
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
@@ -464,6 +465,9 @@ def import_bundle(
     session takes the importer's memory snapshot from `memory` (the caller's `rt.memory`)."""
     with _open(source) as archive:
         bundle = check_bundle(rt, archive)
+        # What the session will take: its conversation and images, as they unpack.
+        unpacked = sum(e.file_size for name, e in bundle.entries.items() if name != MANIFEST)
+        storage.check(rt, principal.user_id, unpacked)
         original = bundle.manifest["session"]
         imported_from = {
             "session_id": str(original.get("id") or "")[:64] or None,

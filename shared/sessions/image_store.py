@@ -215,6 +215,7 @@ def save(
         if not path.exists():
             directory.mkdir(parents=True, exist_ok=True)
             atomic_write(path, image.data)
+            store.usage.add(user_id, "images", len(image.data))
         names.append(image.name)
     return names
 

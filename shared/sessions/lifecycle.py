@@ -1,7 +1,8 @@
 """Fork, clear and the trash: the operations that copy, rewrite or remove a session file.
 
 - fork: a new session with a copy of the messages (all of them, or up to one), of the
-  session's directory (its images) and of its compaction summary when the summary still
+  session's directory (its images, as hard links: a fork stores only its transcript) and of
+  its compaction summary when the summary still
   applies to the copy. It records where it came from (`forked_from`, `forked_at`), keeps the
   memory snapshot and project context, and starts with no likes; it lands at the top.
 - clear: an atomic rewrite keeping the header (id, creation time, source, memory snapshot) and
@@ -21,12 +22,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from shared import index
-from shared.accounts import Principal
+from shared.accounts import Principal, storage
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.messages import MessageRecord, count_answered, exchanges
 from shared.db.orm import SessionRow
-from shared.files.filestore import copy_tree, remove_tree
+from shared.files.filestore import encode_records, link_tree, remove_tree
 from shared.files.session_state import meta_record
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing
@@ -69,6 +70,8 @@ def fork_session(
     mark = original.extracted_turns
     if mark:
         changes[EXTRACTION_MARK] = min(mark, count_answered(exchanges(messages)))
+    records = [*messages, meta_record(changes, now)]
+    storage.check(rt, user_id, len(encode_records(records)))  # the images are linked
     state, info = rt.store.create(
         user_id,
         source=principal.source,
@@ -78,7 +81,7 @@ def fork_session(
             "forked_from": session_id,
             "forked_at": messages[-1]["id"] if messages else None,
         },
-        records=[*messages, meta_record(changes, now)],
+        records=records,
     )
     try:
         _copy_files(rt, user_id, session_id, state.id, messages)
@@ -122,7 +125,7 @@ def _copy_files(
 ) -> None:
     """The session's directory without its summary, then the summary if the copy still has
     the message it covers through."""
-    copy_tree(
+    link_tree(
         rt.store.sidecar_dir(user_id, source),
         rt.store.sidecar_dir(user_id, target),
         skip=(SUMMARY_FILE,),
@@ -176,6 +179,7 @@ def delete_session(
         purge_session(rt, principal.user_id, session_id)
     elif row.deleted_at is None:
         append_meta(rt, principal.user_id, session_id, {"deleted_at": isoformat(utcnow())})
+        rt.store.usage.forget(principal.user_id)  # its bytes are the trash's now
 
 
 def restore_session(rt: SessionsRuntime, principal: Principal, session_id: str) -> SessionRow:
@@ -183,6 +187,7 @@ def restore_session(rt: SessionsRuntime, principal: Principal, session_id: str) 
     row = get_session(rt, principal, session_id)
     if row.deleted_at is not None:
         append_meta(rt, principal.user_id, session_id, {"deleted_at": None})
+        rt.store.usage.forget(principal.user_id)
     return get_session(rt, principal, session_id)
 
 

@@ -117,3 +117,33 @@ def test_an_admin_disables_enables_and_deletes_a_user(
     assert login_status(server, target["username"], PASSWORD) == 401
     listed = admin["http"].get("/users").json()
     assert target["username"] not in {u["username"] for u in listed}
+
+
+def test_the_account_panel_shows_storage_used_and_the_quota(
+    web: Browsing, server: Server, shots: Path
+) -> None:
+    user = server.user()
+    http = user["http"]
+    session = http.post("/sessions", json={"title": "kept"}).json()["id"]
+    me = http.get("/users/me").json()
+    root = server.users["root"]["http"]
+    assert root.patch(f"/users/{me['id']}", json={"storage_quota_bytes": 1024}).status_code == 200
+    used = http.get("/me/usage").json()["storage"]["used_bytes"]
+    assert 0 < used < 1024
+
+    page = web.open(user)
+    panel = open_account(page)
+    storage = panel.get_by_role("region", name="Storage")
+    expect(storage).to_contain_text(f"{used} bytes used of 1.0 KiB")
+    expect(storage.get_by_role("meter")).to_have_attribute("value", str(used))
+    expect(storage.get_by_role("alert")).to_have_count(0)
+    page.screenshot(path=shots / "account-storage.png")
+
+    # Full: the panel says what is refused and how to free space.
+    assert root.patch(f"/users/{me['id']}", json={"storage_quota_bytes": used}).status_code == 200
+    assert http.post(f"/sessions/{session}/turns", json={"content": "hi"}).status_code == 507
+    page.get_by_role("button", name="Close the account panel").click()
+    panel = open_account(page)
+    storage = panel.get_by_role("region", name="Storage")
+    expect(storage.get_by_role("alert")).to_contain_text("Your storage is full")
+    page.screenshot(path=shots / "account-storage-full.png")

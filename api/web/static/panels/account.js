@@ -3,6 +3,7 @@
 // administrator also sees the users (GET /users) and disables, enables or deletes them
 // (PATCH and DELETE /users/<id>; deleting asks first, in an in-page confirmation). The
 // server keeps the last enabled administrator and says so; the panel shows what it says.
+// Everyone also sees what they store and their quota (GET /me/usage).
 
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { Confirm, PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
@@ -73,6 +74,47 @@ export function PasswordForm({ api }) {
       <button type="submit" class="pn-button primary" disabled=${busy}>Change password</button>
     </div>
   </form>`;
+}
+
+const UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+
+export function formatBytes(count) {
+  let value = count;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} bytes` : `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
+}
+
+export function StorageUsage({ api }) {
+  const [storage, setStorage] = useState(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    api
+      .get("/me/usage")
+      .then((usage) => setStorage(usage.storage))
+      .catch((e) => setError(`Could not read your storage: ${messageOf(e)}`));
+  }, []);
+  const quota = storage?.quota_bytes || 0;
+  const full = quota && storage.used_bytes >= quota;
+  return html`<section class="account-storage" aria-labelledby="storage-title">
+    <h3 id="storage-title">Storage</h3>
+    ${
+      storage
+        ? html`<p class="pn-muted" id="storage-figures">
+              ${formatBytes(storage.used_bytes)} used${
+                quota ? ` of ${formatBytes(quota)} (${Math.min(100, Math.round((100 * storage.used_bytes) / quota))} %)` : ", no quota"
+              }; chats, images, the trash and your memory files.
+            </p>
+            ${quota ? html`<meter min="0" max=${quota} value=${storage.used_bytes} high=${quota * 0.9}
+              optimum="0" aria-labelledby="storage-title" aria-describedby="storage-figures"></meter>` : null}
+            ${full ? html`<p class="pn-error" role="alert">Your storage is full: new messages, imports and forks are refused. Delete chats and empty the trash to free space.</p>` : null}`
+        : null
+    }
+    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+  </section>`;
 }
 
 function UserRow({ account, me, onToggle, onDelete }) {
@@ -177,6 +219,7 @@ export default function Account({ api, user, onClose }) {
     closeLabel="Close the account panel" onRequestClose=${onClose}>
     <div class="pn-body">
       <p class="pn-muted">Signed in as <strong>${user?.username}</strong>${user?.is_admin ? " (administrator)" : ""}.</p>
+      <${StorageUsage} api=${api} />
       <${PasswordForm} api=${api} />
       ${user?.is_admin ? html`<${Users} api=${api} me=${user} />` : null}
     </div>
