@@ -4,7 +4,8 @@ Protocol (the official `mcp` SDK's low-level server).
 On stdio (the default) a coding agent starts it as its MCP server: `claude mcp add eonyx --
 eonyx mcp`. With `--http` it serves the streamable-HTTP transport at `/mcp` for remote agents
 (the compose file's `mcp` service), each request authenticated by the Eonyx API key it
-carries as a bearer token.
+carries as a bearer token, which the API must accept (cli/mcp_http.py: the key check, the
+sessions tied to their key and capped per key).
 
 It is a client of the API like the other client commands: every tool call is one or two
 HTTP requests through cli/api_client.py, with the token `eonyx login` saved (or EONYX_URL /
@@ -20,6 +21,7 @@ read-only and the agent's own instructions are not Eonyx's business.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -27,21 +29,24 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import click
+import httpx
 import jsonschema
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from cli.api_client import ApiError, AsyncApiClient
+from cli.api_client import LIMITS, ApiError, AsyncApiClient
 from shared.core.messages import content_text, tool_call_parts
 from shared.core.registry import SCOPE_MEMORY_READ, SCOPE_MEMORY_WRITE, SCOPE_SESSIONS_READ
 from shared.core.release import eonyx_version
 
 NAME = "eonyx"
 SCOPES_TTL = 60.0  # seconds a key's scopes are trusted before asking again
-CLIENTS_KEPT = 64  # HTTP: API clients kept, one per API key seen lately
+CLIENTS_KEPT = 256  # HTTP: API clients kept, one per API key seen lately
+REFUSED_KEPT = 1024  # HTTP: keys the API refused lately (their hashes), not asked again
 SEARCH_LIMIT = 10
 READ_LIMIT = 50  # messages of a transcript per read, unless a range says otherwise
 RESOURCES = {
@@ -173,28 +178,74 @@ TOOLS: dict[str, ToolSpec] = {
 
 
 class Access:
-    """One API key's client and what its scopes allow (asked again after SCOPES_TTL)."""
+    """One API key's client and what its scopes allow, as the API last said (asked again
+    once `ttl` seconds have passed; concurrent askers wait for one answer)."""
 
-    def __init__(self, client: AsyncApiClient) -> None:
-        self.client = client
+    def __init__(self, client: AsyncApiClient, ttl: float) -> None:
+        self.client, self.ttl = client, ttl
         self.scopes: frozenset[str] = frozenset()
         self.checked = float("-inf")
+        self.lock = anyio.Lock()
+
+    @property
+    def fresh(self) -> bool:
+        return time.monotonic() - self.checked <= self.ttl
 
     async def allowed(self) -> frozenset[str]:
-        if time.monotonic() - self.checked > SCOPES_TTL:
-            current = await self.client.request("GET", "/tokens/current")
-            self.scopes, self.checked = frozenset(current["scopes"]), time.monotonic()
+        """The key's scopes; ApiError when the API refuses the key (401) or cannot answer."""
+        if self.fresh:
+            return self.scopes
+        async with self.lock:
+            if not self.fresh:
+                current = await self.client.request("GET", "/tokens/current")
+                self.scopes, self.checked = frozenset(current["scopes"]), time.monotonic()
         return self.scopes
 
 
 class Accesses:
     """Where a request's API client comes from: the one saved login (stdio), or the
-    request's bearer token (HTTP), a client per recently seen key."""
+    request's bearer token (HTTP), an `Access` per recently seen key, found by the key's
+    SHA-256 (`key_id`). Over HTTP the clients share one connection pool, and a key the API
+    refused is remembered as refused for `ttl` too, so a client repeating a bad key costs
+    the API one request per `ttl`, not one per attempt."""
 
-    def __init__(self, url: str, token: str | None = None) -> None:
-        self.url = url
-        self.fixed = Access(AsyncApiClient(url, token)) if token else None
-        self.by_token: OrderedDict[str, Access] = OrderedDict()
+    def __init__(self, url: str, token: str | None = None, *, ttl: float = SCOPES_TTL) -> None:
+        self.url, self.ttl = url, ttl
+        self.transport = httpx.AsyncHTTPTransport(limits=LIMITS)
+        self.fixed = Access(AsyncApiClient(url, token), ttl) if token else None
+        self.by_key: OrderedDict[str, Access] = OrderedDict()
+        self.refused: OrderedDict[str, tuple[float, ApiError]] = OrderedDict()
+
+    def get(self, token: str) -> Access:
+        key = key_id(token)
+        found = self.by_key.pop(key, None)
+        if found is None:
+            found = Access(AsyncApiClient(self.url, token, transport=self.transport), self.ttl)
+        self.by_key[key] = found
+        while len(self.by_key) > CLIENTS_KEPT:
+            self.by_key.popitem(last=False)  # its client shares the pool: nothing to close
+        return found
+
+    async def verify(self, token: str) -> Access:
+        """The key's Access once the API has accepted it (within `ttl`); the API's ApiError
+        otherwise: 401 for a key it does not know, 0 or 5xx when it could not answer."""
+        key = key_id(token)
+        refused = self.refused.get(key)
+        if refused is not None and time.monotonic() - refused[0] <= self.ttl:
+            raise refused[1]
+        access = self.get(token)
+        try:
+            await access.allowed()
+        except ApiError as exc:
+            if 400 <= exc.status < 500 and exc.status != 429:
+                self.refused.pop(key, None)
+                self.refused[key] = (time.monotonic(), exc)
+                while len(self.refused) > REFUSED_KEPT:
+                    self.refused.popitem(last=False)
+            self.by_key.pop(key, None)
+            raise
+        self.refused.pop(key, None)
+        return access
 
     def of(self, ctx: ServerRequestContext[Any, Any]) -> Access:
         if self.fixed is not None:
@@ -202,11 +253,15 @@ class Accesses:
         token = bearer_of(getattr(ctx.request, "headers", None) or {})
         if not token:
             raise ApiError(401, "missing_token", "send 'Authorization: Bearer <Eonyx API key>'")
-        found = self.by_token.pop(token, None) or Access(AsyncApiClient(self.url, token))
-        self.by_token[token] = found
-        while len(self.by_token) > CLIENTS_KEPT:
-            self.by_token.popitem(last=False)
-        return found
+        return self.get(token)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def key_id(token: str) -> str:
+    """What a key is known by here (its sessions, its cache entry): never the key itself."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def bearer_of(headers: Mapping[str, str]) -> str:
@@ -418,43 +473,6 @@ async def serve_stdio(url: str, token: str) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def http_app(url: str, *, stateless: bool, host: str) -> Any:
-    """The streamable-HTTP app: `/mcp` (a bearer token required), and `/healthz`."""
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
-    server = build_server(Accesses(url), stdio=False)
-
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    app = server.streamable_http_app(
-        stateless_http=stateless,
-        host=host,
-        custom_starlette_routes=[Route("/healthz", healthz)],
-    )
-
-    async def require_bearer(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
-            headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-            if not bearer_of(headers):
-                body = {
-                    "error": {
-                        "code": "missing_token",
-                        "message": "send 'Authorization: Bearer <Eonyx API key>'",
-                    }
-                }
-                response = JSONResponse(
-                    body, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-                )
-                await response(scope, receive, send)
-                return
-        await app(scope, receive, send)
-
-    return require_bearer
-
-
 @click.command()
 @click.option(
     "--http", "http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio."
@@ -475,8 +493,8 @@ def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
 
     On stdio (the default) with the token of `eonyx login` or EONYX_URL/EONYX_TOKEN:
     `claude mcp add eonyx -- eonyx mcp`. With --http, for remote agents, each request
-    brings its Eonyx API key as a bearer token (`Authorization: Bearer eyx_...`)."""
-    import anyio
+    brings its Eonyx API key as a bearer token (`Authorization: Bearer eyx_...`), checked
+    with the API (MCP_KEY_CHECK_SECONDS, MCP_SESSIONS_PER_KEY: see cli/mcp_http.py)."""
 
     from cli.client import saved_login, server_url
 
@@ -485,7 +503,20 @@ def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
         return
     import uvicorn
 
-    app = http_app(server_url(), stateless=stateless, host=host)
+    from cli.mcp_http import http_app
+    from shared.core.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    app = http_app(
+        server_url(),
+        stateless=stateless,
+        host=host,
+        sessions_per_key=settings.mcp_sessions_per_key,
+        key_check_seconds=settings.mcp_key_check_seconds,
+    )
     click.echo(f"Eonyx MCP at http://{host}:{port}/mcp (for {server_url()})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -87,6 +87,8 @@ class Settings:
     request_body_seconds: int = 30  # to receive a request's body (more for a large one)
     facade_cors_origins: str = "*"  # "*" or origins joined by commas (see _origins)
     job_visibility_timeout: int = 120  # seconds before a dead worker's job goes to another
+    mcp_sessions_per_key: int = 16  # `eonyx mcp --http`: open MCP sessions per API key
+    mcp_key_check_seconds: float = 30.0  # ... and how long a key the API accepted is trusted
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -298,6 +300,8 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "REQUEST_BODY_SECONDS": ("request_body_seconds", _int),
     "FACADE_CORS_ORIGINS": ("facade_cors_origins", _origins),
     "JOB_VISIBILITY_TIMEOUT_SECONDS": ("job_visibility_timeout", _int),
+    "MCP_SESSIONS_PER_KEY": ("mcp_sessions_per_key", _int),
+    "MCP_KEY_CHECK_SECONDS": ("mcp_key_check_seconds", _seconds),
 }
 
 

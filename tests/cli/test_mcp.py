@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -312,7 +313,7 @@ def test_the_http_endpoint_wants_a_key(served: Served) -> None:
     for url in served.mcp_urls.values():
         response = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert response.status_code == 401
-        assert response.json()["error"]["code"] == "missing_token"
+        assert response.json()["error"]["data"]["code"] == "missing_token"
 
 
 def test_tokens_are_made_with_scopes_listed_and_revoked(served: Served, tmp_path: Path) -> None:
@@ -351,3 +352,276 @@ def test_tokens_are_made_with_scopes_listed_and_revoked(served: Served, tmp_path
     wrong = runner.invoke(main, ["tokens", "create", "x", "--scope", "memory:delete"])
     assert wrong.exit_code == 2
     assert "'memory:delete' is not one of" in wrong.output
+
+
+# -- who may use MCP over HTTP (issue 38) ----------------------------------------------------
+
+PER_KEY = 2  # MCP_SESSIONS_PER_KEY of the guarded servers
+KEY_CHECK = 1.0  # MCP_KEY_CHECK_SECONDS of the guarded servers
+GUARDED = ("http", "http-stateless")
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+# Where an MCP client that believes in OAuth looks for an authorization server.
+OAUTH_PATHS = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/authorize",
+    "/token",
+    "/register",
+)
+
+
+@dataclass
+class Guarded:
+    urls: dict[str, str]  # transport: `eonyx mcp --http [--stateless]` with the small limits
+    unreachable: str  # `eonyx mcp --http` for an API that does not answer
+
+
+@pytest.fixture(scope="module")
+def guarded(served: Served) -> Iterator[Guarded]:
+    """`eonyx mcp --http` and `--http --stateless` with PER_KEY sessions a key and keys
+    trusted for KEY_CHECK seconds, and one whose API is a closed port."""
+    env = {
+        **os.environ,
+        "EONYX_URL": served.url,
+        "XDG_CONFIG_HOME": str(served.workdir / "config"),
+        "MCP_SESSIONS_PER_KEY": str(PER_KEY),
+        "MCP_KEY_CHECK_SECONDS": str(KEY_CHECK),
+    }
+    env.pop("EONYX_TOKEN", None)
+    dead_api = {**env, "EONYX_URL": f"http://127.0.0.1:{free_port()}"}
+    processes, urls = [], {}
+    for name, extra, environ in (
+        ("http", [], env),
+        ("http-stateless", ["--stateless"], env),
+        ("unreachable", [], dead_api),
+    ):
+        port = free_port()
+        command = [eonyx_executable(), "mcp", "--http", "--port", str(port), *extra]
+        out = subprocess.DEVNULL
+        processes.append(subprocess.Popen(command, env=environ, stdout=out, stderr=out))
+        urls[name] = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for mcp_url in urls.values():
+            health = mcp_url.removesuffix("/mcp") + "/healthz"
+            wait_for(lambda url=health: _healthy(url), 60, f"{health} to answer")
+        unreachable = urls.pop("unreachable")
+        yield Guarded(urls, unreachable)
+    finally:
+        for process in processes:
+            process.terminate()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(10)
+            if process.poll() is None:
+                process.kill()
+
+
+def new_key(served: Served, name: str) -> tuple[str, str]:
+    """(id, key) of a fresh full-access key of alice's."""
+    made = served.api("POST", "/tokens", served.alice.token, json={"name": name, "scopes": []})
+    return made["id"], made["token"]
+
+
+def initialize(url: str, token: str | None, session_id: str | None = None) -> httpx.Response:
+    """An `initialize` as an MCP client posts it, with `token` as the bearer if any."""
+    headers = dict(MCP_HEADERS)
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    if session_id is not None:
+        headers["Mcp-Session-Id"] = session_id
+    return httpx.post(url, json=INITIALIZE, headers=headers, timeout=30)
+
+
+def end_session(url: str, token: str, session_id: str) -> None:
+    headers = {"Authorization": f"Bearer {token}", "Mcp-Session-Id": session_id}
+    assert httpx.delete(url, headers=headers).status_code == 200
+
+
+@asynccontextmanager
+async def client_of(url: str, token: str) -> AsyncIterator[tuple[ClientSession, Any]]:
+    """The `mcp` package's client on `url` as `token`, not yet initialized, and its HTTP
+    client (whose headers a test may change between requests)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        yield session, http
+
+
+def challenge_of(response: httpx.Response) -> str:
+    """The 401's WWW-Authenticate, checked for what MCP clients read in it."""
+    assert response.status_code == 401, response.text
+    challenge = response.headers["WWW-Authenticate"]
+    assert challenge.startswith('Bearer realm="eonyx", error="invalid_token", error_description="')
+    assert "resource_metadata" not in challenge  # no OAuth discovery for static keys
+    assert "mcp-session-id" not in response.headers
+    return challenge
+
+
+@pytest.mark.parametrize("transport", GUARDED)
+def test_a_bad_or_missing_key_gets_401_with_a_bearer_challenge_and_no_session(
+    served: Served, guarded: Guarded, transport: str
+) -> None:
+    url = guarded.urls[transport]
+    bad = initialize(url, "not-an-eonyx-key")
+    assert "invalid, expired or revoked token" in challenge_of(bad)
+    assert bad.json()["error"]["data"]["code"] == "invalid_token"
+    assert bad.json()["error"]["message"] == (
+        "the Eonyx API refused this key: invalid, expired or revoked token"
+    )
+    missing = initialize(url, None)
+    assert "send an Eonyx API key: 'Authorization: Bearer eyx_...'" in challenge_of(missing)
+    assert missing.json()["error"]["data"]["code"] == "missing_token"
+    root = url.removesuffix("/mcp")
+    for path in OAUTH_PATHS:
+        assert httpx.get(root + path).status_code == 404, path
+        assert httpx.post(root + path).status_code == 404, path
+
+    async def with_the_client() -> None:
+        async with client_of(url, "not-an-eonyx-key") as (session, _):
+            with pytest.raises(MCPError, match="the Eonyx API refused this key"):
+                await session.initialize()
+        async with client_of(url, served.full_key) as (session, _):
+            await initialized(session)
+            assert (await call(session, "memory_read", kind="agent")).is_error is False
+
+    anyio.run(with_the_client)
+
+
+def test_an_unreachable_api_is_503_not_401(served: Served, guarded: Guarded) -> None:
+    response = initialize(guarded.unreachable, served.full_key)
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "5"
+    assert "mcp-session-id" not in response.headers
+    error = response.json()["error"]
+    assert error["data"]["code"] == "api_unavailable"
+    assert error["message"].startswith(
+        "the key could not be checked (cannot reach Eonyx at http://127.0.0.1:"
+    )
+    assert error["message"].endswith("); try again shortly")
+
+
+def test_a_session_answers_only_the_key_that_opened_it(served: Served, guarded: Guarded) -> None:
+    url = guarded.urls["http"]
+
+    async def scenario() -> None:
+        async with client_of(url, served.full_key) as (session, http):
+            await initialized(session)
+            assert (await session.list_tools()).tools
+            http.headers["Authorization"] = f"Bearer {served.bob.token}"  # valid, not alice's
+            with pytest.raises(MCPError, match="Session not found"):
+                await session.list_tools()
+            with pytest.raises(MCPError, match="Session not found"):
+                await call(session, "sessions_search", query="secret")
+            http.headers["Authorization"] = f"Bearer {served.full_key}"
+            assert (await session.list_tools()).tools  # the session is still alice's
+
+    anyio.run(scenario)
+
+
+def test_a_key_holds_at_most_its_share_of_sessions(served: Served, guarded: Guarded) -> None:
+    url = guarded.urls["http"]
+    _, key = new_key(served, "busy agent")
+    opened = []
+    for _ in range(PER_KEY):
+        response = initialize(url, key)
+        assert response.status_code == 200, response.text
+        opened.append(response.headers["mcp-session-id"])
+    refused = initialize(url, key)
+    assert refused.status_code == 429
+    assert "mcp-session-id" not in refused.headers
+    assert refused.json()["error"]["data"]["code"] == "too_many_sessions"
+    assert refused.json()["error"]["message"].startswith(
+        f"this API key already has {PER_KEY} open MCP sessions, the most one key may hold "
+        "(MCP_SESSIONS_PER_KEY)"
+    )
+
+    async def full_then_room() -> None:
+        async with client_of(url, key) as (session, _):
+            with pytest.raises(MCPError, match="MCP_SESSIONS_PER_KEY"):
+                await session.initialize()
+        async with client_of(url, served.full_key) as (session, _):
+            await initialized(session)  # another key is not held up
+
+    anyio.run(full_then_room)
+    end_session(url, key, opened.pop())
+    again = initialize(url, key)
+    assert again.status_code == 200, again.text
+    for session_id in [*opened, again.headers["mcp-session-id"]]:
+        end_session(url, key, session_id)
+
+
+@pytest.mark.parametrize("transport", GUARDED)
+def test_a_revoked_key_stops_within_the_key_check_time(
+    served: Served, guarded: Guarded, transport: str
+) -> None:
+    url = guarded.urls[transport]
+    token_id, key = new_key(served, f"revoked {transport}")
+
+    async def scenario() -> tuple[float, str]:
+        async with client_of(url, key) as (session, _):
+            await initialized(session)
+            assert (await session.list_tools()).tools  # the key is trusted from here on
+            revoking = httpx.delete(
+                f"{served.url}/api/v1/tokens/{token_id}", headers=served.alice.headers
+            )
+            assert revoking.status_code == 204
+            revoked = time.monotonic()
+            while time.monotonic() - revoked < KEY_CHECK + 2:
+                try:
+                    await session.list_tools()
+                except MCPError as exc:
+                    return time.monotonic() - revoked, str(exc)
+                await anyio.sleep(0.05)
+        pytest.fail("the revoked key still works")
+
+    stopped_after, refusal = anyio.run(scenario)
+    assert "refused this key: invalid, expired or revoked token" in refusal
+    assert stopped_after <= KEY_CHECK + 0.5
+    assert "invalid, expired or revoked token" in challenge_of(initialize(url, key))
+
+
+@pytest.mark.parametrize("transport", GUARDED)
+def test_a_flood_of_bad_keys_leaves_a_valid_key_its_session(
+    served: Served, guarded: Guarded, transport: str
+) -> None:
+    """The probe's flood: the same bad key many times and many different ones; none gets a
+    session, and a valid key's `initialize` still does."""
+    url = guarded.urls[transport]
+    bad_keys = ["not-an-eonyx-key"] * 300 + [f"eyx_guess{n:04d}" for n in range(100)]
+
+    async def scenario() -> list[int]:
+        statuses: list[int] = []
+        limit = anyio.Semaphore(32)
+        async with httpx.AsyncClient(timeout=30) as http:
+
+            async def attempt(key: str) -> None:
+                async with limit:
+                    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+                    response = await http.post(url, json=INITIALIZE, headers=headers)
+                    assert "mcp-session-id" not in response.headers
+                    statuses.append(response.status_code)
+
+            async with anyio.create_task_group() as group:
+                for key in bad_keys:
+                    group.start_soon(attempt, key)
+        async with client_of(url, served.full_key) as (session, _):
+            await initialized(session)
+            assert (await session.list_tools()).tools
+        return statuses
+
+    statuses = anyio.run(scenario)
+    assert statuses == [401] * len(bad_keys)
