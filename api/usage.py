@@ -4,6 +4,7 @@ user's figures, GET /usage/users.
 The response has one key per resource, each described by its own schema below:
 
     {"storage": {"used_bytes", "quota_bytes", "by_kind": {...}}}   (shared.accounts.storage)
+    {"tokens": {"month", "prompt_tokens", ..., "by_offering", "budget"}}   (shared.llm.usage)
 
 Another resource adds its key to `MyUsageSchema` and its figures to `usage_of` (one place for
 the shape, so /me/usage and the admin list stay the same).
@@ -19,9 +20,11 @@ from flask.views import MethodView
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from api.schemas import QueryFlag, Schema, StrictSchema
+from api.token_usage import TokenUsageSchema
 from shared import accounts
 from shared.accounts import storage
 from shared.files.usage import KINDS
+from shared.llm import usage as token_usage
 from shared.runtime import Runtime
 
 blp = Blueprint("usage", __name__, description="What a user stores (and may store)")
@@ -43,6 +46,7 @@ class StorageUsageSchema(Schema):
 
 class MyUsageSchema(Schema):
     storage = ma.fields.Nested(StorageUsageSchema)
+    tokens = ma.fields.Nested(TokenUsageSchema)  # api/token_usage.py
 
 
 class UserUsageSchema(MyUsageSchema):
@@ -59,7 +63,10 @@ class UsageArgsSchema(StrictSchema):
 
 def usage_of(rt: Runtime, user_id: str, *, fresh: bool = False) -> dict[str, Any]:
     """Everything /me/usage shows for one user."""
-    return {"storage": storage.storage_usage(rt, user_id, fresh=fresh)}
+    return {
+        "storage": storage.storage_usage(rt, user_id, fresh=fresh),
+        "tokens": token_usage.my_usage(rt.usage, user_id),
+    }
 
 
 @blp.route("/me/usage")

@@ -223,6 +223,38 @@ def users_quota(user: str, size: str | None) -> None:
         click.echo(f"  {kind:<15} {used}")
 
 
+@users.command("budget")
+@click.argument("user")
+@click.argument("tokens", required=False)
+def users_budget(user: str, tokens: str | None) -> None:
+    """Show USER's model tokens this month (UTC) and their budget; with TOKENS, set the
+    budget: tokens a month, 0 for none, or `default` for MONTHLY_TOKEN_BUDGET."""
+    from shared.llm import usage as token_usage
+
+    if tokens is not None and tokens != "default" and not tokens.isdigit():
+        raise click.BadParameter(f"{tokens!r}: a number of tokens, 0, or default")
+    budget = None if tokens is None or tokens == "default" else int(tokens)
+    with server_runtime() as rt:
+        with rt.db.session() as db:
+            found = accounts.find_user(db, user)
+            name, user_id = printable(found.username), found.id
+            if tokens is not None:
+                token_usage.set_budget(db, found, budget)
+        month = token_usage.my_usage(rt.usage, user_id)
+    limit = month["budget"]["limit"]
+    click.echo(
+        f"{name} ({user_id}): {month['total_tokens']} tokens in {month['month']} of "
+        + (f"{limit}" if limit else "no budget")
+        + ("" if tokens is None else " (budget set)")
+        + f"; resets {month['budget']['resets_at']}"
+    )
+    for line in month["by_offering"]:
+        click.echo(
+            f"  {printable(line['offering'])} {line['role']}: {line['calls']} calls, "
+            f"{line['prompt_tokens']} prompt + {line['completion_tokens']} completion"
+        )
+
+
 UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 

@@ -28,6 +28,7 @@ from shared.infra.locks import FileLocks, Locks, RedisLocks
 from shared.llm.client import LLMClient, ModelClient
 from shared.llm.offering_cache import OfferingCache
 from shared.llm.tools import ToolRegistry
+from shared.llm.usage import TokenMeter
 from shared.memory.files import MemoryStore
 from shared.memory.tools import register_memory_tools
 
@@ -51,6 +52,7 @@ class Runtime:
     offerings: OfferingCache
     throttle: Throttle  # failed-login counters (Redis, or per process without it)
     tokens: TokenCache  # recently checked tokens, forgotten when `auth_changed` says
+    usage: TokenMeter  # each user's model tokens, counted by `llm`, and their budget
     events: event_bus.EventHub | None = None  # with Redis: the process's events sockets' feed
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
@@ -71,6 +73,7 @@ class Runtime:
         tools = ToolRegistry()
         register_memory_tools(tools, memory, settings)
         database = Database(settings.database_url)
+        meter = TokenMeter(database, settings.monthly_token_budget)
         return cls(
             settings=settings,
             db=database,
@@ -86,6 +89,7 @@ class Runtime:
                     settings.llm_read_timeout, connect=settings.llm_connect_timeout
                 ),
                 retries=settings.llm_max_retries,
+                meter=meter,
             ),
             tools=tools,
             memory=memory,
@@ -93,6 +97,7 @@ class Runtime:
             offerings=OfferingCache(database, client),
             throttle=Throttle(client),
             tokens=TokenCache(client),
+            usage=meter,
             events=event_bus.EventHub(client) if client else None,
             jobs=jobs,
             teams=_teams_channel(settings),

@@ -55,6 +55,10 @@ class UserSchema(Schema):
         allow_none=True,
         metadata={"description": "the user's own storage quota; null: the deployment's"},
     )
+    monthly_token_budget = ma.fields.Integer(
+        allow_none=True,
+        metadata={"description": "the user's own monthly token budget; null: the deployment's"},
+    )
 
 
 class UserChangeSchema(StrictSchema):
@@ -76,6 +80,14 @@ class UserChangeSchema(StrictSchema):
         metadata={
             "description": "the bytes of storage the user may fill (0: no quota); null: "
             "the deployment's STORAGE_QUOTA_BYTES. Groups do not exist yet: per user only"
+        },
+    )
+    monthly_token_budget = Int(
+        allow_none=True,
+        validate=ma.validate.Range(min=0),
+        metadata={
+            "description": "model tokens (prompt and completion) the user may use in a "
+            "calendar month, UTC (0: no budget); null: the deployment's MONTHLY_TOKEN_BUDGET"
         },
     )
 

@@ -31,6 +31,7 @@ from api.extensions import Blueprint
 from shared import accounts
 from shared.accounts import storage
 from shared.db.orm import User
+from shared.llm import usage as token_usage
 
 blp = Blueprint("accounts", __name__, description="Accounts, login and API keys")
 
@@ -139,7 +140,8 @@ class UserById(MethodView):
         its password (which ends its sign-ins and API keys; your own request's stays).
         Disabling stops the user's tokens, sign-ins and open event sockets at once. The
         last enabled administrator cannot be demoted or disabled (409 `last_admin`).
-        `storage_quota_bytes` sets the user's own storage quota (null: the deployment's)."""
+        `storage_quota_bytes` sets the user's own storage quota (null: the deployment's),
+        `monthly_token_budget` their monthly token budget (null: the deployment's)."""
         rt, me = runtime(), principal()
         with rt.db.session() as db:
             user = accounts.update_user(
@@ -152,6 +154,9 @@ class UserById(MethodView):
             )
             if "storage_quota_bytes" in body:
                 storage.set_quota(db, user, body["storage_quota_bytes"])
+            if "monthly_token_budget" in body:
+                token_usage.set_budget(db, user, body["monthly_token_budget"])
+        rt.usage.forget(user.id)  # this process at once; the others within a few seconds
         rt.auth_changed(user.id)
         return user
 

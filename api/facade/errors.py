@@ -54,6 +54,8 @@ def domain_error(exc: EonyxError) -> Answer:
     body, status = render_error(exc)
     error = body["error"]
     answer = openai_error(status, error["code"], error["message"], exc.param)
+    if "details" in error:  # the figures of a refusal (a budget, a quota), beside OpenAI's
+        answer["error"]["details"] = error["details"]
     return answer, status, error_headers(exc, status)
 
 

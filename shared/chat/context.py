@@ -190,7 +190,7 @@ def assemble_context(
 def summarize_plan(rt: ChatRuntime, state: SessionState, plan: CompactionPlan) -> SummaryState:
     """Ask the summarization role for the running summary and keep it beside the session."""
     offering = models.offering_for(rt, "summarization")
-    completion = rt.llm.complete(offering, summary_request(plan))
+    completion = rt.llm.complete(offering, summary_request(plan), user_id=state.user_id)
     summary_text = (completion.content or "").strip()
     if not summary_text:
         raise LLMInvalidResponse(offering.id, "returned an empty summary")
@@ -201,7 +201,11 @@ def summarize_plan(rt: ChatRuntime, state: SessionState, plan: CompactionPlan) -
 
 def precompute_summary(rt: ChatRuntime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
-    Idempotent: with nothing to compact (or already done) it does nothing."""
+    Idempotent: with nothing to compact (or already done) it does nothing, and nothing for
+    a user past their token budget (their next turn is refused anyway)."""
+    if not rt.usage.allows(user_id):
+        log.info("summary of %s not precomputed: the user's token budget is used up", session_id)
+        return False
     try:
         offering = models.offering_for(rt, "chat")
         # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.

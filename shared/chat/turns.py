@@ -141,19 +141,28 @@ def resolve_project(rt: ChatRuntime, request: TurnRequest) -> ProjectInput:
 
 def _call_model(
     rt: ChatRuntime,
+    user_id: str,
     offering: Offering,
     messages: Messages,
     tools: list[dict[str, Any]] | None,
     stream: bool,
     client: ClientTurn | None,
 ) -> Iterator[TextDelta | Completion]:
+    """One round's model call, counted against `user_id` (a stream asks for the model's
+    token counts whatever the client asked: they are what the user's usage records)."""
     options = client.options if client else None
     if not stream:
-        yield rt.llm.complete(offering, messages, tools=tools or None, options=options)
+        yield rt.llm.complete(
+            offering, messages, tools=tools or None, options=options, user_id=user_id
+        )
         return
-    include_usage = bool(client and client.include_usage)
     events = rt.llm.stream(
-        offering, messages, tools=tools or None, include_usage=include_usage, options=options
+        offering,
+        messages,
+        tools=tools or None,
+        include_usage=True,
+        options=options,
+        user_id=user_id,
     )
     try:
         for event in events:
@@ -228,6 +237,7 @@ def _turn_steps(
     end, whether the turn succeeded or not (the index is a cache of the file)."""
     if not rt.store.path(principal.user_id, session_id).is_file():
         raise NotFound("session not found")  # another user's session is not under this user
+    rt.usage.check(principal.user_id)  # 429 budget_exceeded, before anything is written
     clash = request.client.tool_names & rt.tools.names if request.client else None
     if clash:
         raise InvalidInput(
@@ -379,7 +389,9 @@ def _converse(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         last_round = round_number == rt.settings.max_tool_rounds
         tools = None if last_round else [*rt.tools.specs(tool_context), *client.tools]
         completion: Completion | None = None
-        for item in _call_model(rt, offering, messages, tools, turn.stream, client):
+        for item in _call_model(
+            rt, principal.user_id, offering, messages, tools, turn.stream, client
+        ):
             if isinstance(item, Completion):
                 completion = item
             else:

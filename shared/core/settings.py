@@ -51,6 +51,7 @@ class Settings:
     max_images_per_message: int = 8
     fetch_image_urls: bool = False
     storage_quota_bytes: int = 5 * 1024 * MIB  # per user, over DATA_DIR; 0 = no quota
+    monthly_token_budget: int = 0  # per user, model tokens a month (UTC); 0 = no budget
 
     session_cache_bytes: int = 64 * MIB
     demo_mode: bool = False
@@ -251,6 +252,10 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "FETCH_IMAGE_URLS": ("fetch_image_urls", _bool),
     "STORAGE_QUOTA_BYTES": (
         "storage_quota_bytes",
+        lambda env, name, default: _int(env, name, default, minimum=0),
+    ),
+    "MONTHLY_TOKEN_BUDGET": (
+        "monthly_token_budget",
         lambda env, name, default: _int(env, name, default, minimum=0),
     ),
     "SESSION_CACHE_BYTES": (

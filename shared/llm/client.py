@@ -7,6 +7,10 @@ keeps one pooled `httpx.Client` with explicit timeouts. An offering (`Offering`)
 model lives and how to reach it; what an answer is, and how it is read off the wire, is in
 wire.py.
 
+A call made for a user (`user_id=`) is counted against them by the client's `UsageMeter`
+(shared/llm/usage.py: per user, month, offering and role) once its answer is in, with the
+model's own token counts or, when it gives none, an estimate.
+
 Failed attempts are retried with exponential backoff and jitter: on 429, on 5xx, on timeouts and
 on connections that fail or drop. A `Retry-After` header (seconds or an HTTP date) on a 429 or
 503 is honoured, up to the client's longest wait. Any other 4xx is the caller's problem and is
@@ -51,6 +55,7 @@ import orjson
 from shared.core import observability, sse
 from shared.core.encoding import encode_json
 from shared.core.errors import EonyxError
+from shared.llm.usage import counts as usage_counts
 from shared.llm.wire import (
     Completion,
     StreamAssembler,
@@ -266,9 +271,18 @@ def _timeout_kind(exc: httpx.TimeoutException) -> tuple[str, str]:
 # -- the client ---------------------------------------------------------------------------
 
 
+class UsageMeter(Protocol):
+    """Where the tokens of a call made for a user are counted (usage.TokenMeter)."""
+
+    def record(
+        self, user_id: str, offering: str, role: str, prompt_tokens: int, completion_tokens: int
+    ) -> None: ...
+
+
 class ModelClient(Protocol):
     """What the domain asks of a model client. `LLMClient` is the one every deployment uses;
-    a test of the turn loop may pass an in-process fake instead of a server on loopback."""
+    a test of the turn loop may pass an in-process fake instead of a server on loopback.
+    `user_id`: the user the call serves, whose tokens it counts."""
 
     max_wait: float  # the longest single wait between attempts
 
@@ -279,6 +293,7 @@ class ModelClient(Protocol):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Completion:
         """One whole answer; an LLMError on failure."""
         ...
@@ -291,6 +306,7 @@ class ModelClient(Protocol):
         tools: Sequence[Mapping[str, Any]] | None = None,
         include_usage: bool = False,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Iterator[StreamEvent]:
         """Text events, then one last event carrying the whole `Completion`."""
         ...
@@ -304,6 +320,7 @@ class LLMClient:
     `retries` is how many times a failed attempt is tried again (so at most retries + 1
     requests). Waits grow from `backoff` seconds, doubling, with jitter, and never exceed
     `max_wait`. `transport`, `sleep` and `jitter` (a number in [0, 1)) are there for tests.
+    `meter` counts the tokens of the calls made for a user (see the module's docstring).
     """
 
     def __init__(
@@ -317,6 +334,7 @@ class LLMClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        meter: UsageMeter | None = None,
     ) -> None:
         if retries < 0:
             raise ValueError("retries must be zero or more")
@@ -326,6 +344,7 @@ class LLMClient:
         self.max_wait = max_wait
         self._sleep = sleep
         self._jitter = jitter
+        self.meter = meter
         self._http = httpx.Client(
             timeout=timeout,
             limits=limits,
@@ -354,9 +373,11 @@ class LLMClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Completion:
         """One whole answer. Raises an LLMError subclass on failure. `options` are further
-        request fields (`top_p`, `stop`, `response_format`...), sent as they are given."""
+        request fields (`top_p`, `stop`, `response_format`...), sent as they are given.
+        `user_id`: the user the call serves, whose tokens it counts."""
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
         self._add_options(body, options)
         started = time.perf_counter()
@@ -375,6 +396,7 @@ class LLMClient:
             _observe(offering, started, exc.code, None)
             raise
         _observe(offering, started, None, completion.usage)
+        self._count(user_id, offering, messages, completion.usage, completion.message())
         return completion
 
     def stream(
@@ -388,6 +410,7 @@ class LLMClient:
         max_tokens: int | None = None,
         include_usage: bool = False,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Iterator[StreamEvent]:
         """The answer as it is written: text events, then one last event with the Completion.
 
@@ -395,6 +418,8 @@ class LLMClient:
         is made on the first `next()`. Close the iterator when leaving it early (a `for` loop
         that runs to the end, or `contextlib.closing`), so the connection is released.
         `include_usage` asks for token counts (`stream_options`), which not every server takes.
+        `user_id`: the user the call serves, whose tokens it counts (the text that arrived,
+        estimated, when the caller leaves early).
         """
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
         self._add_options(body, options)
@@ -404,12 +429,19 @@ class LLMClient:
         started = time.perf_counter()
         error: str | None = None  # a caller that leaves early is not a failure
         usage = None
+        answered = False
+        final: Completion | None = None
+        said: list[str] = []  # the text so far, for the estimate of an answer left early
         try:
             answer = self._send(offering, body, streaming=True)
+            answered = True
             try:
                 for event in self._events(offering, answer):
                     if event.completion is not None:
-                        usage = event.completion.usage
+                        final = event.completion
+                        usage = final.usage
+                    elif event.text:
+                        said.append(event.text)
                     yield event
             finally:
                 answer.response.close()
@@ -418,8 +450,29 @@ class LLMClient:
             raise
         finally:
             _observe(offering, started, error, usage)
+            if answered and error is None:
+                told = final.message() if final else {"role": "assistant", "content": "".join(said)}
+                self._count(user_id, offering, messages, usage, told)
 
     # -- internals --
+
+    def _count(
+        self,
+        user_id: str | None,
+        offering: Offering,
+        messages: Messages,
+        usage: Mapping[str, Any] | None,
+        answer: Mapping[str, Any],
+    ) -> None:
+        """Count a call's tokens against the user it served. A count that cannot be written
+        is logged, never raised: the user has their answer, and the next call counts."""
+        if self.meter is None or user_id is None:
+            return
+        prompt, completion = usage_counts(usage, messages, answer)
+        try:
+            self.meter.record(user_id, offering.id, offering.role, prompt, completion)
+        except Exception:  # the database's failure, whatever its driver raises
+            log.exception("the tokens of a call for user %s were not counted", user_id)
 
     @staticmethod
     def _body(

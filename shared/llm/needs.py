@@ -1,4 +1,5 @@
-"""What shared.llm needs from the runtime: the settings, the database and the offering cache.
+"""What shared.llm needs from the runtime: the settings, the database, the offering cache and
+the token meter.
 
 The domain packages do not take the whole `Runtime` (shared/runtime.py, the layer above them
 all): each names the part it uses in a protocol like this one, one per package, each
@@ -12,9 +13,11 @@ from typing import Protocol
 from shared.core.settings import Settings
 from shared.db import Database
 from shared.llm.offering_cache import OfferingCache
+from shared.llm.usage import TokenMeter
 
 
 class LlmRuntime(Protocol):
     settings: Settings
     db: Database
     offerings: OfferingCache
+    usage: TokenMeter

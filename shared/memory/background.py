@@ -33,12 +33,23 @@ class ModelFailed(Exception):
         self.logged = logged
 
 
-def ask_role(rt: MemoryRuntime, role: str, messages: list[dict[str, Any]]) -> str | None:
+class OverBudget(ModelFailed):
+    """The user the job serves used their month's tokens: the job waits (its sweep sends it
+    again) or does without, rather than spending more."""
+
+
+def ask_role(
+    rt: MemoryRuntime, role: str, messages: list[dict[str, Any]], user_id: str
+) -> str | None:
     """The text of the answer of the model assigned to `role` (the chat's own when none is),
-    or ModelFailed: no model configured, an error, a timeout."""
+    counted against `user_id`, or ModelFailed: no model configured, an error, a timeout, or
+    OverBudget when the user's token budget is used up."""
+    if not rt.usage.allows(user_id):
+        said = "your monthly token budget is used up; this waits until it resets"
+        raise OverBudget(said, said)
     try:
         offering = models.offering_for(rt, role)
-        return rt.llm.complete(offering, messages).content
+        return rt.llm.complete(offering, messages, user_id=user_id).content
     except models.NoModel as exc:
         raise ModelFailed(exc.message, exc.message) from exc
     except LLMError as exc:

@@ -262,7 +262,10 @@ def _curate(rt: MemoryRuntime, user_id: str, turn: Exchange) -> Outcome:
     before = rt.memory.read(AGENT_MEMORY, user_id)
     try:
         answer = background.ask_role(
-            rt, "agent_memory_curation", curation_request(before.entries, turn, before.limit)
+            rt,
+            "agent_memory_curation",
+            curation_request(before.entries, turn, before.limit),
+            user_id,
         )
     except background.ModelFailed as exc:  # the like's detail is shown to its user: the public text
         log.warning("curation failed for user %s: %s", user_id, exc.logged)

@@ -175,7 +175,7 @@ def _reconcile(rt: MemoryRuntime, user_id: str, turns: list[Exchange]) -> Outcom
     before = rt.memory.read(USER_PROFILE, user_id)
     request = extraction_request(before.entries, turns, before.limit)
     try:
-        answer = background.ask_role(rt, "user_memory_extraction", request)
+        answer = background.ask_role(rt, "user_memory_extraction", request, user_id)
     except background.ModelFailed as exc:
         log.warning("user profile extraction failed for user %s: %s", user_id, exc.logged)
         return Outcome("failed", f"the model failed: {exc}")

@@ -54,10 +54,12 @@ def generate_title(rt: SessionsRuntime, user_id: str, session_id: str) -> dict[s
         title, reason = None, None
         if exchange is None:
             reason = "the first reply has no text"
+        elif not rt.usage.allows(user_id):
+            reason = "the user's monthly token budget is used up"
         else:
             try:
                 offering = models.offering_for(rt, "session_title")
-                completion = rt.llm.complete(offering, title_request(*exchange))
+                completion = rt.llm.complete(offering, title_request(*exchange), user_id=user_id)
                 title = clean_reply(completion.content or "")
                 reason = None if title else "the model's reply held no title"
             except (LLMError, models.NoModel) as exc:

@@ -37,6 +37,7 @@ class ScriptedModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Completion:
         sent = json.loads(orjson.dumps(list(messages)))  # some come encoded (orjson.Fragment)
         self.calls.append((offering.id, sent, bool(tools)))
@@ -50,6 +51,7 @@ class ScriptedModel:
         tools: Sequence[Mapping[str, Any]] | None = None,
         include_usage: bool = False,
         options: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Iterator[StreamEvent]:
         completion = self.complete(offering, messages, tools=tools)
         for word in (completion.content or "").split(" "):
