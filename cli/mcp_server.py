@@ -232,7 +232,8 @@ class Accesses:
         key = key_id(token)
         refused = self.refused.get(key)
         if refused is not None and time.monotonic() - refused[0] <= self.ttl:
-            raise refused[1]
+            said = refused[1]  # a new error each time: one raised again keeps every traceback
+            raise ApiError(said.status, said.code, said.reason, said.hint)
         access = self.get(token)
         try:
             await access.allowed()
