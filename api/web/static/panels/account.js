@@ -3,10 +3,12 @@
 // administrator also sees the users (GET /users) and disables, enables or deletes them
 // (PATCH and DELETE /users/<id>; deleting asks first, in an in-page confirmation). The
 // server keeps the last enabled administrator and says so; the panel shows what it says.
-// Everyone also sees what they store and their quota (GET /me/usage).
+// Everyone also sees what they store and their quota (GET /me/usage), and their model
+// tokens this month; an administrator every user's (panels/token_usage.js).
 
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { Confirm, PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
+import { MyTokens, TokenUsage } from "./token_usage.js";
 
 ensureStylesheet();
 
@@ -220,8 +222,10 @@ export default function Account({ api, user, onClose }) {
     <div class="pn-body">
       <p class="pn-muted">Signed in as <strong>${user?.username}</strong>${user?.is_admin ? " (administrator)" : ""}.</p>
       <${StorageUsage} api=${api} />
+      <${MyTokens} api=${api} />
       <${PasswordForm} api=${api} />
       ${user?.is_admin ? html`<${Users} api=${api} me=${user} />` : null}
+      ${user?.is_admin ? html`<${TokenUsage} api=${api} />` : null}
     </div>
   <//>`;
 }

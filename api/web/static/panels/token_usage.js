@@ -1,0 +1,115 @@
+// Model tokens in the account panel: everyone sees their own month (the `tokens` key of
+// GET /me/usage: what they used and their budget); an administrator also sees every user's
+// month (GET /admin/usage?month=YYYY-MM): calls, prompt, completion and total tokens, and
+// their budget, with a month to choose. What is counted is the model's own usage (an
+// estimate when it gives none), background jobs included; a budget resets on the first of
+// the month, UTC.
+
+import { html, useEffect, useState } from "../vendor/preact.js";
+import { messageOf } from "./common.js";
+
+function number(count) {
+  return count.toLocaleString("en-US");
+}
+
+function resetDay(iso) {
+  return new Date(iso).toLocaleDateString("en-US", { timeZone: "UTC", dateStyle: "medium" });
+}
+
+export function MyTokens({ api }) {
+  const [tokens, setTokens] = useState(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    api
+      .get("/me/usage")
+      .then((usage) => setTokens(usage.tokens || null))
+      .catch((e) => setError(`Could not read your token usage: ${messageOf(e)}`));
+  }, []);
+  const budget = tokens?.budget;
+  const limit = budget?.limit || 0;
+  const over = limit && budget.used >= limit;
+  return html`<section class="account-tokens" aria-labelledby="tokens-title">
+    <h3 id="tokens-title">Model tokens</h3>
+    ${
+      tokens
+        ? html`<p class="pn-muted" id="tokens-figures">
+              ${number(tokens.total_tokens)} tokens used in ${tokens.month}${
+                limit
+                  ? ` of ${number(limit)} (${Math.min(100, Math.round((100 * budget.used) / limit))} %)`
+                  : ", no budget"
+              }; the budget starts again on ${resetDay(budget.resets_at)}.
+            </p>
+            ${
+              limit
+                ? html`<meter min="0" max=${limit} value=${budget.used} high=${limit * 0.9}
+              optimum="0" aria-labelledby="tokens-title" aria-describedby="tokens-figures"></meter>`
+                : null
+            }
+            ${over ? html`<p class="pn-error" role="alert">Your token budget for this month is used up: new messages are refused until ${resetDay(budget.resets_at)}.</p>` : null}`
+        : null
+    }
+    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+  </section>`;
+}
+
+function thisMonth() {
+  return new Date().toISOString().slice(0, 7);
+}
+
+function UsageRow({ entry }) {
+  const budget = entry.budget;
+  const over = budget.limit && budget.used >= budget.limit;
+  const roles = entry.by_offering.map((line) => `${line.offering} (${line.role}): ${number(line.total_tokens)}`);
+  return html`<tr data-user=${entry.username} class=${over ? "usage-over" : ""}>
+    <th scope="row">${entry.username}</th>
+    <td class="num">${number(entry.calls)}</td>
+    <td class="num">${number(entry.prompt_tokens)}</td>
+    <td class="num">${number(entry.completion_tokens)}</td>
+    <td class="num" title=${roles.join("\n")}>${number(entry.total_tokens)}</td>
+    <td class="num">${
+      budget.limit
+        ? html`${number(budget.limit)}${entry.monthly_token_budget === null ? html` <span class="pn-muted">(default)</span>` : null}`
+        : html`<span class="pn-muted">none</span>`
+    }</td>
+    <td class="num">${
+      budget.limit ? (over ? html`<span class="pn-key-unset">used up</span>` : number(budget.remaining)) : "—"
+    }</td>
+  </tr>`;
+}
+
+export function TokenUsage({ api }) {
+  const [month, setMonth] = useState(thisMonth());
+  const [usage, setUsage] = useState(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    setError("");
+    api
+      .get(`/admin/usage?month=${encodeURIComponent(month)}`)
+      .then(setUsage)
+      .catch((e) => {
+        setUsage({ month, users: [] });
+        setError(`Could not read the token usage: ${messageOf(e)}`);
+      });
+  }, [month]);
+  return html`<section aria-labelledby="usage-title" class="usage-section">
+    <h3 id="usage-title">Token usage</h3>
+    <label class="usage-month">Month
+      <input type="month" value=${month} max=${thisMonth()}
+        onChange=${(e) => e.currentTarget.value && setMonth(e.currentTarget.value)} />
+    </label>
+    ${
+      usage === null
+        ? html`<p class="pn-muted" role="status">Loading…</p>`
+        : html`<table class="offering-table usage-table">
+          <caption class="pn-sr-only">Token usage in ${usage.month}</caption>
+          <thead><tr><th scope="col">User</th><th scope="col" class="num">Calls</th>
+            <th scope="col" class="num">Prompt</th><th scope="col" class="num">Completion</th>
+            <th scope="col" class="num">Total</th><th scope="col" class="num">Budget</th>
+            <th scope="col" class="num">Remaining</th></tr></thead>
+          <tbody>${usage.users.map((entry) => html`<${UsageRow} key=${entry.user_id} entry=${entry} />`)}</tbody>
+        </table>`
+    }
+    <p class="pn-muted">Prompt and completion tokens as the models reported them, background jobs included; budgets reset on the first of each month (UTC). Set a user's budget with <code>eonyx users budget</code> or <code>${"PATCH /api/v1/users/<id>"}</code>.</p>
+    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+  </section>`;
+}
