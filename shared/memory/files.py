@@ -9,8 +9,9 @@ and the agent memory about the work (MEMORY.md), named as in docs/glossary.md.
 The user profile and the agent memory are lists of independent entries, one per line
 (`- entry`). Every automated write (the chat's tools, extraction, curation) goes through
 `MemoryStore.update`: under a lock that holds across processes and hosts it reads the file,
-applies the change, runs the safety filter, checks the cap (refusing, never truncating),
-backs up the previous file and replaces it atomically. A version check (the hash of the
+applies the change, runs the safety filter (each new entry, then the whole file, so a secret
+split over entries is refused), checks the cap (refusing, never truncating), backs up the
+previous file and replaces it atomically. A version check (the hash of the
 content the change was computed from) stops a writer whose lock expired from overwriting a
 newer file. The operator's own edits (`save`) skip the filter: only the size limit applies to
 them.
@@ -38,7 +39,7 @@ from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
 from shared.infra import event_bus
 from shared.infra.locks import Locks
-from shared.safety import ensure_safe
+from shared.safety import ensure_safe_entries
 
 # The built-in identity: what IDENTITY.md holds when it is missing or blank.
 DEFAULT_IDENTITY = """\
@@ -176,9 +177,7 @@ class MemoryStore:
             content = render_entries(entries)
             if content == before.content or entries == before.entries:
                 return before, before
-            for entry in entries:
-                if entry not in before.entries:
-                    ensure_safe(entry)
+            ensure_safe_entries(entries, before.entries)  # each new entry, then the whole file
             self._check_limit(kind, content)
             after = self._replace(kind, user_id, content, base_version=before.version)
         return before, after

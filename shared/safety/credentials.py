@@ -5,6 +5,8 @@ vaults, and LLM providers (see the package docstring for the list, in check orde
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 from shared.safety.engine import (
@@ -53,6 +55,72 @@ TABLE.token(
     group=1,
 )
 TABLE.token("age_secret_key", "an age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}")
+
+# The base64 body of a private key without its armour: a DER SEQUENCE ("M" then A-I in
+# base64) whose first fields are those of a private key, or an OpenSSH key ("openssh-key-v1").
+# Certificates and public keys (a SEQUENCE that opens with another SEQUENCE, or a public RSA
+# key's modulus) pass, and so do hashes, UUIDs and base64 that decodes to anything else.
+_KEY_BODY_RE = re.compile(r"(?:M[A-I]|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{14}")
+_KEY_BODY_CHARS_RE = re.compile(r"[A-Za-z0-9+/]+(?:(?:\\n|\s)+[A-Za-z0-9+/]{4,})*")
+_KEY_BODY_MIN = 60  # base64 characters: an Ed25519 PKCS#8 key is 64
+_OPENSSH_KEY = b"openssh-key-v1\x00"
+_PRIVATE_FIELDS = (
+    b"\x02\x01\x00\x02",  # PKCS#1 RSA, DSA: version 0, then the modulus or p
+    b"\x02\x01\x00\x30",  # PKCS#8: version 0, then the algorithm
+    b"\x02\x01\x01\x30",  # PKCS#8 v2 (OneAsymmetricKey)
+    b"\x02\x01\x01\x04",  # SEC1 EC: version 1, then the private key octets
+    b"\x02\x01\x03\x30",  # PKCS#12: version 3, then the content
+)
+_ENCRYPTED_KEY_OIDS = (  # EncryptedPrivateKeyInfo: PBES2, or a PKCS#12 PBE scheme
+    b"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x05\x0d",
+    b"\x06\x0a\x2a\x86\x48\x86\xf7\x0d\x01\x0c\x01",
+)
+
+
+def _der_body(der: bytes) -> int:
+    """Where the contents of the DER element at the start of `der` begin (0 if not one)."""
+    if len(der) < 2:
+        return 0
+    size = der[1]
+    if size < 0x80:
+        return 2
+    return 2 + (size & 0x7F) if 0x81 <= size <= 0x84 else 0
+
+
+def _private_key_der(der: bytes) -> bool:
+    if der.startswith(_OPENSSH_KEY):
+        return True
+    start = _der_body(der) if der[:1] == b"\x30" else 0
+    if not start:
+        return False
+    fields = der[start:]
+    if fields.startswith(_PRIVATE_FIELDS):
+        return True
+    inner = _der_body(fields) if fields[:1] == b"\x30" else 0
+    return bool(inner) and fields[inner:].startswith(_ENCRYPTED_KEY_OIDS)
+
+
+def _key_body(scan: Scan) -> bool:
+    text = scan.ascii
+    for match in _KEY_BODY_RE.finditer(text):
+        start = match.start()
+        if start and (text[start - 1].isalnum() or text[start - 1] in "+/"):
+            continue  # inside a longer base64 run or a word
+        run = _KEY_BODY_CHARS_RE.match(text, start)
+        assert run is not None
+        body = "".join(run.group(0).replace("\\n", " ").split())
+        if len(body) < _KEY_BODY_MIN:
+            continue
+        try:
+            der = base64.b64decode(body[:64], validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if _private_key_der(der):
+            return True
+    return False
+
+
+TABLE.add("private_key_body", "a private key (its body, without the armour)", _key_body)
 
 # --- credentials: cloud providers -------------------------------------------------------------
 

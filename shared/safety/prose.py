@@ -30,17 +30,21 @@ from shared.safety.engine import RuleTable, Scan, word_set
 TABLE = RuleTable()
 
 _PASSWORD_WORDS = (
-    r"password|passwd|passwort|kennwort|wachtwoord|contrase[ñn]a|senha|mot\s+de\s+passe"
-    r"|passcode|passphrase|pwd|pw"
+    r"password|passwd|passwort|kennwort|wachtwoord|contrase[ñn]a|clave|senha"
+    r"|mot[\s\-]+de[\s\-]+passe|mdp|passcode|passphrase|pwd|pw"
 )
 _SECRET_WORDS = (
     rf"{_PASSWORD_WORDS}|pin(?:\s+code|\s+number)?|api\s+key|secret\s+key|access\s+token"
     r"|auth\s+token|token|secret"
 )
-_QUALIFIER = r"(?:\s+(?:for|of|to|on|at|in|für|pour|para|voor)(?:\s+[\w.@\-]+){1,4}?)?"
+_QUALIFIER = (  # "for the prod db", "du wifi", "del servidor", "für den Server", "admin"
+    r"(?:\s+(?:(?:for|of|to|on|at|in|für|fur|vom|von|zum|zur|pour|du|des|de|del|para|por|voor)"
+    r"\b|d')(?:\s*[\w.@\-']+){1,4}?|\s+(?:admin|root|wifi|wi-fi|wlan|sudo|ssh|vpn)\b)?"
+)
 _VERBS = (  # longest first: the value is checked after the match, which does not backtrack
     r"has\s+been\s+changed\s+to|(?:was\s+)?changed\s+to|is\s+now|is\s+still|will\s+be"
-    r"|should\s+be|set\s+to|became|remains|is|was|are|ist|lautet|est|es|é"
+    r"|should\s+be|set\s+to|became|remains|is|was|are|ist|lautet|war|est|était|sera|es|era"
+    r"|será|é"
 )
 _TOLD_RE = re.compile(  # on lower-case text
     rf"(?P<what>{_SECRET_WORDS}){_QUALIFIER}(?:\s+(?:{_VERBS})\b\s*:?|\s*(?:[:=]|->|=>|\u2192))\s*"
@@ -56,8 +60,8 @@ _PAIR_RE = re.compile(
     r"[^\s/:]+\s*[/:]\s*(?P<value>[^\s\"'`]+)"
 )
 _PASSWORD_ANCHORS = word_set(
-    """password passwd passwort kennwort wachtwoord contraseña contrasena senha passe passcode
-    passphrase pwd pw"""
+    """password passwd passwort kennwort wachtwoord contraseña contrasena clave senha passe mdp
+    passcode passphrase pwd pw"""
 )
 _SECRET_ANCHORS = _PASSWORD_ANCHORS | word_set("pin key token secret")
 _PAIR_ANCHORS = word_set("credentials creds login log sign")

@@ -256,6 +256,34 @@ block(
     "private_key_block",
     _b,
 )
+
+
+# key bodies without their armour: DER (or OpenSSH) fields of a private key, random key bytes
+def der_body(header: bytes, size: int) -> str:
+    return base64.b64encode(header + bytes(_rng.randrange(256) for _ in range(size))).decode()
+
+
+for _header, _size, _text in (
+    (b"\x30\x82\x04\xa4\x02\x01\x00\x02\x82\x01\x01\x00", 1180, "rsa key: {}"),
+    (b"\x30\x82\x04\xbd\x02\x01\x00\x30\x0d\x06\x09\x2a\x86\x48\x86\xf7\x0d", 1200, "{}"),
+    (b"\x30\x77\x02\x01\x01\x04\x20", 112, "the EC key body is {} (no header)"),
+    (b"\x30\x2e\x02\x01\x00\x30\x05\x06\x03\x2b\x65\x70\x04\x22\x04\x20", 32, "ed: {}"),
+    (b"openssh-key-v1\x00\x00\x00\x00\x04none", 300, "deploy key = {}"),
+    (
+        b"\x30\x82\x05\x1c\x30\x4e\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x05\x0d",
+        1300,
+        "encrypted key {}",
+    ),
+):
+    _b = der_body(_header, _size)
+    block(_text.format(_b), "private_key_body", _b)
+_b = der_body(b"\x30\x82\x04\xa4\x02\x01\x00\x02\x82\x01\x01\x00", 1180)
+block(
+    "key body, wrapped: " + " ".join(_b[i : i + 64] for i in range(0, len(_b), 64)),
+    "private_key_body",
+    _b[:64],
+)
+
 _b = rnd(64, B64)
 _sa = {
     "type": "service_account",
@@ -913,4 +941,24 @@ PASS: list[str] = [
     '<add key="Password" value="" />',
     '<add key="PageSize" value="50" />',
     "A Kubernetes Secret stores values in base64 under data:",
+    # base64 that is not a private key, and passwords as a topic in four languages
+    "cert: " + der_body(b"\x30\x82\x03\x77\x30\x82\x02\x5f\xa0\x03\x02\x01\x02", 880),
+    "public key: " + der_body(b"\x30\x82\x01\x22\x30\x0d\x06\x09\x2a\x86\x48\x86\xf7", 280),
+    "rsa public: " + der_body(b"\x30\x82\x01\x0a\x02\x82\x01\x01\x00", 260),
+    "logo: data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhf"
+    "DwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    "MIT licensed; MIDI input works; MII is a Roman numeral",
+    "base64 of hello is aGVsbG8=, of MIME is TUlNRQ==",
+    "Le mot de passe doit contenir au moins 12 caractères.",
+    "Le mot de passe est changé tous les 90 jours.",
+    "Mon mot de passe est dans le gestionnaire de mots de passe.",
+    "mdp oublié : cliquer sur « Mot de passe oublié ? »",
+    "Das Passwort muss mindestens 12 Zeichen lang sein.",
+    "Das Passwort ist im Tresor gespeichert.",
+    "Das Kennwort für den Server wird jeden Monat geändert.",
+    "La contraseña debe tener al menos 12 caracteres.",
+    "La clave es la paciencia.",
+    "La contraseña del servidor es secreta.",
+    "The admin password is stored in Vault.",
+    "The password manager is 1Password.",
 ]
