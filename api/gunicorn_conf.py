@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,19 +133,25 @@ def metrics_hooks(environ: Mapping[str, str]) -> dict[str, object]:
     any of them answers for all (shared/core/metrics.py): the one PROMETHEUS_MULTIPROC_DIR
     names, which whoever names it keeps empty at start-up (the compose file's is on the
     container's fresh /dev/shm; `eonyx serve` empties its own before it starts the worker
-    that shares it), else a new one made here. A worker that exits is marked dead so the
-    open-sockets gauge forgets it."""
+    that shares it), else a new one with a random name made here. A named one is made here
+    (mode 0700) or refused, with gunicorn's exit, when another account could have planted
+    it (a link, someone else's, writable by others). A worker that exits is marked dead so
+    the open-sockets gauge forgets it."""
     if not (environ.get("METRICS_TOKEN") or "").strip():
         return {}
 
     def on_starting(_server: object) -> None:
+        from shared.core import metrics
+
         directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
         if directory:
-            os.makedirs(directory, exist_ok=True)
+            try:
+                metrics.private_directory(directory)
+            except (metrics.UnsafeDirectory, OSError) as exc:
+                raise SystemExit(str(exc)) from None
             return
-        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        directory = tempfile.mkdtemp(prefix="eonyx-metrics-", dir=base)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers inherit it
+        made = metrics.new_directory()
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(made)  # the workers inherit it
 
     def child_exit(_server: object, worker: Any) -> None:
         from prometheus_client import multiprocess

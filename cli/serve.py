@@ -22,7 +22,6 @@ HTTP server or the embedded Redis dies, everything is stopped and serve exits wi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -97,9 +96,10 @@ def serve(host: str, port: int, workers: int, connections: int | None, dev: bool
                 raise click.ClickException(str(exc)) from None
         written: list[Path] = []
         worker = http = None
+        made: Path | None = None  # the metrics directory made here, removed at the end
         try:
             _prepare_database(settings)
-            env = _child_env(settings)
+            env, made = _child_env(settings)
             worker = Supervised(Child("worker", _worker_argv(), env), _say)
             worker.start()
             if dev:
@@ -134,8 +134,8 @@ def serve(host: str, port: int, workers: int, connections: int | None, dev: bool
                     child.stop(grace, force)
             if embedded is not None:
                 embedded.stop()
-            if not settings.prometheus_multiproc_dir and settings.metrics_token:
-                shutil.rmtree(metrics_directory(settings.data_dir), ignore_errors=True)
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
     if problem:
         raise click.ClickException(f"{problem}; Eonyx stopped.")
     click.echo("Eonyx stopped.")
@@ -200,31 +200,29 @@ def _prepare_database(settings: Settings) -> None:
         click.echo("No account yet: create one with `eonyx users create NAME --admin`.")
 
 
-def _child_env(settings: Settings) -> dict[str, str]:
+def _child_env(settings: Settings) -> tuple[dict[str, str], Path | None]:
+    """The children's environment, and the metrics directory made for them, if one was."""
     env = {**os.environ, "DATA_DIR": str(settings.data_dir)}
     env |= {"REDIS_URL": settings.redis_url or "", "DATABASE_URL": settings.database_url}
+    made = None
     if settings.metrics_token:
         # The HTTP workers and the background worker sum their metrics in one directory,
-        # so /metrics shows the jobs too; emptied here, before any of them writes to it.
-        directory = settings.prometheus_multiproc_dir or metrics_directory(settings.data_dir)
-        from shared.core.metrics import empty_directory
+        # so /metrics shows the jobs too. A fresh one with a random name (mode 0700, on the
+        # RAM disk when there is one: shared/core/metrics.py), removed when serve stops; or
+        # the one PROMETHEUS_MULTIPROC_DIR names, if it is safe, emptied before anyone
+        # writes to it.
+        from shared.core import metrics
 
-        empty_directory(str(directory))
+        directory = settings.prometheus_multiproc_dir
+        try:
+            if directory is None:
+                directory = made = metrics.new_directory()
+            else:
+                metrics.empty_directory(directory)
+        except (metrics.UnsafeDirectory, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
         env["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
-    return env
-
-
-def metrics_directory(data_dir: Path) -> Path:
-    """Where serve's processes sum their metrics unless PROMETHEUS_MULTIPROC_DIR says: on
-    the RAM disk when there is one, as the compose stack does. Its files are memory-mapped,
-    and a memory-mapped file on a full disk kills the process that writes to it (SIGBUS):
-    there, a full DATA_DIR would kill the HTTP workers. One directory per data directory,
-    so two servers do not mix their counts."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
-        digest = hashlib.sha256(str(data_dir.absolute()).encode()).hexdigest()[:12]
-        return shm / f"eonyx-metrics-{digest}"
-    return data_dir / "run" / "metrics"
+    return env, made
 
 
 def _worker_argv() -> list[str]:

@@ -111,10 +111,13 @@ class EonyxCelery(Celery):
 
 @setup_logging.connect
 def _configure_logging(**_: object) -> None:
-    """Our format instead of Celery's (a receiver here makes Celery leave logging alone)."""
+    """Our format instead of Celery's (a receiver here makes Celery leave logging alone),
+    without a job's arguments and result (workers/observability.py)."""
     app = current_app
     if isinstance(app, EonyxCelery):
-        logs.configure(app.settings)
+        from workers.observability import HideJobData
+
+        logs.configure(app.settings).addFilter(HideJobData())
 
 
 @worker_init.connect

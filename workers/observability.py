@@ -7,6 +7,12 @@ traces, and (with METRICS_PORT) its own /metrics.
   a job runs (the sweeps) carry it on. Beat's jobs have none.
 - Each job ends with one log line (`job finished`: task, state, ms) and, when METRICS_TOKEN
   is set, a run, its latency and any failure in the metrics, by task.
+- No user text in a job's log lines: Celery's own lines (`received`, `succeeded` at INFO,
+  the pool's `Apply` at DEBUG, a failure's context) name the job's arguments and result,
+  which may hold a user's text (a Teams job's arguments hold the message, a title job's
+  result a title made of it). `HideJobData`, on the worker's log handler, keeps the task's
+  name and id and replaces the rest; the sender already sends the arguments' repr as their
+  count only (workers/queue.py).
 - With METRICS_PORT set (and METRICS_TOKEN), the worker serves `GET /metrics` on that port
   for `Authorization: Bearer <METRICS_TOKEN>`: a replica in its own container is scraped
   there. Processes sharing a PROMETHEUS_MULTIPROC_DIR (eonyx serve) appear in the API's
@@ -78,6 +84,24 @@ def _job_finished(
     finally:
         if context is not None:
             context.__exit__(None, None, None)
+
+
+class HideJobData(logging.Filter):
+    """Replaces a job's arguments and result in Celery's log records (see the module)."""
+
+    HIDDEN = ("args", "kwargs", "return_value")
+    SHOWN = "[not logged]"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = record.args
+        if isinstance(context, dict) and any(key in context for key in self.HIDDEN):
+            shown = {k: self.SHOWN if k in self.HIDDEN else v for k, v in context.items()}
+            record.args = shown
+            if isinstance(getattr(record, "data", None), dict):
+                record.data = shown  # Celery's `extra`, which a JSON line would show
+        elif record.name == "celery.pool" and str(record.msg).startswith("TaskPool: Apply"):
+            record.msg, record.args = "TaskPool: Apply (arguments not logged)", ()
+        return True
 
 
 class _Quiet(WSGIRequestHandler):

@@ -18,11 +18,17 @@ class CeleryJobs:
         self.app = app
 
     def enqueue(self, job: str, *args: object) -> str:
-        """Send a job, with the request id of the request (or job) that sends it, if any."""
+        """Send a job, with the request id of the request (or job) that sends it, if any.
+
+        Its arguments may hold a user's text (a Teams job's hold the message): Celery logs
+        the `argsrepr` and `kwargsrepr` sent with a job instead of the arguments, so those
+        say how many there are and nothing of what they hold (workers/observability.py
+        hides the result from the worker's lines)."""
         request_id = observability.current_request_id()
         headers = {HEADER: request_id} if request_id else None
+        shown = {"argsrepr": hidden_arguments(args), "kwargsrepr": "{}"}
         try:
-            return self.app.send_task(job, args=args, headers=headers).id
+            return self.app.send_task(job, args=args, headers=headers, **shown).id
         except kombu.exceptions.OperationalError as exc:
             # Redis refuses writes when its disk is full (MISCONF) or it is a replica.
             if str(exc).startswith(("MISCONF", "READONLY")):
@@ -38,6 +44,11 @@ class CeleryJobs:
             "result": result.result if state == "SUCCESS" else None,
             "error": str(result.result) if state == "FAILURE" else None,
         }
+
+
+def hidden_arguments(args: tuple[object, ...]) -> str:
+    """What Celery's log lines show of a job's arguments: their count only."""
+    return f"({len(args)} arguments, not logged)" if args else "()"
 
 
 def celery_jobs(settings: Settings) -> CeleryJobs | None:

@@ -414,6 +414,10 @@ def delete_user(database: Database, store: SessionStore, user_id: str, *, actor:
         index.forget_user(db, user.id)
         db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
         db.delete(user)
+    # SQLite: the deleted rows' text would linger in the write-ahead log until its frames
+    # are reused: copied into the database (where deleted content is zeroed: shared/db's
+    # `secure_delete`) and the log truncated.
+    database.checkpoint()
     remove_tree(store.users_dir / user.id)
     log.warning(
         "audit: user %s (%s) deleted by %s, with their sessions, memory and files",

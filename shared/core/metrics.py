@@ -9,14 +9,25 @@ Celery worker beside them. With PROMETHEUS_MULTIPROC_DIR set, prometheus_client'
 multiprocess mode keeps each process's values in files in that directory and a scrape sums
 them all (counters and histograms over every process that ever wrote there since the
 directory was emptied; the open-sockets gauge over live processes only). The directory must
-be empty when the first process starts: gunicorn's config (api/gunicorn_conf.py) and
-`eonyx serve` empty it. Without it, each process answers for itself alone.
+be empty when the first process starts: `eonyx serve` and gunicorn's config
+(api/gunicorn_conf.py) make a fresh one with a random name unless PROMETHEUS_MULTIPROC_DIR
+names one. Without it, each process answers for itself alone.
+
+The directory is the process's own: a named one is used only if it is a real directory
+owned by this account and writable by no one else (else made here, mode 0700), and only
+`*.db` files directly in it are ever removed. A name anyone can compute in a shared /dev/shm
+could otherwise be planted by another local account: a symbolic link to DATA_DIR would have
+its `*.db` (the database) deleted, a folder writable by all would let them forge metrics.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared.core import observability
@@ -171,7 +182,7 @@ def enable(settings: Settings) -> Metrics:
         if _metrics is None:
             directory = settings.prometheus_multiproc_dir
             if directory is not None:
-                directory.mkdir(parents=True, exist_ok=True)
+                private_directory(directory)
                 os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(directory))
                 if os.environ["PROMETHEUS_MULTIPROC_DIR"] != str(directory):
                     raise RuntimeError("PROMETHEUS_MULTIPROC_DIR changed after start-up")
@@ -185,9 +196,61 @@ def current() -> Metrics | None:
     return _metrics
 
 
-def empty_directory(directory: str) -> None:
-    """Remove the files of a previous run (a multiprocess directory must start empty)."""
-    os.makedirs(directory, exist_ok=True)
-    for name in os.listdir(directory):
-        if name.endswith(".db"):
-            os.remove(os.path.join(directory, name))
+class UnsafeDirectory(RuntimeError):
+    """A metrics directory another account could have planted or could write to."""
+
+
+def private_directory(directory: str | os.PathLike[str]) -> Path:
+    """`directory`, made here (mode 0700) if it does not exist; UnsafeDirectory if it is a
+    symbolic link, not a directory, owned by another account or writable by group or others."""
+    path = Path(directory)
+    if not path.is_absolute():
+        raise UnsafeDirectory(f"the metrics directory {path} must be an absolute path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    _check(path, os.lstat(path))
+    return path
+
+
+def _check(path: Path, found: os.stat_result) -> None:
+    said = f"refusing the metrics directory {path} (PROMETHEUS_MULTIPROC_DIR)"
+    if stat.S_ISLNK(found.st_mode):
+        raise UnsafeDirectory(f"{said}: it is a symbolic link")
+    if not stat.S_ISDIR(found.st_mode):
+        raise UnsafeDirectory(f"{said}: it is not a directory")
+    if found.st_uid != os.geteuid():
+        raise UnsafeDirectory(
+            f"{said}: it belongs to uid {found.st_uid}, not to this account ({os.geteuid()})"
+        )
+    if found.st_mode & 0o022:
+        mode = stat.S_IMODE(found.st_mode)
+        raise UnsafeDirectory(f"{said}: others may write to it (mode {mode:o}); use 0700")
+
+
+def new_directory() -> Path:
+    """A fresh directory with a random name (mode 0700): on the RAM disk when there is one.
+    Its files are memory-mapped, and a memory-mapped file on a full disk kills the process
+    that writes to it (SIGBUS)."""
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+    return Path(tempfile.mkdtemp(prefix="eonyx-metrics-", dir=base))
+
+
+def empty_directory(directory: str | os.PathLike[str]) -> None:
+    """Remove a previous run's files (a multiprocess directory must start empty): the
+    `*.db` files directly in `directory` (a link itself, never what it points to), once it
+    passed `private_directory`. The
+    directory is opened without following a link and checked again by its descriptor, so
+    a swap after the check removes nothing elsewhere."""
+    path = private_directory(directory)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _check(path, os.fstat(fd))
+        for name in os.listdir(fd):
+            if name.endswith(".db"):
+                found = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISREG(found.st_mode) or stat.S_ISLNK(found.st_mode):
+                    os.unlink(name, dir_fd=fd)
+    finally:
+        os.close(fd)

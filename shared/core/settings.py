@@ -59,6 +59,7 @@ class Settings:
     login_token_ttl_hours: int = 24 * 30
     web_session_ttl_hours: int = 24 * 14
     empty_session_grace_seconds: int = 3600
+    empty_sessions_per_user: int = 50  # sessions with no message a user may hold; 0 = no cap
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_context_window: int | None = None
@@ -268,6 +269,10 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "WEB_SESSION_TTL_HOURS": ("web_session_ttl_hours", _int),
     "EMPTY_SESSION_GRACE_SECONDS": (
         "empty_session_grace_seconds",
+        lambda env, name, default: _int(env, name, default, minimum=0),
+    ),
+    "EMPTY_SESSIONS_PER_USER": (
+        "empty_sessions_per_user",
         lambda env, name, default: _int(env, name, default, minimum=0),
     ),
     "EONYX_LLM_BASE_URL": ("llm_base_url", lambda env, name, _default: _base_url(env, name)),

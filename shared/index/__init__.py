@@ -272,6 +272,18 @@ def empty_before(db: Session, cutoff: datetime) -> list[tuple[str, str]]:
     return [(user_id, session_id) for user_id, session_id in db.execute(query)]
 
 
+def empty_of(db: Session, user_id: str) -> tuple[int, datetime | None]:
+    """How many sessions of `user_id` have no message (the trash's included), and when the
+    least recently changed of them last changed."""
+    query = select(func.count(), func.min(SessionRow.updated_at)).where(
+        SessionRow.user_id == user_id,
+        SessionRow.message_count == 0,
+        SessionRow.image_count == 0,
+    )
+    count, oldest = db.execute(query).one()
+    return count, oldest
+
+
 def get_row(db: Session, user_id: str, session_id: str) -> SessionRow:
     row = db.get(SessionRow, session_id)
     if row is None or row.user_id != user_id:

@@ -85,6 +85,10 @@ class Engine(Protocol):
 
     def delete_all(self, db: Executor) -> None: ...
 
+    def purge(self, db: Executor) -> None:
+        """Drop what deleted rows left in the index itself (an account's deletion)."""
+        ...
+
 
 def _rows(db: Executor, sql: str, params: Mapping[str, Any]) -> list[Row]:
     """Rows straight from the driver: thousands of them per search, so no ORM on the way."""
@@ -188,6 +192,11 @@ class SqliteEngine:
         db.execute(delete(SessionText))
         db.execute(text(f"UPDATE {STATE} SET indexed_upto = 0"))
 
+    def purge(self, db: Executor) -> None:
+        # FTS5 keeps a deleted text's words in its segments until they are merged: an
+        # `optimize` merges them all now (it rewrites the index: a rare, admin-made cost).
+        db.execute(text(f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')"))
+
 
 class PostgresEngine:
     """The planner walks the GIN index for a rare word and (user_id, id) backwards for a
@@ -227,6 +236,9 @@ class PostgresEngine:
 
     def delete_all(self, db: Executor) -> None:
         db.execute(delete(SessionText))
+
+    def purge(self, db: Executor) -> None:
+        pass  # the tsvector is a column of the deleted row
 
 
 POSTGRES, SQLITE = PostgresEngine(), SqliteEngine()

@@ -296,8 +296,10 @@ def forget(db: Executor, session_ids: Sequence[str]) -> None:
 
 
 def forget_user(db: Executor, user_id: str) -> None:
-    """Forget every text of a user (their account is being deleted)."""
+    """Forget every text of a user (their account is being deleted), words of the full-text
+    index included."""
     _delete(db, SessionText.user_id == user_id)
+    fulltext.engine_for(db).purge(db)
 
 
 def _delete(db: Executor, condition: ColumnElement[bool]) -> None:

@@ -23,7 +23,7 @@ from shared import index
 from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import utcnow
-from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
+from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound, TooManyRequests
 from shared.db import Executor
 from shared.db.orm import Folder, SessionRow
 from shared.files.session_state import meta_record
@@ -84,9 +84,10 @@ def create_session(
     otherwise how the caller signed in."""
     title = clean_title(title)
     _check_folder_id(folder_id)
-    if folder_id is not None:
-        with rt.db.session() as db:
+    with rt.db.session() as db:
+        if folder_id is not None:
             check_folder(db, principal.user_id, folder_id)
+        _check_empty_sessions(rt, db, principal.user_id)
     snapshot = None if temporary else memory.snapshot(principal.user_id)
     source = source or principal.source
     title, pending = titles.for_new_session(rt, principal.user_id, title, temporary, source)
@@ -390,6 +391,31 @@ def refuse_in_trash(session: SessionRow | SessionState) -> None:
     the writers that hold the file (a turn under its lock, a clear's rewrite)."""
     if session.deleted_at is not None:
         raise Conflict("the session is in the trash; restore it first", code="session_in_trash")
+
+
+def _check_empty_sessions(rt: SessionsRuntime, db: Session, user_id: str) -> None:
+    """A user holding EMPTY_SESSIONS_PER_USER sessions with no message makes no more (429
+    `too_many_empty_sessions`): every client sends its first message right after making a
+    session, and the sweep removes an empty one after EMPTY_SESSION_GRACE_SECONDS, so only
+    a script making sessions in a loop meets the cap. Made at the same moment, a few may
+    pass it (the count is not locked)."""
+    cap = rt.settings.empty_sessions_per_user
+    if not cap:
+        return
+    count, oldest = index.empty_of(db, user_id)
+    if count < cap:
+        return
+    grace = rt.settings.empty_session_grace_seconds
+    seconds = grace
+    if oldest is not None:  # when the sweep may take the oldest
+        seconds = int((oldest + timedelta(seconds=grace) - utcnow()).total_seconds())
+    raise TooManyRequests(
+        f"you hold {count} sessions with no message, the most an account may "
+        f"(EMPTY_SESSIONS_PER_USER={cap}): send a message in one of them, or delete some; "
+        f"empty sessions are removed {grace} s after their last change",
+        retry_after=max(1, seconds),
+        code="too_many_empty_sessions",
+    )
 
 
 def sweep_empty_sessions(rt: SessionsRuntime) -> int:

@@ -17,7 +17,6 @@ import pytest
 from simple_websocket import Client as WebSocket
 from simple_websocket import ConnectionClosed
 
-from cli.serve import metrics_directory
 from tests.cli.serving import (
     Served,
     admin_client,
@@ -43,6 +42,13 @@ def json_lines(output: str) -> list[dict]:
             with contextlib.suppress(ValueError):
                 found.append(json.loads(line))
     return found
+
+
+def metrics_directory_of(pid: int) -> Path:
+    """The PROMETHEUS_MULTIPROC_DIR a process of serve's was started with."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    found = [v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+    return Path(found[0].split(b"=", 1)[1].decode())
 
 
 ALL_READY = {"database": "ok", "store": "ok", "broker": "ok", "worker": "ok", "beat": "ok"}
@@ -257,8 +263,10 @@ def test_metrics_of_every_process_of_serve_answer_at_one_url(
     assert (line["method"], line["path"], line["status"]) == ("GET", "/api/v1/sessions", 200)
     # The memory-mapped files on the RAM disk, never on DATA_DIR's (where a full disk would
     # kill the HTTP workers with SIGBUS; tests/cli/test_serve_disk.py); gone after a stop.
-    directory = metrics_directory(served.data_dir)
+    directory = metrics_directory_of(served.child("gunicorn"))
     assert directory.parent == Path("/dev/shm")
+    assert directory.name.startswith("eonyx-metrics-")
+    assert directory.stat().st_mode & 0o777 == 0o700  # made by serve, for its own account
     assert any(directory.glob("*.db"))
     served.stop_with_ctrl_c()
     assert not directory.exists()
