@@ -13,7 +13,7 @@ from flask.views import MethodView
 
 from api.context import admin_required, runtime
 from api.extensions import Blueprint
-from api.schemas import Schema, StrictSchema
+from api.schemas import Line, Schema, StrictSchema
 from shared.llm import usage
 
 blp = Blueprint("token_usage", __name__, description="Model tokens per user, and budgets")
@@ -70,8 +70,9 @@ class AllTokenUsageSchema(Schema):
 
 
 class MonthArgsSchema(StrictSchema):
-    month = ma.fields.String(
-        validate=ma.validate.Regexp(r"^\d{4}-(0[1-9]|1[0-2])$", error="a month is YYYY-MM"),
+    month = Line(
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+        pattern_error="a month is YYYY-MM",
         metadata={"description": "YYYY-MM (UTC); default: this month"},
     )
 
