@@ -243,8 +243,8 @@ def users_budget(user: str, tokens: str | None) -> None:
         month = token_usage.my_usage(rt.usage, user_id)
     limit = month["budget"]["limit"]
     click.echo(
-        f"{name} ({user_id}): {month['total_tokens']} tokens in {month['month']} of "
-        + (f"{limit}" if limit else "no budget")
+        f"{name} ({user_id}): {month['total_tokens']} tokens in {month['month']}"
+        + (f" of a budget of {limit}" if limit else ", no budget")
         + ("" if tokens is None else " (budget set)")
         + f"; resets {month['budget']['resets_at']}"
     )

@@ -18,6 +18,7 @@ import pytest
 from shared.core import sse
 from shared.core.job_names import SESSION_TITLE
 from shared.memory.curation import curate_exchange
+from shared.memory.extraction import extract_user_profile
 from shared.sessions import title_job
 from tests.api.conftest import API, Chat, Facade, RecordingJobs
 from tests.conftest import Account, create_account
@@ -297,3 +298,21 @@ def test_admins_list_every_users_tokens_by_month(chat: Chat) -> None:
     refused = chat.client.get(f"{API}/admin/usage", headers=chat.user.headers)
     assert refused.status_code == 403
     assert chat.client.get(f"{API}/admin/usage").status_code == 401
+
+
+def test_memory_extraction_of_a_user_past_their_budget_waits(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = make_chat(MONTHLY_TOKEN_BUDGET="100", USER_MEMORY_EXTRACTION="true")
+    chat.rt.jobs = RecordingJobs()
+    session_id = chat.new_session()
+    chat.llm.script(text("Noted.", usage=USED))
+    assert chat.turn(session_id, content="I prefer short answers.").status_code == 200
+    asked = len(chat.llm.requests)
+    outcome = extract_user_profile(chat.rt, chat.user.user_id, session_id, 1)
+    assert outcome.status == "failed"  # not done: the marker stays, and the sweep sends it again
+    assert "budget" in outcome.detail
+    assert outcome.marker == 0
+    state, _ = chat.rt.store.load(chat.user.user_id, session_id)
+    assert not state.extracted_turns
+    assert len(chat.llm.requests) == asked
