@@ -1,13 +1,16 @@
-"""Per-token rate limits (the `limits` library's moving window), counted in the runtime's
+"""Per-person rate limits (the `limits` library's moving window), counted in the runtime's
 Redis.
 
-Two limits, each per valid token (per client address for a request without one, or with
-one that is not valid: a random token per request must not buy a fresh budget each time),
-in a moving window of one minute:
+Two limits, each per user, over all of their tokens together (API keys, login tokens and
+browser sign-ins: minting another key buys no fresh budget), or per client address for a
+request without a valid token (a random token per request must not buy a fresh budget each
+time), in a moving window of one minute:
 
-- RATE_LIMIT_REQUESTS_PER_MINUTE over every API request of that token together;
-- RATE_LIMIT_TURNS_PER_MINUTE over its chat turns (`POST .../turns` and
-  `POST /v1/chat/completions`), which cost a model call each.
+- RATE_LIMIT_REQUESTS_PER_MINUTE over every API request of that user;
+- RATE_LIMIT_TURNS_PER_MINUTE over their turns: the requests of every view that may call a
+  model, which says so itself with `@counts_as_turn` (the session's turns, retries
+  included, `/v1/chat/completions` and `/v1/responses`; tests/api/test_rate_limits_api.py
+  finds every view that can reach the model client and fails on one that does not say so).
 
 A request over a limit is answered 429 `{"error": {"code": "rate_limited", ...}}` with
 `Retry-After` in seconds (the OpenAI facade in its own error shape, see api/facade).
@@ -19,7 +22,8 @@ Teams user) are never limited, nor is a request that no route takes (its 404).
 
 One check before each request, made here on `limits` itself: Flask-Limiter, which it once
 was, spent about 0.1 ms of every request (0.2 ms on a listed page) deciding which limits
-apply, the same two every time.
+apply, the same two every time. Whose budget it is comes from the token check the view
+makes anyway (the process's token cache, else one query), so it costs no round trip more.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from flask import Flask, request
+from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage, RedisStorage
 from limits.strategies import MovingWindowRateLimiter
@@ -41,32 +47,50 @@ from shared.core import registry
 from shared.core.errors import TooManyRequests, Unauthorized
 from shared.runtime import Runtime
 
+F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
 
-# The views whose requests are turns (their endpoints, as Flask names them).
-TURN_ENDPOINTS = frozenset({"turns.Turns", "openai.ChatCompletions"})
+TURN_MARK = "eonyx_counts_as_turn"  # the attribute `counts_as_turn` sets on a view
 # Health and metrics are probes; the Teams endpoint is called by the Bot Framework with one
 # token for every Teams user (each activity is checked, acknowledged and queued at once).
 UNLIMITED_BLUEPRINTS = frozenset({"health", "metrics", "teams"})
 
 
+def counts_as_turn(view: F) -> F:
+    """Declare a view (a MethodView's method, or a plain view function) a turn: each of its
+    requests may call a model, and spends a turn of the caller's budget besides a request.
+    Every view that can reach the model client must carry it (a test walks the URL map)."""
+    setattr(view, TURN_MARK, True)
+    return view
+
+
+def is_turn(app: Flask, endpoint: str, method: str) -> bool:
+    """Whether `method` on `endpoint` was declared with `counts_as_turn`."""
+    view = app.view_functions.get(endpoint)
+    handler = getattr(getattr(view, "view_class", None), method.lower(), None) or view
+    return bool(getattr(handler, TURN_MARK, False))
+
+
 def client_key() -> str:
-    """Whose budget a request spends: the token it presents (a bearer token, the events
-    socket's `?token=`, or the browser's session cookie; api/context.py) when it is valid,
-    hashed so that no token reaches Redis in clear; otherwise its address, as for a request
+    """Whose budget a request spends: the user behind the token it presents (a bearer token,
+    the events socket's `?token=`, or the browser's session cookie; api/context.py) when it
+    is valid, the same for all of a user's tokens; otherwise its address, as for a request
     without one (a sign-in, a probe). The check is the one the view would make, and the view
-    reuses its answer (`api.context.checked_principal`): one query per request either way."""
+    reuses its answer (`api.context.checked_principal`): one lookup per request either way,
+    from the process's token cache while it is fresh."""
     token, _ = presented_token(request.args.get("token"))
     by_address = registry.RATE_LIMIT_BY_ADDRESS + (request.remote_addr or "unknown")
     if not token:
         return by_address
     try:
-        check_presented(request.args.get("token"))
+        found = check_presented(request.args.get("token"))
     except Unauthorized:
         return by_address  # counted with the address's anonymous requests
     except SQLAlchemyError:
-        pass  # the database cannot say: count it under its token, and let the view answer
-    return registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
+        # the database cannot say whose it is: count it under its token (hashed, so that no
+        # token reaches Redis in clear), and let the view answer
+        return registry.RATE_LIMIT_BY_TOKEN + hashlib.sha256(token.encode()).hexdigest()[:32]
+    return registry.RATE_LIMIT_BY_USER + found.user_id
 
 
 class RateLimits:
@@ -77,6 +101,7 @@ class RateLimits:
         self.requests = parse(requests)
         self.turns = parse(turns)
         self.uncounted = False  # Redis did not answer: one warning per outage, not per request
+        self.turn_views: dict[tuple[str, str], bool] = {}  # (endpoint, method): a turn?
 
     def check(self) -> None:
         """Spend the request's budget, and a turn's its turn budget; 429 when one is spent."""
@@ -89,8 +114,14 @@ class RateLimits:
             return
         key = client_key()
         self.spend(self.requests, "requests", key)
-        if endpoint in TURN_ENDPOINTS and request.method == "POST":
+        if self.is_turn(endpoint, request.method):
             self.spend(self.turns, "turns", key)
+
+    def is_turn(self, endpoint: str, method: str) -> bool:
+        known = self.turn_views.get((endpoint, method))
+        if known is None:
+            known = self.turn_views[endpoint, method] = is_turn(current_app, endpoint, method)
+        return known
 
     def spend(self, limit: RateLimitItem, scope: str, key: str) -> None:
         try:
@@ -108,7 +139,13 @@ class RateLimits:
             return
         # the oldest hit leaves the window by then; at least a second, at most the window
         wait = max(1, min(limit.get_expiry(), math.ceil(reset_at - time.time())))
-        whose = "this token" if key.startswith(registry.RATE_LIMIT_BY_TOKEN) else "this address"
+        whose = (
+            "your account (all its keys and sign-ins together)"
+            if key.startswith(registry.RATE_LIMIT_BY_USER)
+            else "this address"
+            if key.startswith(registry.RATE_LIMIT_BY_ADDRESS)
+            else "this token"
+        )
         raise TooManyRequests(
             f"too many requests for {whose} ({limit}); retry later",
             retry_after=wait,

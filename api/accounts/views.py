@@ -80,9 +80,18 @@ class Tokens(MethodView):
     @blp.response(201, IssuedTokenSchema)
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """A new API key, shown once. With `scopes` it may call only the routes of those
-        scopes (others answer 403 `missing_scope`); without, everything you may."""
-        with runtime().db.session() as db:
-            row, token = accounts.create_api_key(db, principal(), body["name"], body["scopes"])
+        scopes (others answer 403 `missing_scope`); without, everything you may. An account
+        holds at most API_KEYS_PER_USER live keys: past it, 409 `too_many_api_keys` until
+        one is revoked."""
+        rt = runtime()
+        with rt.db.session() as db:
+            row, token = accounts.create_api_key(
+                db,
+                principal(),
+                body["name"],
+                body["scopes"],
+                limit=rt.settings.api_keys_per_user,
+            )
         return {**{k: getattr(row, k) for k in TokenSchema().fields}, "token": token}
 
 

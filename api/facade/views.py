@@ -23,6 +23,7 @@ from api.facade.errors import OPENAI_ERRORS, handle_errors_of, openai_error
 from api.facade.models import model_object
 from api.facade.responses import finished, response_events, skeleton
 from api.facade.schemas import CompletionRequestSchema, ResponsesRequestSchema
+from api.ratelimit import counts_as_turn
 from shared.accounts import Principal
 from shared.chat import turns
 from shared.integrations import facade, responses
@@ -88,6 +89,7 @@ def _stream(rt: Runtime, who: Principal, started: _Started, events: Iterator[str
 
 @blp.route("/chat/completions")
 class ChatCompletions(MethodView):
+    @counts_as_turn
     @login_required
     @blp.doc(responses=OPENAI_ERRORS)
     @blp.arguments(CompletionRequestSchema)
@@ -114,6 +116,7 @@ class ChatCompletions(MethodView):
 
 @blp.route("/responses")
 class Responses(MethodView):
+    @counts_as_turn
     @login_required
     @blp.doc(responses=OPENAI_ERRORS)
     @blp.arguments(ResponsesRequestSchema)

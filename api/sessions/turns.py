@@ -13,6 +13,7 @@ from flask.views import MethodView
 from api.context import body_limit, login_required, principal, runtime
 from api.errors import render_error
 from api.extensions import Blueprint, error_payload, validation_message
+from api.ratelimit import counts_as_turn
 from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
 from shared.chat import turns
 from shared.chat.context import describe_context
@@ -62,6 +63,7 @@ def turn_body_limit(settings: Settings) -> int:
 
 @blp.route("/sessions/<session_id:session_id>/turns")
 class Turns(MethodView):
+    @counts_as_turn
     @login_required
     @body_limit(turn_body_limit)
     @blp.arguments(TurnSchema, multipart=True)

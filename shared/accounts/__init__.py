@@ -186,7 +186,16 @@ def login(
         raise Unauthorized("wrong username or password", code="bad_credentials")
     if user.disabled:  # said only to who knows the password
         raise Forbidden(DISABLED_MESSAGE, code="account_disabled")
+    _prune_ended(db, user.id)
     return _issue(db, user, "login" if source == "web" else "browser sign-in", source, ttl)
+
+
+def _prune_ended(db: Session, user_id: str) -> None:
+    """Delete the user's tokens that no longer work (expired or revoked): each login makes
+    one, and without this their rows would pile up for good. No process accepts them
+    already (expiry is checked on every request, and a revocation reached every cache)."""
+    ended = (ApiToken.revoked_at.is_not(None)) | (ApiToken.expires_at <= utcnow())
+    db.execute(delete(ApiToken).where(ApiToken.user_id == user_id, ended))
 
 
 def attempt_login(
@@ -262,10 +271,18 @@ def scopes_of(stored: str | None) -> frozenset[str] | None:
 
 
 def create_api_key(
-    db: Session, principal: Principal, name: str, scopes: list[str] | None = None
+    db: Session,
+    principal: Principal,
+    name: str,
+    scopes: list[str] | None = None,
+    *,
+    limit: int | None = None,
 ) -> tuple[ApiToken, str]:
     """A new API key of the caller's; with `scopes`, limited to them. A scoped key cannot
-    make a key (its routes name no scope), so no key gets more than its maker had."""
+    make a key (its routes name no scope), so no key gets more than its maker had. With
+    `limit` (the API passes API_KEYS_PER_USER), a user holding that many live keys is
+    refused 409 `too_many_api_keys` until they revoke one: rate limits count per user, but
+    every key is a row and a line in the listing. Login tokens and sign-ins are not keys."""
     granted = check_scopes(scopes)
     text_rule.check(name, "name", single_line=True)
     name = name.strip()
@@ -273,10 +290,34 @@ def create_api_key(
         raise InvalidInput("an API key needs a name")
     if len(name) > TOKEN_NAME_MAX:
         raise InvalidInput(f"an API key's name is at most {TOKEN_NAME_MAX} characters")
-    user = db.get(User, principal.user_id)
+    # the user's row locked (PostgreSQL): keys made at the same moment are counted in turn
+    user = db.get(User, principal.user_id, with_for_update=limit is not None)
     if user is None:
         raise NotFound("user not found")
+    if limit is not None:
+        _check_key_count(db, user.id, limit)
     return _issue(db, user, name, "api", None, granted)
+
+
+def _check_key_count(db: Session, user_id: str, limit: int) -> None:
+    now = utcnow()
+    held = db.scalar(
+        select(func.count())
+        .select_from(ApiToken)
+        .where(
+            ApiToken.user_id == user_id,
+            ApiToken.source == "api",
+            ApiToken.revoked_at.is_(None),
+            (ApiToken.expires_at.is_(None)) | (ApiToken.expires_at > now),
+        )
+    )
+    if (held or 0) >= limit:
+        raise Conflict(
+            f"you hold {held} API keys, the most an account may (API_KEYS_PER_USER={limit}); "
+            "revoke one you no longer use (DELETE /api/v1/tokens/<id>, ids from GET "
+            "/api/v1/tokens; `eonyx tokens revoke <id>`) and try again",
+            code="too_many_api_keys",
+        )
 
 
 def list_tokens(db: Session, principal: Principal, *, now: datetime) -> list[ApiToken]:

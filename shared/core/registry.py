@@ -35,7 +35,8 @@ RESENT = "eonyx:resent:"  # + job name:ids: a lost job was sent again lately
 TEAMS_SEEN = "eonyx:teams:seen:"  # + digest of conversation|activity: a delivery taken
 RATE_LIMITS = "eonyx:ratelimit"  # the rate limits' key prefix (api/ratelimit.py), then:
 RATE_LIMIT_BY_ADDRESS = "addr:"  # + remote address (no valid token presented)
-RATE_LIMIT_BY_TOKEN = "token:"  # + sha256 of the token, truncated
+RATE_LIMIT_BY_USER = "user:"  # + user id (a valid token: all of a user's tokens share it)
+RATE_LIMIT_BY_TOKEN = "token:"  # + sha256 of the token, truncated (whose it is unknown)
 CATALOG_CHANNEL = "eonyx:catalog:"  # + "changed": the model catalog changed (pub/sub)
 READY_PROBE = "eonyx:readyz"  # a key: /readyz writes it to prove Redis takes writes
 

@@ -84,6 +84,7 @@ class Settings:
     rate_limits_enabled: bool = True
     rate_limit_requests_per_minute: int = 1200
     rate_limit_turns_per_minute: int = 120
+    api_keys_per_user: int = 50  # live API keys a user may hold at once
     events_sockets_per_user: int = 32  # open events sockets, across every replica
     events_sockets_per_token: int = 16  # (a browser's tabs share one sign-in's token)
     request_body_seconds: int = 30  # to receive a request's body (more for a large one)
@@ -305,6 +306,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "RATE_LIMITS_ENABLED": ("rate_limits_enabled", _bool),
     "RATE_LIMIT_REQUESTS_PER_MINUTE": ("rate_limit_requests_per_minute", _int),
     "RATE_LIMIT_TURNS_PER_MINUTE": ("rate_limit_turns_per_minute", _int),
+    "API_KEYS_PER_USER": ("api_keys_per_user", _int),
     "EVENTS_SOCKETS_PER_USER": ("events_sockets_per_user", _int),
     "EVENTS_SOCKETS_PER_TOKEN": ("events_sockets_per_token", _int),
     "REQUEST_BODY_SECONDS": ("request_body_seconds", _int),
