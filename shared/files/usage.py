@@ -35,11 +35,12 @@ from stat import S_ISREG
 
 import redis
 
+from shared.core import registry
+
 log = logging.getLogger(__name__)
 
 KINDS = ("sessions", "images", "trash", "memory", "memory_backups", "other")
 RECONCILE_SECONDS = 3600
-KEY = "eonyx:storage:{}"
 # HINCRBY only a figure that exists: a missing one is measured from disk at the next check.
 _ADD = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -108,7 +109,7 @@ class UsageMeter:
         """The user's bytes by kind: the running figure, or a new measurement kept for
         RECONCILE_SECONDS."""
         if self.client is not None:
-            raw = self.client.hgetall(KEY.format(user_id))
+            raw = self.client.hgetall(registry.STORAGE_USAGE + user_id)
             if raw:
                 return {kind: int(raw.get(kind.encode(), 0)) for kind in KINDS}
         else:
@@ -124,7 +125,7 @@ class UsageMeter:
         """Measure again from disk and keep that as the running figure."""
         figures = {kind: int(measure_user().get(kind, 0)) for kind in KINDS}
         if self.client is not None:
-            key = KEY.format(user_id)
+            key = registry.STORAGE_USAGE + user_id
             with self.client.pipeline() as pipe:
                 pipe.delete(key)
                 pipe.hset(key, mapping=figures)  # type: ignore[arg-type]
@@ -140,7 +141,7 @@ class UsageMeter:
         if size <= 0:
             return
         if self.client is not None:
-            self.client.eval(_ADD, 1, KEY.format(user_id), kind, size)
+            self.client.eval(_ADD, 1, registry.STORAGE_USAGE + user_id, kind, size)
             return
         with self._lock:
             at, figures = self._table.get(user_id, (0.0, {}))
@@ -151,7 +152,7 @@ class UsageMeter:
         """Space was freed (or moved between kinds): measure again at the next check."""
         if self.client is not None:
             try:
-                self.client.delete(KEY.format(user_id))
+                self.client.delete(registry.STORAGE_USAGE + user_id)
             except redis.RedisError:
                 log.exception("could not forget the storage figure of %s", user_id)
             return
