@@ -10,7 +10,7 @@ import weakref
 
 from flask import Flask
 
-from api import docs, health, jobs, teams, token_usage, usage
+from api import docs, health, jobs, teams, usage
 from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
@@ -110,7 +110,6 @@ def register_api(app: Flask) -> None:
         models_views.blp,
         jobs.blp,
         usage.blp,
-        token_usage.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)
     # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.

@@ -1,5 +1,6 @@
-"""What a user uses of the deployment: GET /me/usage, and an administrator's list of every
-user's figures, GET /usage/users.
+"""What a user uses of the deployment: GET /me/usage; for administrators every user's figures
+(GET /usage/users) and every user's model tokens in a month with their budget
+(GET /admin/usage).
 
 The response has one key per resource, each described by its own schema below:
 
@@ -7,7 +8,8 @@ The response has one key per resource, each described by its own schema below:
     {"tokens": {"month", "prompt_tokens", ..., "by_offering", "budget"}}   (shared.llm.usage)
 
 Another resource adds its key to `MyUsageSchema` and its figures to `usage_of` (one place for
-the shape, so /me/usage and the admin list stay the same).
+the shape, so /me/usage and the admin list stay the same). What is counted, and how budgets
+are kept: shared/accounts/storage.py and shared/llm/usage.py.
 """
 
 from __future__ import annotations
@@ -19,15 +21,74 @@ from flask.views import MethodView
 
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
-from api.schemas import QueryFlag, Schema, StrictSchema
-from api.token_usage import TokenUsageSchema
+from api.schemas import Line, QueryFlag, Schema, StrictSchema
 from shared import accounts
 from shared.accounts import storage
 from shared.files.usage import KINDS
 from shared.llm import usage as token_usage
 from shared.runtime import Runtime
 
-blp = Blueprint("usage", __name__, description="What a user stores (and may store)")
+blp = Blueprint(
+    "usage", __name__, description="What a user stores and spends, and may: storage, model tokens"
+)
+
+
+class TokenBudgetSchema(Schema):
+    limit = ma.fields.Integer(
+        allow_none=True,
+        metadata={
+            "description": "tokens a month (the user's own budget, else MONTHLY_TOKEN_BUDGET); "
+            "null: no budget"
+        },
+    )
+    used = ma.fields.Integer(metadata={"description": "prompt and completion tokens this month"})
+    remaining = ma.fields.Integer(allow_none=True)
+    resets_at = ma.fields.String(
+        metadata={"description": "when the month ends: the first of the next month, UTC"}
+    )
+
+
+class TokenLineSchema(Schema):
+    offering = ma.fields.String(metadata={"description": "the model offering's id"})
+    role = ma.fields.String(
+        metadata={"description": "the task: chat, session_title, summarization, ..."}
+    )
+    calls = ma.fields.Integer()
+    prompt_tokens = ma.fields.Integer()
+    completion_tokens = ma.fields.Integer()
+    total_tokens = ma.fields.Integer()
+
+
+class TokenUsageSchema(Schema):
+    month = ma.fields.String(metadata={"description": "YYYY-MM, UTC"})
+    calls = ma.fields.Integer()
+    prompt_tokens = ma.fields.Integer()
+    completion_tokens = ma.fields.Integer()
+    total_tokens = ma.fields.Integer()
+    by_offering = ma.fields.List(ma.fields.Nested(TokenLineSchema))
+    budget = ma.fields.Nested(TokenBudgetSchema)
+
+
+class UserTokenUsageSchema(TokenUsageSchema):
+    user_id = ma.fields.String()
+    username = ma.fields.String()
+    monthly_token_budget = ma.fields.Integer(
+        allow_none=True,
+        metadata={"description": "the user's own budget; null: the deployment's default"},
+    )
+
+
+class AllTokenUsageSchema(Schema):
+    month = ma.fields.String()
+    users = ma.fields.List(ma.fields.Nested(UserTokenUsageSchema))
+
+
+class MonthArgsSchema(StrictSchema):
+    month = Line(
+        pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+        pattern_error="a month is YYYY-MM",
+        metadata={"description": "YYYY-MM (UTC); default: this month"},
+    )
 
 
 class StorageUsageSchema(Schema):
@@ -46,7 +107,7 @@ class StorageUsageSchema(Schema):
 
 class MyUsageSchema(Schema):
     storage = ma.fields.Nested(StorageUsageSchema)
-    tokens = ma.fields.Nested(TokenUsageSchema)  # api/token_usage.py
+    tokens = ma.fields.Nested(TokenUsageSchema)
 
 
 class UserUsageSchema(MyUsageSchema):
@@ -96,3 +157,14 @@ class UsersUsage(MethodView):
             {"user_id": user_id, "username": name, **usage_of(rt, user_id, fresh=args["fresh"])}
             for user_id, name in users
         ]
+
+
+@blp.route("/admin/usage")
+class AdminUsage(MethodView):
+    @admin_required
+    @blp.arguments(MonthArgsSchema, location="query")
+    @blp.response(200, AllTokenUsageSchema)
+    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Every user's model tokens in a month (default: this one), per offering and role,
+        with their budget (administrators only). Users who used none are listed with 0."""
+        return token_usage.all_usage(runtime().usage, args.get("month"))
