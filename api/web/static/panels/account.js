@@ -107,11 +107,17 @@ export function StorageUsage({ api }) {
       storage
         ? html`<p class="pn-muted" id="storage-figures">
               ${formatBytes(storage.used_bytes)} used${
-                quota ? ` of ${formatBytes(quota)} (${Math.min(100, Math.round((100 * storage.used_bytes) / quota))} %)` : ", no quota"
+                quota
+                  ? ` of ${formatBytes(quota)} (${Math.min(100, Math.round((100 * storage.used_bytes) / quota))} %)`
+                  : ", no quota"
               }; chats, images, the trash and your memory files.
             </p>
-            ${quota ? html`<meter min="0" max=${quota} value=${storage.used_bytes} high=${quota * 0.9}
-              optimum="0" aria-labelledby="storage-title" aria-describedby="storage-figures"></meter>` : null}
+            ${
+              quota
+                ? html`<meter min="0" max=${quota} value=${storage.used_bytes} high=${quota * 0.9}
+              optimum="0" aria-labelledby="storage-title" aria-describedby="storage-figures"></meter>`
+                : null
+            }
             ${full ? html`<p class="pn-error" role="alert">Your storage is full: new messages, imports and forks are refused. Delete chats and empty the trash to free space.</p>` : null}`
         : null
     }
