@@ -58,9 +58,15 @@ def test_users_see_their_tokens_and_admins_everyones(
     )
     table = panel.get_by_role("table", name=f"Token usage in {month}")
     row = table.locator(f'tr[data-user="{user["username"]}"]')
-    expect(row.locator("td")).to_have_text(["2", "130", "23", "153", "1,000", "847"])
+    # what each stores now, beside the month's tokens: the user's session file, of the
+    # deployment's default quota (5 GiB)
+    stored = {entry["username"]: entry["storage"] for entry in root.get("/usage/users").json()}
+    assert stored[user["username"]]["used_bytes"] > 0
+    used = stored[user["username"]]["used_bytes"]
+    stored_text = f"{used} bytes of 5.0 GiB" if used < 1024 else f"{used / 1024:.1f} KiB of 5.0 GiB"
+    expect(row.locator("td")).to_have_text(["2", "130", "23", "153", "1,000", "847", stored_text])
     expect(table.locator(f'tr[data-user="{admin["username"]}"] td')).to_have_text(
-        ["0", "0", "0", "0", "none", "—"]
+        ["0", "0", "0", "0", "none", "—", "0 bytes of 5.0 GiB"]
     )
     row.scroll_into_view_if_needed()
     page.screenshot(path=shots / "account-token-usage-admin.png", full_page=True)

@@ -7,7 +7,7 @@
 // tokens this month; an administrator every user's (panels/token_usage.js).
 
 import { html, useEffect, useState } from "../vendor/preact.js";
-import { Confirm, PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
+import { Confirm, PanelFrame, ensureStylesheet, formatBytes, messageOf, useForm } from "./common.js";
 import { MyTokens, TokenUsage } from "./token_usage.js";
 
 ensureStylesheet();
@@ -76,18 +76,6 @@ export function PasswordForm({ api }) {
       <button type="submit" class="pn-button primary" disabled=${busy}>Change password</button>
     </div>
   </form>`;
-}
-
-const UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-
-export function formatBytes(count) {
-  let value = count;
-  let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return unit === 0 ? `${value} bytes` : `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
 }
 
 export function StorageUsage({ api }) {

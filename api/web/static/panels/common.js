@@ -128,3 +128,16 @@ export function formatStamp(date) {
     `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`
   );
 }
+
+const UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+
+// A byte count as people read it: 1.5 MiB, 12 GiB.
+export function formatBytes(count) {
+  let value = count;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} bytes` : `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
+}

@@ -1,12 +1,12 @@
 // Model tokens in the account panel: everyone sees their own month (the `tokens` key of
 // GET /me/usage: what they used and their budget); an administrator also sees every user's
 // month (GET /admin/usage?month=YYYY-MM): calls, prompt, completion and total tokens, and
-// their budget, with a month to choose. What is counted is the model's own usage (an
+// their budget, with a month to choose, beside what each stores now (GET /usage/users). What is counted is the model's own usage (an
 // estimate when it gives none), background jobs included; a budget resets on the first of
 // the month, UTC.
 
 import { html, useEffect, useState } from "../vendor/preact.js";
-import { messageOf } from "./common.js";
+import { formatBytes, messageOf } from "./common.js";
 
 function number(count) {
   return count.toLocaleString("en-US");
@@ -56,7 +56,16 @@ function thisMonth() {
   return new Date().toISOString().slice(0, 7);
 }
 
-function UsageRow({ entry }) {
+function StoredCell({ storage }) {
+  if (!storage) return html`<td class="num">—</td>`;
+  const quota = storage.quota_bytes;
+  const full = quota && storage.used_bytes >= quota;
+  return html`<td class="num">${formatBytes(storage.used_bytes)}${
+    quota ? html` <span class="pn-muted">of ${formatBytes(quota)}</span>` : null
+  }${full ? html` <span class="pn-key-unset">full</span>` : null}</td>`;
+}
+
+function UsageRow({ entry, storage }) {
   const budget = entry.budget;
   const over = budget.limit && budget.used >= budget.limit;
   const roles = entry.by_offering.map((line) => `${line.offering} (${line.role}): ${number(line.total_tokens)}`);
@@ -74,6 +83,7 @@ function UsageRow({ entry }) {
     <td class="num">${
       budget.limit ? (over ? html`<span class="pn-key-unset">used up</span>` : number(budget.remaining)) : "—"
     }</td>
+    <${StoredCell} storage=${storage} />
   </tr>`;
 }
 
@@ -81,6 +91,13 @@ export function TokenUsage({ api }) {
   const [month, setMonth] = useState(thisMonth());
   const [usage, setUsage] = useState(null);
   const [error, setError] = useState("");
+  const [stored, setStored] = useState({});
+  useEffect(() => {
+    api
+      .get("/usage/users")
+      .then((users) => setStored(Object.fromEntries(users.map((u) => [u.user_id, u.storage]))))
+      .catch((e) => setError(`Could not read what users store: ${messageOf(e)}`));
+  }, []);
   useEffect(() => {
     setError("");
     api
@@ -105,11 +122,13 @@ export function TokenUsage({ api }) {
           <thead><tr><th scope="col">User</th><th scope="col" class="num">Calls</th>
             <th scope="col" class="num">Prompt</th><th scope="col" class="num">Completion</th>
             <th scope="col" class="num">Total</th><th scope="col" class="num">Budget</th>
-            <th scope="col" class="num">Remaining</th></tr></thead>
-          <tbody>${usage.users.map((entry) => html`<${UsageRow} key=${entry.user_id} entry=${entry} />`)}</tbody>
+            <th scope="col" class="num">Remaining</th><th scope="col" class="num">Stored now</th></tr></thead>
+          <tbody>${usage.users.map(
+            (entry) => html`<${UsageRow} key=${entry.user_id} entry=${entry} storage=${stored[entry.user_id]} />`,
+          )}</tbody>
         </table>`
     }
-    <p class="pn-muted">Prompt and completion tokens as the models reported them, background jobs included; budgets reset on the first of each month (UTC). Set a user's budget with <code>eonyx users budget</code> or <code>${"PATCH /api/v1/users/<id>"}</code>.</p>
+    <p class="pn-muted">Prompt and completion tokens as the models reported them, background jobs included; budgets reset on the first of each month (UTC). Set a user's budget with <code>eonyx users budget</code>, their storage quota with <code>eonyx users quota</code>, or either with <code>${"PATCH /api/v1/users/<id>"}</code>.</p>
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
   </section>`;
 }
