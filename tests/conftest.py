@@ -71,6 +71,8 @@ TABLES = (
     "model_offerings",
     "teams_user_links",
     "session_bindings",
+    "groups",
+    "deployment_settings",
 )
 
 

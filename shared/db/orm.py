@@ -35,6 +35,8 @@ class User(Base):
     # MONTHLY_TOKEN_BUDGET); 0 a budget of none.
     storage_quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
     monthly_token_budget: Mapped[int | None] = mapped_column(BigInteger)
+    # An administrator reset the password: the next sign-in must choose a new one.
+    must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
 
 class TokenUsage(Base):
@@ -246,4 +248,77 @@ class DeviceUiState(Base):
     )
     device_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     state: Mapped[str] = mapped_column(Text)  # JSON: {"sections": {...}, "folders": {...}}
+    updated_at: Mapped[datetime] = mapped_column()
+
+
+class Group(Base):
+    """People who share access: to offerings (OfferingGroup), filled by hand or from an
+    OpenID provider's `groups` claim (a group of the same name)."""
+
+    __tablename__ = "groups"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column()
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+
+    group_id: Mapped[str] = mapped_column(
+        ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class OfferingGroup(Base):
+    """An offering only these groups may use; an offering with no row: everyone."""
+
+    __tablename__ = "offering_groups"
+
+    offering_id: Mapped[str] = mapped_column(
+        ForeignKey("model_offerings.id", ondelete="CASCADE"), primary_key=True
+    )
+    group_id: Mapped[str] = mapped_column(
+        ForeignKey("groups.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
+class Invite(Base):
+    """A link an administrator made: whoever opens it first chooses a username and password.
+    Only the SHA-256 of its secret is kept, as for tokens."""
+
+    __tablename__ = "invites"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    created_by: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column()
+    expires_at: Mapped[datetime] = mapped_column()
+    used_at: Mapped[datetime | None] = mapped_column()
+    used_by: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+
+
+class UserIdentity(Base):
+    """A sign-in from an OpenID provider: the provider's (issuer, sub) names the account."""
+
+    __tablename__ = "user_identities"
+
+    issuer: Mapped[str] = mapped_column(String(255), primary_key=True)
+    subject: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column()
+
+
+class DeploymentSetting(Base):
+    """A behaviour switch an administrator set at run time (JSON value); the environment's
+    value holds until one is set."""
+
+    __tablename__ = "deployment_settings"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column()
