@@ -109,7 +109,11 @@ class UsageMeter:
         """The user's bytes by kind: the running figure, or a new measurement kept for
         RECONCILE_SECONDS."""
         if self.client is not None:
-            raw = self.client.hgetall(registry.STORAGE_USAGE + user_id)
+            try:
+                raw = self.client.hgetall(registry.STORAGE_USAGE + user_id)
+            except redis.RedisError as exc:  # measured every time until Redis answers
+                log.warning("storage figures measured from disk, Redis failed: %s", exc)
+                return {kind: int(measure_user().get(kind, 0)) for kind in KINDS}
             if raw:
                 return {kind: int(raw.get(kind.encode(), 0)) for kind in KINDS}
         else:
@@ -126,11 +130,14 @@ class UsageMeter:
         figures = {kind: int(measure_user().get(kind, 0)) for kind in KINDS}
         if self.client is not None:
             key = registry.STORAGE_USAGE + user_id
-            with self.client.pipeline() as pipe:
-                pipe.delete(key)
-                pipe.hset(key, mapping=figures)  # type: ignore[arg-type]
-                pipe.expire(key, self.keep)
-                pipe.execute()
+            try:
+                with self.client.pipeline() as pipe:
+                    pipe.delete(key)
+                    pipe.hset(key, mapping=figures)  # type: ignore[arg-type]
+                    pipe.expire(key, self.keep)
+                    pipe.execute()
+            except redis.RedisError as exc:
+                log.warning("storage figures not kept, Redis failed: %s", exc)
         else:
             with self._lock:
                 self._table[user_id] = (time.monotonic(), dict(figures))
@@ -141,7 +148,10 @@ class UsageMeter:
         if size <= 0:
             return
         if self.client is not None:
-            self.client.eval(_ADD, 1, registry.STORAGE_USAGE + user_id, kind, size)
+            try:
+                self.client.eval(_ADD, 1, registry.STORAGE_USAGE + user_id, kind, size)
+            except redis.RedisError as exc:  # the figure lags until measured again
+                log.warning("storage figure of %s not updated, Redis failed: %s", user_id, exc)
             return
         with self._lock:
             at, figures = self._table.get(user_id, (0.0, {}))

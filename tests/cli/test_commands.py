@@ -40,9 +40,9 @@ def test_the_mcp_server_runs_without_importing_the_server_stack() -> None:
     loads neither the database layer, nor Celery, nor Flask."""
     probe = (
         "import sys; from cli import main; main.commands['mcp']; main.commands['tokens']; "
-        "from cli import mcp_server; mcp_server.http_app('http://127.0.0.1:1', stateless=True, "
-        "host='127.0.0.1'); mcp_server.build_server(mcp_server.Accesses('http://x', 't'), "
-        "stdio=True); "
+        "from cli import mcp_http, mcp_server; mcp_http.http_app('http://127.0.0.1:1', "
+        "stateless=True, host='127.0.0.1', sessions_per_key=2, key_check_seconds=1); "
+        "mcp_server.build_server(mcp_server.Accesses('http://x', 't'), stdio=True); "
         "print(sorted(m for m in ('sqlalchemy', 'celery', 'flask') if m in sys.modules))"
     )
     result = subprocess.run(
