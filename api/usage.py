@@ -85,8 +85,8 @@ class AllTokenUsageSchema(Schema):
 
 class MonthArgsSchema(StrictSchema):
     month = Line(
-        pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
-        pattern_error="a month is YYYY-MM",
+        pattern=r"^(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])$",
+        pattern_error="a month is YYYY-MM, from 1970-01 to 2999-12",
         metadata={"description": "YYYY-MM (UTC); default: this month"},
     )
 

@@ -292,8 +292,9 @@ def test_admins_list_every_users_tokens_by_month(chat: Chat) -> None:
         "root": 0,
     }
     assert past["users"][0]["budget"]["resets_at"] == "2001-03-01T00:00:00Z"
-    bad = chat.client.get(f"{API}/admin/usage?month=2001-13", headers=root.headers)
-    assert bad.status_code == 422
+    for month in ("2001-13", "0000-01", "9999-12"):  # no such month; no month after it
+        bad = chat.client.get(f"{API}/admin/usage?month={month}", headers=root.headers)
+        assert bad.status_code == 422, month
 
     refused = chat.client.get(f"{API}/admin/usage", headers=chat.user.headers)
     assert refused.status_code == 403
