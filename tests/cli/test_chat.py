@@ -765,7 +765,8 @@ def test_sessions_search_covers_message_text(live: Live) -> None:
     drive(live, scenario)
 
 
-def test_manager_loads_pages_as_you_scroll(live: Live) -> None:
+def test_manager_loads_pages_as_you_scroll(make_live: Callable[..., Live]) -> None:
+    live = make_live(EMPTY_SESSIONS_PER_USER="0")  # 120 sessions without a message
     for number in range(120):
         live.api("POST", "/sessions", json={"title": f"session {number:03}"})
 

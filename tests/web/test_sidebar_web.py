@@ -5,13 +5,15 @@ snippets, the chat menu (move, export, delete with undo, the trash), import, CSR
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from tests.web.conftest import Browsing, poll
+from tests.web.conftest import Browsing, Server, poll, running_server
 
 SPINNER_WATCH = """() => {
   window.sawSpinner = false;
@@ -19,6 +21,16 @@ SPINNER_WATCH = """() => {
     if (document.querySelector('[aria-label="Importing"]')) window.sawSpinner = true;
   }).observe(document.body, {subtree: true, childList: true});
 }"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Sidebars of hundreds of chats are made through the API, without a message each: no
+    cap on empty sessions here (tests/api/test_empty_sessions_cap.py tests the cap)."""
+    with running_server(
+        tmp_path_factory.mktemp("web-serve"), EMPTY_SESSIONS_PER_USER="0"
+    ) as running:
+        yield running
 
 
 def api(account: dict[str, Any], method: str, path: str, **kwargs: Any) -> Any:
