@@ -10,7 +10,7 @@ import weakref
 
 from flask import Flask
 
-from api import docs, health, jobs, teams, usage
+from api import docs, groups, health, jobs, teams, usage
 from api.accounts import browser
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
@@ -110,6 +110,7 @@ def register_api(app: Flask) -> None:
         models_views.blp,
         jobs.blp,
         usage.blp,
+        groups.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)
     # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.

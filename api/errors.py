@@ -21,6 +21,7 @@ from flask import Flask, g, has_request_context
 
 from api.extensions import error_payload
 from shared.accounts import Principal
+from shared.accounts.groups import UnknownIds
 from shared.core import errors, observability
 from shared.core.settings import SettingsError
 from shared.llm.client import LLMError
@@ -29,6 +30,7 @@ from shared.llm.models import NoModel
 log = logging.getLogger(__name__)
 
 STATUS = {
+    UnknownIds: 422,  # well formed, but naming users or groups that do not exist
     errors.InvalidInput: 400,
     errors.Unauthorized: 401,
     errors.Forbidden: 403,

@@ -14,6 +14,7 @@ from flask_smorest import Api
 from werkzeug.routing import BaseConverter
 
 from shared.accounts import TOKEN_ID_RE, USER_ID_RE
+from shared.accounts.groups import GROUP_ID_RE
 from shared.files.session_store import SESSION_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.models import OFFERING_ID_RE
@@ -40,6 +41,10 @@ class TokenId(BaseConverter):
 
 class UserId(BaseConverter):
     regex = _bare(USER_ID_RE.pattern)
+
+
+class GroupId(BaseConverter):
+    regex = _bare(GROUP_ID_RE.pattern)
 
 
 class OfferingId(BaseConverter):
@@ -83,6 +88,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "token_id": TokenId,
     "user_id": UserId,
     "offering_id": OfferingId,
+    "group_id": GroupId,
     "model_id": ModelId,
     "response_id": ResponseId,
     "backup_name": BackupName,

@@ -11,12 +11,12 @@ from typing import Any
 
 from flask.views import MethodView
 
-from api.context import login_required, runtime
+from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
 from api.facade import PREFIX
 from api.facade.errors import OPENAI_ERRORS, handle_errors_of
 from shared.core.errors import NotFound
-from shared.llm import models
+from shared.llm import access, models
 from shared.llm.models import OfferingInfo
 
 blp = Blueprint(
@@ -41,6 +41,8 @@ class Model(MethodView):
         try:
             with rt.db.session() as db:
                 offering = models.get_offering(db, rt.settings, model_id)
+            if not access.may_use(rt, principal(), model_id):
+                raise NotFound(model_id)  # as one that does not exist
         except NotFound:
             raise NotFound(
                 f"the model {model_id!r} does not exist (GET /v1/models lists them)",

@@ -28,7 +28,7 @@ from shared.accounts import Principal
 from shared.chat import turns
 from shared.integrations import facade, responses
 from shared.integrations.openai_request import ChatRequest, read_chat_request
-from shared.llm import models
+from shared.llm import access, models
 
 if TYPE_CHECKING:
     from shared.runtime import Runtime
@@ -161,9 +161,12 @@ class Models(MethodView):
     @blp.doc(responses=OPENAI_ERRORS)
     @blp.response(200)
     def get(self) -> dict[str, Any]:
+        """The offerings the caller may choose: for a plain user, neither those kept for
+        groups they are in none of, nor those that only serve task roles."""
         rt = runtime()
         with rt.db.session() as db:
             offerings = models.list_offerings(db, rt.settings)
+        offerings = access.visible(rt, principal(), offerings, chat_only=True)
         return {
             "object": "list",
             "data": [model_object(o) for o in offerings],

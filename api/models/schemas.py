@@ -40,6 +40,26 @@ class OfferingSchema(Schema):
     context_window = ma.fields.Integer(allow_none=True)
     max_output_tokens = ma.fields.Integer(allow_none=True)
     builtin = ma.fields.Boolean()
+    allowed_groups = ma.fields.List(
+        ma.fields.String(),
+        metadata={
+            "description": "admins only: the ids of the groups whose members may use it "
+            "(and administrators); empty: everyone"
+        },
+    )
+
+
+class OfferingUpdateSchema(StrictSchema):
+    allowed_groups = ma.fields.List(
+        Line(validate=Length(min=1, max=64)),
+        required=True,
+        validate=Length(max=1000),
+        metadata={
+            "description": "the ids of the groups (GET /groups) whose members may use the "
+            "offering, besides administrators; empty: everyone. Unknown ids are a 422 "
+            "`unknown_groups`"
+        },
+    )
 
 
 class NewOfferingSchema(StrictSchema):

@@ -8,9 +8,15 @@ from flask.views import MethodView
 
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
-from api.models.schemas import NewOfferingSchema, OfferingSchema, RoleSchema, RoleUpdateSchema
+from api.models.schemas import (
+    NewOfferingSchema,
+    OfferingSchema,
+    OfferingUpdateSchema,
+    RoleSchema,
+    RoleUpdateSchema,
+)
 from shared.core.errors import NotFound
-from shared.llm import models
+from shared.llm import access, models
 
 blp = Blueprint("models", __name__, description="Model catalog and task roles")
 
@@ -30,10 +36,12 @@ class Offerings(MethodView):
     @login_required
     @blp.response(200, OfferingSchema(many=True))
     def get(self) -> list[dict[str, Any]]:
-        """Every offering; a plain user sees no key variable and no URL credentials."""
-        rt, admin = runtime(), principal().is_admin
+        """Every offering; a plain user sees only those they may use (not those kept for
+        groups they are in none of), without key variable, URL credentials nor groups."""
+        rt, who = runtime(), principal()
         with rt.db.session() as db:
-            return [o.shown_to(admin=admin) for o in models.list_offerings(db, rt.settings)]
+            offerings = models.list_offerings(db, rt.settings)
+        return [o.shown_to(admin=who.is_admin) for o in access.visible(rt, who, offerings)]
 
     @admin_required
     @blp.arguments(NewOfferingSchema)
@@ -48,9 +56,24 @@ class OfferingById(MethodView):
     @login_required
     @blp.response(200, OfferingSchema)
     def get(self, offering_id: str) -> dict[str, Any]:
-        rt, admin = runtime(), principal().is_admin
+        """One offering; one the caller may not use is not found."""
+        rt, who = runtime(), principal()
         with rt.db.session() as db:
-            return models.get_offering(db, rt.settings, offering_id).shown_to(admin=admin)
+            offering = models.get_offering(db, rt.settings, offering_id)
+        if not access.may_use(rt, who, offering_id):
+            raise NotFound(f"no offering {offering_id!r}")
+        return offering.shown_to(admin=who.is_admin)
+
+    @admin_required
+    @blp.arguments(OfferingUpdateSchema)
+    @blp.response(200, OfferingSchema)
+    def patch(self, body: dict[str, Any], offering_id: str) -> dict[str, Any]:
+        """Keep the offering for some groups (`allowed_groups`), or open it to everyone
+        again with an empty list. Administrators may always use every offering."""
+        rt = runtime()
+        with rt.db.session() as db:
+            access.set_allowed_groups(db, rt.settings, offering_id, body["allowed_groups"])
+            return models.get_offering(db, rt.settings, offering_id).shown_to(admin=True)
 
     @admin_required
     @blp.response(204)

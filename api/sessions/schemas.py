@@ -200,6 +200,15 @@ class TurnSchema(StrictSchema):
             "(eonyx.json's `context_window`): the smaller of it and the model's applies"
         },
     )
+    offering = Line(
+        load_default=None,
+        validate=Length(min=1, max=64),
+        metadata={
+            "description": "the offering (GET /models/offerings) that answers this turn, "
+            "instead of the chat role's; one kept for groups the caller is in none of is a "
+            "403 `offering_not_allowed`"
+        },
+    )
     stream = Flag(load_default=False)
     retry = Flag(
         load_default=False,

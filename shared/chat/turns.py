@@ -60,7 +60,7 @@ from shared.core.job_names import PRECOMPUTE_SUMMARY, SESSION_TITLE
 from shared.files.session_state import MetaRecord, meta_record
 from shared.files.session_store import SessionState, new_message_id
 from shared.infra import event_bus
-from shared.llm import models
+from shared.llm import access, models
 from shared.llm.client import LLMError, Messages, Offering
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion, UsageSum
@@ -270,6 +270,8 @@ def _turn_steps(
         if request.offering
         else models.offering_for(rt, "chat")
     )
+    if request.offering:
+        access.check(rt, principal, request.offering)  # 403 offering_not_allowed
     with hold_turn_lock(rt, session_id):
         state, loaded = rt.store.load(principal.user_id, session_id)
         session_service.refuse_in_trash(state)

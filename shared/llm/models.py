@@ -28,7 +28,7 @@ from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
 from shared.core.settings import Settings
-from shared.db.orm import OfferingRow, RoleBinding
+from shared.db.orm import OfferingGroup, OfferingRow, RoleBinding
 from shared.llm.client import Offering
 from shared.llm.needs import LlmRuntime
 from shared.llm.offering_cache import mark_changed
@@ -84,13 +84,14 @@ class OfferingInfo:
     context_window: int | None
     max_output_tokens: int | None
     builtin: bool
+    allowed_groups: tuple[str, ...] = ()  # group ids; none: everyone may use it (llm.access)
 
     def shown_to(self, *, admin: bool) -> dict[str, Any]:
         """The offering as the API shows it to an admin, or to a plain user: then without
         the key's variable, whether it is set, and credentials in the URL."""
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         if not admin:
-            del shown["api_key_env"], shown["api_key_set"]
+            del shown["api_key_env"], shown["api_key_set"], shown["allowed_groups"]
             shown["base_url"] = redact_url(self.base_url)
         return shown
 
@@ -154,8 +155,14 @@ def _info(row: OfferingRow, env: Mapping[str, str]) -> OfferingInfo:
 
 
 def list_offerings(db: Session, settings: Settings) -> list[OfferingInfo]:
+    allowed: dict[str, list[str]] = {}
+    for offering_id, group_id in db.execute(
+        select(OfferingGroup.offering_id, OfferingGroup.group_id).order_by(OfferingGroup.group_id)
+    ):
+        allowed.setdefault(offering_id, []).append(group_id)
     rows = [
-        _info(row, os.environ) for row in db.scalars(select(OfferingRow).order_by(OfferingRow.id))
+        replace(_info(row, os.environ), allowed_groups=tuple(allowed.get(row.id, ())))
+        for row in db.scalars(select(OfferingRow).order_by(OfferingRow.id))
     ]
     builtin = _env_offering(settings)
     return ([builtin] if builtin else []) + rows

@@ -38,7 +38,7 @@ def test_admins_write_everyone_reads_and_no_key_value_is_returned(
     assert created.status_code == 201
     shown = {**OFFERING, "max_output_tokens": None, "builtin": False}
     listed = client.get(url, headers=admin.headers)
-    assert listed.get_json() == [{**shown, "api_key_set": True}]
+    assert listed.get_json() == [{**shown, "api_key_set": True, "allowed_groups": []}]
     assert b"sk-secret-value" not in listed.data
     # a plain user is not told which variable holds the key, nor whether it is set
     del shown["api_key_env"]

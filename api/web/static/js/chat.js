@@ -6,6 +6,7 @@ import { createSession, left, like, load, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
+import { ModelPicker } from "./models.js";
 import * as actions from "./actions.js";
 import { navigate } from "./router.js";
 import { conversation, isPending, likeOf, sessions } from "./state.js";
@@ -332,6 +333,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       <h1 class="chat-title">${sessionId ? titleOf(session) : temporary ? "New temporary chat" : "New chat"}
         ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>
       ${(session?.temporary || (!sessionId && temporary)) && html`<span class="badge">Temporary</span>`}
+      <${ModelPicker} />
       <${Gauge} context=${c?.context} />
       ${items && html`<${Menu} label="Chat actions" items=${items} />`}
     </header>

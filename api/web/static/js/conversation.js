@@ -5,6 +5,7 @@
 // mid-turn), and the view shows it again when it comes back.
 import { api, csrfHeader, errorOf, PREFIX } from "./api.js";
 import { onEvent, schedulePoll } from "./live.js";
+import { chosenModel } from "./models.js";
 import { batch } from "../vendor/preact.js";
 import {
   conversation,
@@ -151,6 +152,7 @@ export async function send(id, { text = "", files = [], retry = false }) {
   if (!retry) form.append("content", text);
   form.append("stream", "true");
   if (retry) form.append("retry", "true");
+  if (chosenModel.peek()) form.append("offering", chosenModel.peek()); // the picker's (models.js)
   for (const file of files) form.append("images", file, file.name);
   let reached = false; // the server answered: the message may be saved from here on
   try {

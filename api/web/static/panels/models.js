@@ -5,6 +5,7 @@
 
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
+import { GroupsEditor } from "./groups.js";
 
 ensureStylesheet();
 
@@ -225,7 +226,8 @@ export default function ModelSettings({ api, user, onClose }) {
             <${AddOffering} api=${api} onAdded=${(o) => {
               setStatus(`Added ${o.id}.`);
               load();
-            }} />`
+            }} />
+            <${GroupsEditor} api=${api} offerings=${offerings} onChanged=${load} />`
       }
     </div>
   <//>`;
