@@ -11,7 +11,7 @@ import weakref
 from flask import Flask
 
 from api import docs, groups, health, jobs, teams, usage
-from api.accounts import browser
+from api.accounts import browser, oidc
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from api.errors import register_error_handlers
@@ -98,6 +98,7 @@ def register_api(app: Flask) -> None:
     for blueprint in (
         accounts_views.blp,
         browser.blp,
+        oidc.blp,
         sessions_views.blp,
         turns.blp,
         likes.blp,

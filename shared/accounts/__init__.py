@@ -190,6 +190,16 @@ def login(
     return _issue(db, user, "login" if source == "web" else "browser sign-in", source, ttl)
 
 
+def browser_sign_in(db: Session, user: User, ttl: timedelta) -> tuple[ApiToken, str]:
+    """A browser sign-in (the session cookie's token) for a user who proved who they are
+    another way than a password (an OpenID provider); refused as `login` refuses a disabled
+    account."""
+    if user.disabled:
+        raise Forbidden(DISABLED_MESSAGE, code="account_disabled")
+    _prune_ended(db, user.id)
+    return _issue(db, user, "browser sign-in", BROWSER, ttl)
+
+
 def _prune_ended(db: Session, user_id: str) -> None:
     """Delete the user's tokens that no longer work (expired or revoked): each login makes
     one, and without this their rows would pile up for good. No process accepts them

@@ -33,6 +33,7 @@ THROTTLE_FAILS = "eonyx:throttle:fails:"  # + throttle key: recent failed logins
 THROTTLE_BLOCK = "eonyx:throttle:block:"  # + throttle key: blocked until it expires
 RESENT = "eonyx:resent:"  # + job name:ids: a lost job was sent again lately
 TEAMS_SEEN = "eonyx:teams:seen:"  # + digest of conversation|activity: a delivery taken
+OIDC_STATE = "eonyx:oidc:state:"  # + state: a single sign-on's pending callback, expiring
 RATE_LIMITS = "eonyx:ratelimit"  # the rate limits' key prefix (api/ratelimit.py), then:
 RATE_LIMIT_BY_ADDRESS = "addr:"  # + remote address (no valid token presented)
 RATE_LIMIT_BY_USER = "user:"  # + user id (a valid token: all of a user's tokens share it)

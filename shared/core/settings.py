@@ -74,6 +74,15 @@ class Settings:
     teams_openid_metadata_url: str = BOTFRAMEWORK_OPENID_METADATA_URL
     teams_token_url: str = BOTFRAMEWORK_TOKEN_URL
     teams_auto_provision: bool = False
+    # Single sign-on (shared.integrations.oidc): on when OIDC_ISSUER is set.
+    public_url: str | None = None  # the server's external URL, as browsers reach it
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = field(default=None, repr=False)
+    oidc_admin_group: str | None = None
+    oidc_auto_provision: bool = True
+    oidc_provider_name: str | None = None
+    password_sign_in: bool = True  # false: POST /auth/session and /auth/login answer 403
     log_format: str = "json"
     log_level: str = "info"
     metrics_token: str | None = field(default=None, repr=False)
@@ -290,6 +299,14 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "TEAMS_OPENID_METADATA_URL": ("teams_openid_metadata_url", _url_or_default),
     "TEAMS_TOKEN_URL": ("teams_token_url", _url_or_default),
     "TEAMS_AUTO_PROVISION": ("teams_auto_provision", _bool),
+    "PUBLIC_URL": ("public_url", lambda env, name, _default: _base_url(env, name)),
+    "OIDC_ISSUER": ("oidc_issuer", lambda env, name, _default: _base_url(env, name)),
+    "OIDC_CLIENT_ID": ("oidc_client_id", _text),
+    "OIDC_CLIENT_SECRET": ("oidc_client_secret", _text),
+    "OIDC_ADMIN_GROUP": ("oidc_admin_group", _text),
+    "OIDC_AUTO_PROVISION": ("oidc_auto_provision", _bool),
+    "OIDC_PROVIDER_NAME": ("oidc_provider_name", _text),
+    "PASSWORD_SIGN_IN": ("password_sign_in", _bool),
     "LOG_FORMAT": ("log_format", lambda env, name, d: _choice(env, name, d, LOG_FORMATS)),
     "LOG_LEVEL": ("log_level", lambda env, name, d: _choice(env, name, d, LOG_LEVELS)),
     "METRICS_TOKEN": ("metrics_token", _token),
@@ -336,6 +353,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         field_name: parse(env, name, defaults.get(field_name))
         for name, (field_name, parse) in VARIABLES.items()
     }
+    if values["oidc_issuer"] and not (values["oidc_client_id"] and values["public_url"]):
+        raise SettingsError(
+            "OIDC_CLIENT_ID and PUBLIC_URL must be set when OIDC_ISSUER is (single sign-on)"
+        )
     if values["teams_app_id"] and not values["teams_app_password"]:
         raise SettingsError(
             "TEAMS_APP_PASSWORD must be set when TEAMS_APP_ID is (the bot's secret)"

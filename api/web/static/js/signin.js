@@ -1,5 +1,7 @@
 // The sign-in page: POST /auth/session sets the session cookie and gives the CSRF token.
-import { html, useState } from "../vendor/preact.js";
+// With single sign-on set up (GET /auth/methods), a button goes to the provider instead
+// (a navigation: the server sends the browser there and, signed in, back to /).
+import { html, useEffect, useState } from "../vendor/preact.js";
 import { api } from "./api.js";
 
 export function SignIn({ onSignedIn, notice }) {
@@ -7,6 +9,13 @@ export function SignIn({ onSignedIn, notice }) {
   const [password, setPassword] = useState("");
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  // GET /auth/methods: {password: bool, oidc: {name, login_url} | null}
+  const [methods, setMethods] = useState({ password: true, oidc: null });
+  const sso = methods.oidc;
+
+  useEffect(() => {
+    api.get("/auth/methods").then(setMethods, () => {});
+  }, []);
 
   async function submit(event) {
     event.preventDefault();
@@ -31,14 +40,24 @@ export function SignIn({ onSignedIn, notice }) {
       <div class="brand"><img src="/static/icon.svg" alt="" width="36" height="36" />
         <h1 id="signin-title">Sign in to Eonyx</h1></div>
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
-      <label for="signin-username">Username</label>
-      <input id="signin-username" name="username" autocomplete="username" required autofocus
-        value=${username} onInput=${(e) => setUsername(e.currentTarget.value)} />
-      <label for="signin-password">Password</label>
-      <input id="signin-password" name="password" type="password" autocomplete="current-password"
-        required value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
-      ${error && html`<p class="error" role="alert">${error}</p>`}
-      <button class="primary" type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>
+      ${
+        sso &&
+        html`<button class="primary sso" type="button" onClick=${() => window.location.assign(sso.login_url)}>
+          Sign in with ${sso.name}
+        </button>
+        ${methods.password && html`<p class="or">or with a username and password</p>`}`
+      }
+      ${
+        methods.password &&
+        html`<label for="signin-username">Username</label>
+          <input id="signin-username" name="username" autocomplete="username" required autofocus
+            value=${username} onInput=${(e) => setUsername(e.currentTarget.value)} />
+          <label for="signin-password">Password</label>
+          <input id="signin-password" name="password" type="password" autocomplete="current-password"
+            required value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
+          ${error && html`<p class="error" role="alert">${error}</p>`}
+          <button class=${sso ? "" : "primary"} type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>`
+      }
     </form>
   </main>`;
 }
