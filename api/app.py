@@ -11,6 +11,7 @@ import weakref
 from flask import Flask
 
 from api import docs, groups, health, jobs, teams, usage
+from api import settings as settings_views
 from api.accounts import browser, oidc
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
@@ -111,6 +112,7 @@ def register_api(app: Flask) -> None:
         models_views.blp,
         jobs.blp,
         usage.blp,
+        settings_views.blp,
         groups.blp,
     ):
         api.register_blueprint(blueprint, url_prefix=API_PREFIX)

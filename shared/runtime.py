@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import httpx
 import redis
 
+from shared.accounts.live_settings import LiveSettings
 from shared.accounts.throttle import Throttle
 from shared.accounts.token_cache import TokenCache
 from shared.core.clock import Clock, SystemClock
@@ -48,11 +49,11 @@ class Runtime:
     llm: ModelClient
     tools: ToolRegistry
     memory: MemoryStore
-    identity: str
     offerings: OfferingCache
     throttle: Throttle  # failed-login counters (Redis, or per process without it)
     tokens: TokenCache  # recently checked tokens, forgotten when `auth_changed` says
     usage: TokenMeter  # each user's model tokens, counted by `llm`, and their budget
+    live_settings: LiveSettings  # the switches an administrator sets at run time
     events: event_bus.EventHub | None = None  # with Redis: the process's events sockets' feed
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
@@ -69,10 +70,12 @@ class Runtime:
         redis_url = redis_url or resolve_redis_url(settings)
         client = redis_client(redis_url) if redis_url else None
         locks: Locks = RedisLocks(client) if client else FileLocks(settings.data_dir / "locks")
-        memory = MemoryStore(settings, locks)
-        tools = ToolRegistry()
-        register_memory_tools(tools, memory, settings)
         database = Database(settings.database_url)
+        live_settings = LiveSettings(settings, database, client)
+        memory = MemoryStore(settings, locks, live=live_settings.settings)
+        memory.identity()  # the file is written at start when it is missing
+        tools = ToolRegistry()
+        register_memory_tools(tools, memory, live_settings.settings)
         meter = TokenMeter(database, settings.monthly_token_budget)
         return cls(
             settings=settings,
@@ -93,15 +96,20 @@ class Runtime:
             ),
             tools=tools,
             memory=memory,
-            identity=memory.ensure_identity(),  # read once: edits apply on the next start
             offerings=OfferingCache(database, client),
             throttle=Throttle(client),
             tokens=TokenCache(client),
             usage=meter,
+            live_settings=live_settings,
             events=event_bus.EventHub(client) if client else None,
             jobs=jobs,
             teams=_teams_channel(settings),
         )
+
+    @property
+    def identity(self) -> str:
+        """The deployment's identity (IDENTITY.md), read again when the file changed."""
+        return self.memory.identity()
 
     def hint(self, job: str, *args: object) -> bool:
         """Send a job that is a hint, not the only record of the work (a periodic sweep
@@ -139,6 +147,7 @@ class Runtime:
         if self.events is not None:
             self.events.close()
         self.offerings.close()
+        self.live_settings.close()
         self.db.dispose()
         self.llm.close()
         if self.teams is not None:

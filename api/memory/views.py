@@ -128,7 +128,7 @@ class MemoryEntries(MethodView):
         rt = runtime()
         operation = {k: v for k, v in body.items() if v is not None}
         after, message = memory_tools.write_entry(
-            rt.memory, rt.redis, rt.settings, principal(), kind, operation
+            rt.memory, rt.redis, rt.live_settings.settings(), principal(), kind, operation
         )
         return {"message": message, "file": _show(after)}
 

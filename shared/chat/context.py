@@ -128,14 +128,15 @@ class AssembledContext:
 def session_prompt(
     rt: ChatRuntime, state: SessionState, project: ProjectInput, summary: str | None
 ) -> str:
-    """The session's system prompt: the identity this process read at start, then the memory
+    """The session's system prompt: the identity as IDENTITY.md holds it now, then the memory
     snapshot the session took when it started (none for a temporary chat, and none for a part
     that is switched off), the project part and the summary."""
     snapshot = {} if state.temporary else (state.snapshot or {})
+    switches = rt.live_settings.settings()
     return build_system_prompt(
         identity=rt.identity,
-        user_profile=snapshot.get("user_profile") if rt.settings.user_profile_enabled else None,
-        agent_memory=snapshot.get("agent_memory") if rt.settings.agent_memory_enabled else None,
+        user_profile=snapshot.get("user_profile") if switches.user_profile_enabled else None,
+        agent_memory=snapshot.get("agent_memory") if switches.agent_memory_enabled else None,
         project_files=project.files,
         summary=summary,
         override=project.override,

@@ -11,4 +11,8 @@ from shared.memory.needs import MemoryRuntime
 
 class ChatRuntime(MemoryRuntime, Protocol):
     tools: ToolRegistry
-    identity: str
+
+    @property
+    def identity(self) -> str:
+        """The deployment's identity as IDENTITY.md holds it now (Runtime.identity)."""
+        ...

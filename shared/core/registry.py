@@ -39,6 +39,7 @@ RATE_LIMIT_BY_ADDRESS = "addr:"  # + remote address (no valid token presented)
 RATE_LIMIT_BY_USER = "user:"  # + user id (a valid token: all of a user's tokens share it)
 RATE_LIMIT_BY_TOKEN = "token:"  # + sha256 of the token, truncated (whose it is unknown)
 CATALOG_CHANNEL = "eonyx:catalog:"  # + "changed": the model catalog changed (pub/sub)
+SETTINGS_CHANNEL = "eonyx:settings:"  # + "changed": an admin changed a run-time setting
 STORAGE_USAGE = "eonyx:storage:"  # + user id: the running figure of a user's bytes by kind
 READY_PROBE = "eonyx:readyz"  # a key: /readyz writes it to prove Redis takes writes
 

@@ -138,7 +138,7 @@ def _curate_lock(session_id: str, exchange_id: str) -> str:
 def check_allowed(rt: MemoryRuntime, state: SessionState) -> None:
     if rt.settings.demo_mode:
         raise Forbidden("turns are not remembered in demo mode", code="demo_mode")
-    if not rt.settings.agent_memory_enabled:
+    if not rt.live_settings.settings().agent_memory_enabled:
         raise Conflict("agent memory is switched off", code="agent_memory_disabled")
     if state.temporary:
         raise Conflict("a temporary chat is never remembered", code="temporary_chat")

@@ -95,10 +95,11 @@ def maybe_enqueue_extraction(rt: MemoryRuntime, state: SessionState) -> bool:
     """Called at the end of a successful turn: enqueue the job when the session's user
     messages reach a multiple of N. Only sends a job; a queue that fails is logged (the
     sweep catches up), never an error for the turn, whose answer is already saved."""
-    if not extraction_enabled(rt.settings) or state.temporary or rt.jobs is None:
+    switches = rt.live_settings.settings()
+    if not extraction_enabled(switches) or state.temporary or rt.jobs is None:
         return False
     count = state.user_messages
-    every = rt.settings.user_memory_extraction_every_n_turns
+    every = switches.user_memory_extraction_every_n_turns
     if count == 0 or count % every:
         return False
     return rt.hint(EXTRACT_MEMORY, state.user_id, state.id, count)
@@ -148,7 +149,7 @@ def extract_user_profile(
     rt: MemoryRuntime, user_id: str, session_id: str, upto_turn: int
 ) -> Outcome:
     """Reconcile USER.md with the session's turns up to `upto_turn` (see the module doc)."""
-    if not extraction_enabled(rt.settings):
+    if not extraction_enabled(rt.live_settings.settings()):
         return Outcome("skipped", "extraction is off")
     with rt.locks.hold(
         extract_lock(session_id), wait=JOB_LOCK_WAIT, ttl=JOB_LOCK_TTL, keepalive=True
@@ -222,9 +223,10 @@ def _reconcile(rt: MemoryRuntime, user_id: str, turns: list[Exchange]) -> Outcom
 def sweep_extraction(rt: MemoryRuntime, jobs: JobQueue) -> int:
     """Enqueue the extraction a lost job left undone, and the last turns of sessions that went
     quiet before reaching the next multiple of N; returns how many jobs were sent."""
-    if not extraction_enabled(rt.settings):
+    switches = rt.live_settings.settings()
+    if not extraction_enabled(switches):
         return 0
-    every = rt.settings.user_memory_extraction_every_n_turns
+    every = switches.user_memory_extraction_every_n_turns
     now = rt.clock.now()
     quiet_since, lost_since = now - IDLE_AFTER, now - LOST_AFTER
     sent = 0

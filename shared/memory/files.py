@@ -127,10 +127,20 @@ def usage_line(chars: int, limit: int) -> str:
 
 
 class MemoryStore:
-    def __init__(self, settings: Settings, locks: Locks, *, lock_ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        locks: Locks,
+        *,
+        lock_ttl: float = 30.0,
+        live: Callable[[], Settings] | None = None,
+    ) -> None:
         self.settings = settings
         self.locks = locks
         self.lock_ttl = lock_ttl  # a writer stalled longer loses the lock (version check)
+        # The settings with an administrator's run-time switches (shared.accounts.live_settings)
+        self.live = live or (lambda: settings)
+        self._identity: tuple[tuple[int, int, int] | None, str] | None = None
 
     # -- where and how big ------------------------------------------------------------------
 
@@ -251,12 +261,13 @@ class MemoryStore:
         """The user profile and agent memory as a new session's prompt shows them. A session keeps
         this snapshot for its whole life, so its prompt is stable across processes and
         reloads; what is learned meanwhile applies from the next session."""
+        switches = self.live()
         return {
             "user_profile": self._for_prompt(USER_PROFILE, user_id)
-            if self.settings.user_profile_enabled
+            if switches.user_profile_enabled
             else None,
             "agent_memory": self._for_prompt(AGENT_MEMORY, user_id)
-            if self.settings.agent_memory_enabled
+            if switches.agent_memory_enabled
             else None,
         }
 
@@ -267,6 +278,27 @@ class MemoryStore:
         return f"{file.content.rstrip()}\n\n({file.name}: {usage_line(file.chars, file.limit)})"
 
     # -- identity ----------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        """The identity as the file holds it now: kept in the process, and read again when
+        the file changed (an edit replaces it: a new inode and mtime), so an administrator's
+        edit applies to the next prompt of every process without a restart."""
+        stamp = self._identity_stamp()
+        kept = self._identity
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        text = self.ensure_identity()
+        if stamp is None:  # written just now, or unreadable
+            stamp = self._identity_stamp()
+        self._identity = (stamp, text)
+        return text
+
+    def _identity_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.path(IDENTITY, None).stat()
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_ino, found.st_size)
 
     def ensure_identity(self) -> str:
         """The identity for this process: the file, regenerated from the default when it was

@@ -249,7 +249,12 @@ def _entry_file(settings: Settings, kind: str) -> Kind:
     return file_kind
 
 
-def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: Settings) -> None:
+def register_memory_tools(
+    registry: ToolRegistry, store: MemoryStore, live: Callable[[], Settings]
+) -> None:
+    """The chat's memory tools, offered while their file is switched on (`live()`: the
+    settings with an administrator's run-time switches, read at each turn)."""
+
     def user_profile_tool(context: ToolContext, args: dict[str, Any]) -> str:
         def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
             new, what = apply_operation(entries, args)
@@ -269,32 +274,37 @@ def register_memory_tools(registry: ToolRegistry, store: MemoryStore, settings: 
         return run_memory_write(store, context, AGENT_MEMORY, compute)
 
     def writable(context: ToolContext) -> bool:
-        return not context.temporary and not settings.demo_mode
+        return not context.temporary and not live().demo_mode
 
-    if settings.user_profile_enabled:
-        registry.register(
-            Tool(
-                "memory",
-                "Keep the user's preference profile (USER.md): how they like to be helped, "
-                "their communication style, expectations and habits. One short entry per "
-                "preference. When a new explicit preference contradicts an older one, replace "
-                "it (action replace, or add with supersedes) so it stays one line. Never store "
-                "secrets or sensitive personal data.",
-                _USER_PROFILE_SCHEMA,
-                user_profile_tool,
-                available=writable,
-            )
+    def profile_writable(context: ToolContext) -> bool:
+        return writable(context) and live().user_profile_enabled
+
+    def memory_writable(context: ToolContext) -> bool:
+        return writable(context) and live().agent_memory_enabled
+
+    # Both are registered; `available` says whether a turn offers them.
+    registry.register(
+        Tool(
+            "memory",
+            "Keep the user's preference profile (USER.md): how they like to be helped, "
+            "their communication style, expectations and habits. One short entry per "
+            "preference. When a new explicit preference contradicts an older one, replace "
+            "it (action replace, or add with supersedes) so it stays one line. Never store "
+            "secrets or sensitive personal data.",
+            _USER_PROFILE_SCHEMA,
+            user_profile_tool,
+            available=profile_writable,
         )
-    if settings.agent_memory_enabled:
-        registry.register(
-            Tool(
-                "manage_memory",
-                "Keep your own notes about the user's work (MEMORY.md): durable, reusable facts "
-                "about their environment and projects (conventions, commands, tool quirks, "
-                "stable rules). One fact per entry; modify an entry that changed rather than "
-                "adding a second one. A batch is applied all or nothing.",
-                _AGENT_MEMORY_SCHEMA,
-                agent_memory_tool,
-                available=writable,
-            )
+    )
+    registry.register(
+        Tool(
+            "manage_memory",
+            "Keep your own notes about the user's work (MEMORY.md): durable, reusable facts "
+            "about their environment and projects (conventions, commands, tool quirks, "
+            "stable rules). One fact per entry; modify an entry that changed rather than "
+            "adding a second one. A batch is applied all or nothing.",
+            _AGENT_MEMORY_SCHEMA,
+            agent_memory_tool,
+            available=memory_writable,
         )
+    )

@@ -1,6 +1,6 @@
 """What shared.sessions needs from the runtime (see shared/llm/needs.py for why): the session
 files, their locks, Redis for events and the turn lock, the model client for titles, the
-clock; and what shared.llm needs."""
+clock, the switches an administrator sets at run time; and what shared.llm needs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Protocol
 
 import redis
 
+from shared.accounts.live_settings import LiveSettings
 from shared.core.clock import Clock
 from shared.files.session_store import SessionStore
 from shared.infra.locks import Locks
@@ -21,3 +22,4 @@ class SessionsRuntime(LlmRuntime, Protocol):
     redis: redis.Redis | None
     llm: ModelClient
     clock: Clock
+    live_settings: LiveSettings  # read the run-time switches here, not in `settings`

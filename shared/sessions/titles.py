@@ -67,7 +67,8 @@ def is_locked(state: SessionState) -> bool:
 
 
 def mode_for(settings: Settings, source: str) -> str:
-    """The title mode of a session from `source`: SESSION_TITLE_MODE when it is set."""
+    """The title mode of a session from `source`: SESSION_TITLE_MODE (or an administrator's
+    run-time `session_title_mode`: pass the live settings) when it is set."""
     if settings.session_title_mode:
         return settings.session_title_mode
     return "sequential" if source == CONSOLE_SOURCE else "truncate"
@@ -77,7 +78,7 @@ def for_new_session(
     rt: SessionsRuntime, user_id: str, title: str | None, temporary: bool, source: str
 ) -> tuple[str | None, bool]:
     """(title, title_pending) of a session being created without or with a title."""
-    mode = mode_for(rt.settings, source)
+    mode = mode_for(rt.live_settings.settings(), source)
     if title is not None or temporary:
         return title, False
     if mode == "sequential":
@@ -103,7 +104,7 @@ def first_message_changes(
 ) -> dict[str, Any]:
     """What the first message of a session sets: the truncated title (in `llm` mode the
     fallback shown while the model names the session, marked pending)."""
-    mode = mode_for(rt.settings, state.source)
+    mode = mode_for(rt.live_settings.settings(), state.source)
     if not content or state.title or is_locked(state) or mode == "sequential":
         return {}
     if mode == "llm" and not state.temporary:

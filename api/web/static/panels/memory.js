@@ -24,6 +24,7 @@ import {
   syntaxHighlighting,
 } from "../vendor/codemirror.js";
 import { Confirm, PanelFrame, ensureStylesheet, formatStamp, messageOf } from "./common.js";
+import { ProfileNote } from "./switches.js";
 
 ensureStylesheet();
 
@@ -32,7 +33,7 @@ const FILES = [
     kind: "identity",
     label: "Identity",
     name: "IDENTITY.md",
-    about: "The assistant's persona and tone, first in every prompt. Applies from the next restart.",
+    about: "The assistant's persona and tone, first in every prompt. Applies from the next message.",
   },
   {
     kind: "user",
@@ -161,7 +162,7 @@ function useNotice() {
 }
 
 /** One file's tab: editor, count, save, conflict, backups. */
-function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
+function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmin, onSettings }) {
   const server = useServerFile(api, file);
   const { saved } = server;
   const { draft, setDraft, replace, view } = useDraft();
@@ -252,6 +253,7 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask }) {
 
   return html`<div class="memory-file">
     <p class="pn-muted" id=${`${prefix}-about`}>${file.about}</p>
+    ${file.kind === "user" ? html`<${ProfileNote} api=${api} settings=${settings} isAdmin=${isAdmin} onChanged=${onSettings} />` : null}
     ${
       canEdit
         ? null
@@ -359,6 +361,10 @@ export default function MemoryPanel({ api, user, onClose }) {
   const [question, setQuestion] = useState(null);
   const tabs = useRef({});
   const isAdmin = Boolean(user?.is_admin);
+  const [settings, setSettings] = useState(null); // GET /settings: is USER.md kept up to date?
+  useEffect(() => {
+    api.get("/settings").then(setSettings, () => {});
+  }, []);
 
   const onDirty = (kind, value) => setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
   const ask = (q) => setQuestion(q);
@@ -424,6 +430,9 @@ export default function MemoryPanel({ api, user, onClose }) {
           active=${tab === f.kind}
           onDirty=${onDirty}
           ask=${ask}
+          settings=${settings}
+          isAdmin=${isAdmin}
+          onSettings=${setSettings}
         />
       </section>`,
     )}

@@ -5,6 +5,7 @@
 
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
+import { RoleSwitch } from "./switches.js";
 import { GroupsEditor } from "./groups.js";
 
 ensureStylesheet();
@@ -129,7 +130,7 @@ function Offerings({ offerings, roles, onRemove }) {
   </table>`;
 }
 
-function Roles({ api, offerings, roles, onChanged }) {
+function Roles({ api, offerings, roles, onChanged, settings, onSettings }) {
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const assign = async (role, value) => {
@@ -166,6 +167,7 @@ function Roles({ api, offerings, roles, onChanged }) {
               ${choices.map((o) => html`<option key=${o.id} value=${o.id}>${o.id} — ${o.model}</option>`)}
             </select>
             <p class="pn-muted" id=${`role-${role}-about`}>${what}; ${current?.explicit ? `set to ${current.offering_id}` : fallback}</p>
+            <${RoleSwitch} api=${api} role=${role} settings=${settings} canChange=${true} onChanged=${onSettings} />
           </div>`;
       })}
     </div>
@@ -177,6 +179,7 @@ function Roles({ api, offerings, roles, onChanged }) {
 export default function ModelSettings({ api, user, onClose }) {
   const [offerings, setOfferings] = useState(null);
   const [roles, setRoles] = useState([]);
+  const [settings, setSettings] = useState(null); // GET /settings: whether each role's feature is on
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
 
@@ -185,6 +188,7 @@ export default function ModelSettings({ api, user, onClose }) {
       const [o, r] = await Promise.all([api.get("/models/offerings"), api.get("/models/roles")]);
       setOfferings(o);
       setRoles(r);
+      api.get("/settings").then(setSettings, () => {});
     } catch (e) {
       setOfferings([]);
       setError(`Could not read the model settings: ${messageOf(e)}`);
@@ -221,7 +225,7 @@ export default function ModelSettings({ api, user, onClose }) {
               ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
               <p class="pn-status" role="status">${status}</p>
             </section>
-            <${Roles} api=${api} offerings=${offerings} roles=${roles}
+            <${Roles} api=${api} offerings=${offerings} roles=${roles} settings=${settings} onSettings=${setSettings}
               onChanged=${() => api.get("/models/roles").then(setRoles, () => {})} />
             <${AddOffering} api=${api} onAdded=${(o) => {
               setStatus(`Added ${o.id}.`);
