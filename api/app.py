@@ -12,7 +12,7 @@ from flask import Flask
 
 from api import docs, groups, health, jobs, teams, usage
 from api import settings as settings_views
-from api.accounts import browser, oidc
+from api.accounts import browser, invites, oidc
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
 from api.errors import register_error_handlers
@@ -100,6 +100,7 @@ def register_api(app: Flask) -> None:
         accounts_views.blp,
         browser.blp,
         oidc.blp,
+        invites.blp,
         sessions_views.blp,
         turns.blp,
         likes.blp,

@@ -31,6 +31,9 @@ SESSION_COOKIE = "eonyx_session"
 SECURE_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# What a sign-in whose password an administrator reset may still do (with DELETE
+# /auth/session, which checks its cookie itself): change the password, or sign out.
+PASSWORD_CHANGE_PATHS = frozenset({"/api/v1/me/password", "/api/v1/auth/logout"})
 
 
 def runtime_of(app: Flask) -> Runtime:
@@ -104,6 +107,12 @@ def authenticate(fallback_token: str | None = None, *, cached: bool = True) -> P
         g.pop("checked_principal", None)
     if by_cookie and request.method not in SAFE_METHODS:
         check_csrf(token)
+    if found.must_change_password and request.path not in PASSWORD_CHANGE_PATHS:
+        raise Forbidden(
+            "an administrator reset your password: change it first (PUT /api/v1/me/password "
+            "with the temporary one as current_password)",
+            code="password_change_required",
+        )
     return found
 
 

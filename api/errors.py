@@ -36,6 +36,7 @@ STATUS = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    errors.Gone: 410,
     errors.TooLarge: 413,
     errors.TooManyRequests: 429,
     errors.QuotaExceeded: 507,  # Insufficient Storage (413 when the request alone is larger)

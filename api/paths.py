@@ -78,6 +78,12 @@ class DeviceId(BaseConverter):
     regex = _bare(DEVICE_ID_RE.pattern)
 
 
+class InviteSecret(BaseConverter):
+    """The secret of an invite link (shared.accounts.invites: `secrets.token_urlsafe`)."""
+
+    regex = r"[A-Za-z0-9_-]{16,128}"
+
+
 class ImageName(BaseConverter):
     regex = _bare(IMAGE_NAME_RE.pattern).replace("(png|", "(?:png|")
 
@@ -96,6 +102,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "folder_id": FolderId,
     "device_id": DeviceId,
     "image_name": ImageName,
+    "invite_secret": InviteSecret,
 }
 
 

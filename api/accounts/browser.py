@@ -45,6 +45,12 @@ class SignInSchema(Schema):
     csrf_token = ma.fields.String(
         metadata={"description": "send it as X-CSRF-Token with every POST, PUT, PATCH, DELETE"}
     )
+    must_change_password = ma.fields.Boolean(
+        metadata={
+            "description": "true: an administrator reset the password; this sign-in may only "
+            "change it (PUT /me/password) or sign out until it is changed"
+        }
+    )
 
 
 @blp.route("/auth/session")
@@ -70,7 +76,11 @@ class SignIn(MethodView):
         if previous is not None:
             rt.auth_changed(previous.user_id)
         _set_cookie(token, ttl)
-        return {"user": me, "csrf_token": accounts.csrf_token(token)}
+        return {
+            "user": me,
+            "csrf_token": accounts.csrf_token(token),
+            "must_change_password": user.must_change_password,
+        }
 
     @blp.response(200, SignInSchema)
     @blp.doc(security=[{"cookieAuth": []}])
@@ -81,7 +91,11 @@ class SignIn(MethodView):
         if found is None:
             raise Unauthorized("not signed in, or the sign-in has ended", code="not_signed_in")
         me = {"id": found.user_id, "username": found.username, "is_admin": found.is_admin}
-        return {"user": me, "csrf_token": accounts.csrf_token(token)}
+        return {
+            "user": me,
+            "csrf_token": accounts.csrf_token(token),
+            "must_change_password": found.must_change_password,
+        }
 
     @blp.response(204)
     @blp.doc(security=[{}, {"cookieAuth": []}])  # without a sign-in: nothing to end, still 204

@@ -59,6 +59,22 @@ class UserSchema(Schema):
         allow_none=True,
         metadata={"description": "the user's own monthly token budget; null: the deployment's"},
     )
+    must_change_password = ma.fields.Boolean(
+        metadata={
+            "description": "true: an administrator reset the password; the next sign-in "
+            "may only change it (every other call is 403 `password_change_required`)"
+        }
+    )
+
+
+class UserListedSchema(UserSchema):
+    last_active_at = ma.fields.AwareDateTime(
+        allow_none=True,
+        metadata={
+            "description": "the last use of any of the user's sign-ins, login tokens "
+            "or API keys (to within five minutes); null: none yet"
+        },
+    )
 
 
 class UserChangeSchema(StrictSchema):
@@ -73,6 +89,12 @@ class UserChangeSchema(StrictSchema):
     )
     password = password_field(
         f"a new password ({PASSWORD_RULE}); ends the user's sign-ins and API keys"
+    )
+    must_change_password = Flag(
+        metadata={
+            "description": "true with a password: a temporary one; the user's next sign-in "
+            "may only change it (every other call is 403 `password_change_required`)"
+        }
     )
     storage_quota_bytes = Int(
         allow_none=True,
@@ -107,6 +129,12 @@ class LoginResultSchema(Schema):
     token = ma.fields.String()
     expires_at = ma.fields.AwareDateTime()
     user = ma.fields.Nested(UserSchema)
+    must_change_password = ma.fields.Boolean(
+        metadata={
+            "description": "true: this token may only change the password (PUT "
+            "/me/password) or log out until it is changed"
+        }
+    )
 
 
 class NewUserSchema(StrictSchema):

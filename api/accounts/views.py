@@ -24,6 +24,7 @@ from api.accounts.schemas import (
     PasswordChangeSchema,
     TokenSchema,
     UserChangeSchema,
+    UserListedSchema,
     UserSchema,
 )
 from api.context import admin_required, any_key_required, login_required, principal, runtime
@@ -50,8 +51,13 @@ class Login(MethodView):
             row, token = accounts.attempt_login(
                 db, rt.throttle, address, body["username"], body["password"], ttl
             )
-            user = db.get(User, row.user_id)
-        return {"token": token, "expires_at": row.expires_at, "user": user}
+            user = db.get_one(User, row.user_id)
+        return {
+            "token": token,
+            "expires_at": row.expires_at,
+            "user": user,
+            "must_change_password": user.must_change_password,
+        }
 
 
 @blp.route("/auth/logout")
@@ -124,10 +130,19 @@ class TokenById(MethodView):
 @blp.route("/users")
 class Users(MethodView):
     @admin_required
-    @blp.response(200, UserSchema(many=True))
-    def get(self) -> list[User]:
+    @blp.response(200, UserListedSchema(many=True))
+    def get(self) -> list[dict[str, Any]]:
+        """Every account, oldest first, with its last activity."""
+        fields = UserSchema().fields
         with runtime().db.session() as db:
-            return accounts.list_users(db)
+            active = accounts.last_activity(db)
+            return [
+                {
+                    **{name: getattr(user, name) for name in fields},
+                    "last_active_at": active.get(user.id),
+                }
+                for user in accounts.list_users(db)
+            ]
 
     @admin_required
     @blp.arguments(NewUserSchema)
@@ -146,7 +161,9 @@ class UserById(MethodView):
     @blp.response(200, UserSchema)
     def patch(self, body: dict[str, Any], user_id: str) -> User:
         """Change an account: make it an administrator or not, disable or enable it, set
-        its password (which ends its sign-ins and API keys; your own request's stays).
+        its password (which ends its sign-ins and API keys; your own request's stays); with
+        `must_change_password` true, a temporary one: the user's next sign-in may only
+        change it (every other call is 403 `password_change_required`).
         Disabling stops the user's tokens, sign-ins and open event sockets at once. The
         last enabled administrator cannot be demoted or disabled (409 `last_admin`).
         `storage_quota_bytes` sets the user's own storage quota (null: the deployment's),
@@ -160,6 +177,7 @@ class UserById(MethodView):
                 disabled=body.get("disabled"),
                 password=body.get("password"),
                 keep_token=me.token_id if user_id == me.user_id else None,
+                must_change_password=body.get("must_change_password"),
             )
             if "storage_quota_bytes" in body:
                 storage.set_quota(db, user, body["storage_quota_bytes"])

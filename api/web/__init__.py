@@ -11,7 +11,14 @@ from flask import Blueprint, Response
 STATIC = Path(__file__).parent / "static"
 # Routes the client draws itself (history API); each answers the same page. Nothing here
 # overlaps /api, /v1, /healthz, /readyz, /integrations or /metrics.
-CLIENT_ROUTES = ("/", "/signin", "/trash", "/archived", "/c/<session_id:session_id>")
+CLIENT_ROUTES = (
+    "/",
+    "/signin",
+    "/trash",
+    "/archived",
+    "/c/<session_id:session_id>",
+    "/invite/<invite_secret:secret>",  # an invite link: the accept-invite form
+)
 
 blp = Blueprint("web", __name__, static_folder="static", static_url_path="/static")
 

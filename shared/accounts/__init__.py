@@ -106,6 +106,9 @@ class Principal:
     # None: full access (a login, a sign-in, an API key made without scopes); otherwise the
     # only scopes the key was given (see SCOPES).
     scopes: frozenset[str] | None = None
+    # An administrator reset the password: until the user changes it, this sign-in may only
+    # change it or sign out (api/context.py refuses the rest: `password_change_required`).
+    must_change_password: bool = False
 
 
 def _hash_token(token: str) -> str:
@@ -139,6 +142,13 @@ def create_user(db: Session, username: str, password: str, *, is_admin: bool = F
 
 def list_users(db: Session) -> list[User]:
     return list(db.scalars(select(User).order_by(User.created_at)))
+
+
+def last_activity(db: Session) -> dict[str, datetime]:
+    """Each user's last use of any of their tokens (sign-ins, login tokens, API keys), as
+    `last_used_at` records it (to within five minutes); a user with none is absent."""
+    query = select(ApiToken.user_id, func.max(ApiToken.last_used_at)).group_by(ApiToken.user_id)
+    return {user_id: stamp for user_id, stamp in db.execute(query) if stamp is not None}
 
 
 def _issue(
@@ -219,7 +229,7 @@ def attempt_login(
 ) -> tuple[ApiToken, str]:
     """`login`, throttled per account and per client `address` (see the module doc)."""
     account_key = _account_key(username)
-    address_key = "login:addr:" + address
+    address_key = login_address_key(address)
     _check_blocks(throttle, ((account_key, "for this account"), (address_key, "from this address")))
     try:
         issued = login(db, username, password, ttl, source)
@@ -236,6 +246,11 @@ def attempt_login(
         raise
     throttle.reset(account_key)
     return issued
+
+
+def login_address_key(address: str) -> str:
+    """The throttle's key for failed logins (and invite guesses) from a client address."""
+    return "login:addr:" + address
 
 
 def _account_key(username: str) -> str:
@@ -400,9 +415,11 @@ def _keep_an_admin(db: Session, user: User, what: str) -> None:
 
 def set_password(db: Session, user: User, password: str, *, keep: str | None = None) -> int:
     """Give `user` a new password and end their sign-ins and tokens (but `keep`, the one
-    the request came with when it is theirs): who knew the old one is out. How many ended."""
+    the request came with when it is theirs): who knew the old one is out. How many ended.
+    A password set here is chosen: the account no longer `must_change_password`."""
     check_password_rule(password)
     user.password_hash = generate_password_hash(password)
+    user.must_change_password = False
     return revoke_all(db, user.id, keep=keep)
 
 
@@ -414,10 +431,13 @@ def update_user(
     disabled: bool | None = None,
     password: str | None = None,
     keep_token: str | None = None,
+    must_change_password: bool | None = None,
 ) -> User:
     """An administrator's change to an account (None: leave as it is). A password ends
     the account's sign-ins and tokens, except `keep_token`; disabling leaves them, refused
-    while the account is disabled and valid again once it is enabled."""
+    while the account is disabled and valid again once it is enabled. With
+    `must_change_password` (a reset: a temporary password), the user's next sign-in may do
+    nothing but change it."""
     user = get_user(db, user_id)
     if is_admin is False and user.is_admin:
         _keep_an_admin(db, user, "demote")
@@ -429,6 +449,8 @@ def update_user(
         user.is_admin = is_admin
     if disabled is not None:
         user.disabled = disabled
+    if must_change_password is not None:
+        user.must_change_password = must_change_password
     db.flush()
     return user
 
@@ -498,6 +520,7 @@ _BY_TOKEN = (
         User.username,
         User.is_admin,
         User.disabled,
+        User.must_change_password,
     )
     .join(User, User.id == ApiToken.user_id)
     .where(ApiToken.token_hash == bindparam("token_hash"))
@@ -536,7 +559,7 @@ def authenticate(
         found = tuple(row)
         tokens.put(key, found[6], found, stamp)
     token_id, source, expires_at, revoked_at, last_used_at, scopes = found[:6]
-    user_id, username, is_admin, disabled = found[6:]
+    user_id, username, is_admin, disabled, must_change = found[6:]
     if (
         revoked_at is not None
         or (expires_at is not None and expires_at <= now)
@@ -558,6 +581,7 @@ def authenticate(
         "web" if source == BROWSER else source,
         token_id,
         scopes_of(scopes),
+        must_change_password=bool(must_change),
     )
 
 

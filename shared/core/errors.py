@@ -6,6 +6,7 @@ EonyxError
 ├── Unauthorized      no valid credentials (401)
 ├── Forbidden         valid credentials, not allowed (403)
 ├── Conflict          the request clashes with the current state (409)
+├── Gone              the thing existed and is used up or expired for good (410)
 ├── TooLarge          the input can never be served, however it is retried (413)
 ├── TooManyRequests   too many attempts: wait `retry_after` seconds (429)
 ├── QuotaExceeded     a write past the user's storage quota (507; 413 if it never fits)
@@ -46,6 +47,10 @@ class Forbidden(EonyxError):
 
 class Conflict(EonyxError):
     code = "conflict"
+
+
+class Gone(EonyxError):
+    code = "gone"
 
 
 class TooLarge(EonyxError):

@@ -58,6 +58,7 @@ class Settings:
     max_request_bytes: int = 1 * MIB
     login_token_ttl_hours: int = 24 * 30
     web_session_ttl_hours: int = 24 * 14
+    invite_ttl_hours: int = 24 * 7  # how long an invite link (POST /invites) stays usable
     empty_session_grace_seconds: int = 3600
     empty_sessions_per_user: int = 50  # sessions with no message a user may hold; 0 = no cap
     llm_base_url: str | None = None
@@ -277,6 +278,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "MAX_REQUEST_BYTES": ("max_request_bytes", _int),
     "LOGIN_TOKEN_TTL_HOURS": ("login_token_ttl_hours", _int),
     "WEB_SESSION_TTL_HOURS": ("web_session_ttl_hours", _int),
+    "INVITE_TTL_HOURS": ("invite_ttl_hours", _int),
     "EMPTY_SESSION_GRACE_SECONDS": (
         "empty_session_grace_seconds",
         lambda env, name, default: _int(env, name, default, minimum=0),

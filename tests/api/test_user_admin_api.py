@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -418,3 +419,67 @@ def test_deleting_a_user_removes_their_files_and_rows_and_logs_who_did_it(
     assert rows_of(alice.user_id) == dict.fromkeys(before, 0)
     bobs = chat.client.get(f"{API}/sessions", headers=bob.headers).get_json()["items"]
     assert [s["id"] for s in bobs] == [bobs_session["id"]]
+
+
+def test_a_reset_password_must_be_changed_before_anything_else(chat: Chat, root: Account) -> None:
+    alice = chat.user
+    temporary = "temporary horse"
+    reset = patch(chat, root, alice.user_id, password=temporary, must_change_password=True)
+    assert reset.status_code == 200
+    assert reset.get_json()["must_change_password"] is True
+    listed = {
+        u["username"]: u for u in chat.client.get(f"{API}/users", headers=root.headers).get_json()
+    }
+    assert listed[alice.username]["must_change_password"] is True
+
+    browser = chat.app.test_client()
+    signed_in = browser.post(
+        f"{API}/auth/session", json={"username": alice.username, "password": temporary}
+    )
+    assert signed_in.status_code == 200
+    assert signed_in.get_json()["must_change_password"] is True
+    browser.environ_base["HTTP_X_CSRF_TOKEN"] = signed_in.get_json()["csrf_token"]
+    # a reloaded page hears it again
+    assert browser.get(f"{API}/auth/session").get_json()["must_change_password"] is True
+    for refused in (
+        browser.get(f"{API}/sessions"),
+        browser.get(f"{API}/users/me"),
+        browser.post(f"{API}/sessions", json={}),
+    ):
+        assert refused.status_code == 403
+        assert error_code(refused) == "password_change_required"
+    token_login = login(chat.client, alice.username, temporary)
+    assert token_login.get_json()["must_change_password"] is True
+    assert status(chat, token_login.get_json()["token"]) == 403
+
+    changed = browser.put(
+        f"{API}/me/password",
+        json={"current_password": temporary, "new_password": NEW_PASSWORD},
+    )
+    assert changed.status_code == 200
+    assert browser.get(f"{API}/sessions").status_code == 200
+    assert browser.get(f"{API}/auth/session").get_json()["must_change_password"] is False
+    again = login(chat.client, alice.username, NEW_PASSWORD)
+    assert again.get_json()["must_change_password"] is False
+    assert status(chat, again.get_json()["token"]) == 200
+
+
+def test_a_reset_password_user_may_still_sign_out(chat: Chat, root: Account) -> None:
+    alice = chat.user
+    patch(chat, root, alice.user_id, password="temporary horse", must_change_password=True)
+    browser = browser_of(chat, alice.username, "temporary horse")
+    assert browser.delete(f"{API}/auth/session").status_code == 204
+    assert browser.get(f"{API}/auth/session").status_code == 401
+
+
+def test_the_users_list_shows_each_users_last_activity(chat: Chat, root: Account) -> None:
+    alice = chat.user
+    quiet = create_account(chat.rt, "quiet")
+    assert quiet.token  # a login token, never used
+    assert chat.client.get(f"{API}/users/me", headers=alice.headers).status_code == 200
+    listed = chat.client.get(f"{API}/users", headers=root.headers).get_json()
+    active = {u["username"]: u["last_active_at"] for u in listed}
+    assert active["quiet"] is None
+    seen = datetime.fromisoformat(active[alice.username])
+    assert abs(seen - datetime.now(UTC)) < timedelta(minutes=1)
+    assert active["root"] is not None  # this very listing

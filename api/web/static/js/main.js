@@ -4,6 +4,7 @@ import { api, onSignedOut, setCsrf } from "./api.js";
 import { connect, disconnect } from "./live.js";
 import { navigate, parse, useRoute } from "./router.js";
 import { SignIn } from "./signin.js";
+import { AcceptInvite, MustChangePassword } from "./invite.js";
 import { Shell } from "./shell.js";
 import { reset } from "./state.js";
 
@@ -13,6 +14,12 @@ function App() {
 
   function signedIn(body) {
     setCsrf(body.csrf_token);
+    if (parse().name === "invite") navigate("/", { replace: true });
+    if (body.must_change_password) {
+      // A reset password: the server refuses everything but changing it or signing out.
+      setAuth({ status: "change", user: body.user, notice: null });
+      return;
+    }
     setAuth({ status: "in", user: body.user, notice: null });
     connect();
     if (parse().name === "signin") navigate(sessionStorage.getItem("eonyx.after") || "/", { replace: true });
@@ -24,7 +31,7 @@ function App() {
     setCsrf(null);
     reset();
     setAuth({ status: "out", user: null, notice });
-    if (parse().name !== "signin") {
+    if (parse().name !== "signin" && parse().name !== "invite") {
       sessionStorage.setItem("eonyx.after", location.pathname);
       navigate("/signin", { replace: true });
     }
@@ -45,6 +52,11 @@ function App() {
   }
 
   if (auth.status === "checking") return html`<p class="boot" role="status">Loading Eonyx…</p>`;
+  if (route.name === "invite") return html`<${AcceptInvite} secret=${route.secret} onSignedIn=${signedIn} />`;
+  if (auth.status === "change") {
+    const changed = () => api.get("/auth/session").then(signedIn);
+    return html`<${MustChangePassword} user=${auth.user} onChanged=${changed} onSignOut=${signOut} />`;
+  }
   if (auth.status === "out" || route.name === "signin") {
     return html`<${SignIn} onSignedIn=${signedIn} notice=${auth.notice} />`;
   }

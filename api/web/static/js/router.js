@@ -1,4 +1,5 @@
-// The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin.
+// The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin,
+// /invite/<secret> (an invite link).
 import { signal } from "../vendor/preact.js";
 
 export function parse(path = location.pathname) {
@@ -7,6 +8,8 @@ export function parse(path = location.pathname) {
   if (path === "/trash") return { name: "trash" };
   if (path === "/archived") return { name: "archived" };
   if (path === "/signin") return { name: "signin" };
+  const invite = path.match(/^\/invite\/([A-Za-z0-9_-]{16,128})$/);
+  if (invite) return { name: "invite", secret: invite[1] };
   return { name: "new" };
 }
 

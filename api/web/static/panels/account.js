@@ -1,13 +1,16 @@
 // The account panel: everyone changes their own password here (PUT /me/password: it asks for
 // the current one and ends the user's other sign-ins and API keys, never this one); an
-// administrator also sees the users (GET /users) and disables, enables or deletes them
-// (PATCH and DELETE /users/<id>; deleting asks first, in an in-page confirmation). The
-// server keeps the last enabled administrator and says so; the panel shows what it says.
+// administrator also sees the users (GET /users, with each one's last activity), creates them
+// (POST /users) or makes an invite link (POST /invites, with a copy button), promotes,
+// demotes, resets a password (a temporary one the user must change at their next sign-in),
+// disables, enables or deletes them (PATCH and DELETE /users/<id>; deleting asks first, in
+// an in-page confirmation). The server keeps the last enabled administrator and says so;
+// the panel shows what it says.
 // Everyone also sees what they store and their quota (GET /me/usage), and their model
 // tokens this month; an administrator every user's (panels/token_usage.js).
 
-import { html, useEffect, useState } from "../vendor/preact.js";
-import { Confirm, PanelFrame, ensureStylesheet, formatBytes, messageOf, useForm } from "./common.js";
+import { html, useEffect, useRef, useState } from "../vendor/preact.js";
+import { Confirm, Modal, PanelFrame, ensureStylesheet, formatBytes, messageOf, useForm } from "./common.js";
 import { MyTokens, TokenUsage } from "./token_usage.js";
 
 ensureStylesheet();
@@ -19,7 +22,7 @@ function plural(count, one, many) {
   return `${count} ${count === 1 ? one : many}`;
 }
 
-export function PasswordForm({ api }) {
+export function PasswordForm({ api, onChanged }) {
   const { form, field, reset } = useForm(EMPTY, "password");
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
@@ -45,6 +48,7 @@ export function PasswordForm({ api }) {
       reset();
       const ended = plural(done.revoked_tokens, "other sign-in or API key", "other sign-ins and API keys");
       setStatus(`Password changed. ${ended} ended; this browser stays signed in.`);
+      onChanged?.();
     } catch (e) {
       setError(
         e.code === "wrong_password"
@@ -113,17 +117,30 @@ export function StorageUsage({ api }) {
   </section>`;
 }
 
-function UserRow({ account, me, onToggle, onDelete }) {
+function lastActive(stamp) {
+  return stamp ? new Date(stamp).toLocaleString() : "never";
+}
+
+function UserRow({ account, me, onToggle, onDelete, onRole, onReset }) {
   const self = account.id === me.id;
   return html`<tr data-user=${account.username} class=${account.disabled ? "user-disabled" : ""}>
     <th scope="row">${account.username}${self ? html` <span class="pn-muted">(you)</span>` : null}</th>
     <td>${account.is_admin ? html`<span class="pn-badge">admin</span>` : "user"}</td>
-    <td>${account.disabled ? html`<span class="pn-key-unset">disabled</span>` : "active"}</td>
+    <td>${account.disabled ? html`<span class="pn-key-unset">disabled</span>` : "active"}${
+      account.must_change_password ? html`<br /><span class="pn-muted">must change password</span>` : null
+    }</td>
     <td>${new Date(account.created_at).toLocaleDateString()}</td>
+    <td class="user-last-active">${lastActive(account.last_active_at)}</td>
     <td class="user-actions">${
       self
         ? html`<span class="pn-muted">—</span>`
         : html`<button type="button" class="pn-button small"
+            aria-label=${`${account.is_admin ? "Demote" : "Promote"} ${account.username}`}
+            title=${account.is_admin ? "Make a regular user" : "Make an administrator"}
+            onClick=${() => onRole(account)}>${account.is_admin ? "Demote" : "Promote"}</button>
+          <button type="button" class="pn-button small" aria-label=${`Reset password of ${account.username}`}
+            onClick=${() => onReset(account)}>Reset password</button>
+          <button type="button" class="pn-button small"
             aria-label=${`${account.disabled ? "Enable" : "Disable"} ${account.username}`}
             onClick=${() => onToggle(account)}>${account.disabled ? "Enable" : "Disable"}</button>
           <button type="button" class="pn-button small danger" aria-label=${`Delete ${account.username}`}
@@ -132,11 +149,171 @@ function UserRow({ account, me, onToggle, onDelete }) {
   </tr>`;
 }
 
+const NEW_USER = { username: "", password: "" };
+
+function NewUser({ api, onCreated }) {
+  const { form, field, reset } = useForm(NEW_USER, "new-user");
+  const [admin, setAdmin] = useState(false);
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (event) => {
+    event.preventDefault();
+    setError("");
+    setBusy(true);
+    try {
+      const made = await api.post("/users", { ...form, is_admin: admin });
+      reset();
+      setAdmin(false);
+      onCreated(`Created ${made.username}${made.is_admin ? " (administrator)" : ""}: give them the password yourself.`);
+    } catch (e) {
+      setError(`Not created: ${messageOf(e)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="account-form" onSubmit=${submit} aria-labelledby="new-user-title">
+    <h4 id="new-user-title">Create a user</h4>
+    <div class="pn-form-grid">
+      <label for="new-user-username">Username</label>
+      <input ...${field("username")} required maxlength="64" autocomplete="off" />
+      <label for="new-user-password">Password</label>
+      <input ...${field("password")} type="password" required minlength=${MIN_PASSWORD} autocomplete="new-password" />
+    </div>
+    <label class="pn-check"><input type="checkbox" checked=${admin}
+      onChange=${(e) => setAdmin(e.currentTarget.checked)} /> Administrator</label>
+    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+    <div class="pn-actions">
+      <button type="submit" class="pn-button primary" disabled=${busy}>Create user</button>
+    </div>
+  </form>`;
+}
+
+/** Copy `text`; where the clipboard API is refused (http on another host), select `input`
+ * so that the person copies it with the keyboard. Says what happened. */
+async function copyText(text, input) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return "Link copied.";
+  } catch {
+    input?.focus();
+    input?.select();
+    return "Copying is not allowed here: the link is selected, press Ctrl+C (⌘C).";
+  }
+}
+
+function Invites({ api }) {
+  const [admin, setAdmin] = useState(false);
+  const [made, setMade] = useState(null);
+  const [pending, setPending] = useState([]);
+  const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
+  const [busy, setBusy] = useState(false);
+  const linkRef = useRef(null);
+
+  const load = async () => {
+    try {
+      setPending(await api.get("/invites"));
+    } catch (e) {
+      setError(`Could not list the invites: ${messageOf(e)}`);
+    }
+  };
+  useEffect(() => {
+    load();
+  }, []);
+
+  const make = async (event) => {
+    event.preventDefault();
+    setError("");
+    setStatus("");
+    setBusy(true);
+    try {
+      setMade(await api.post("/invites", { is_admin: admin }));
+      await load();
+    } catch (e) {
+      setError(`No invite made: ${messageOf(e)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const revoke = async (invite) => {
+    setError("");
+    setStatus("");
+    try {
+      await api.del(`/invites/${invite.id}`);
+      if (made?.id === invite.id) setMade(null);
+      setStatus("Invite revoked: its link no longer works.");
+      await load();
+    } catch (e) {
+      setError(`Not revoked: ${messageOf(e)}`);
+    }
+  };
+
+  return html`<form class="account-form invites" onSubmit=${make} aria-labelledby="invites-title">
+    <h4 id="invites-title">Invite someone</h4>
+    <p class="pn-muted">A link the person opens to choose their own username and password. It works once.</p>
+    <label class="pn-check"><input type="checkbox" checked=${admin}
+      onChange=${(e) => setAdmin(e.currentTarget.checked)} /> The account is an administrator</label>
+    <div class="pn-actions">
+      <button type="submit" class="pn-button primary" disabled=${busy}>Make invite link</button>
+    </div>
+    ${
+      made
+        ? html`<div class="invite-link">
+          <label for="invite-url">Invite link (until ${new Date(made.expires_at).toLocaleString()})</label>
+          <div class="invite-copy">
+            <input id="invite-url" ref=${linkRef} readonly value=${made.url}
+              onFocus=${(e) => e.currentTarget.select()} />
+            <button type="button" class="pn-button" onClick=${async () => setStatus(await copyText(made.url, linkRef.current))}>Copy</button>
+          </div>
+          <p class="pn-muted">Shown once: Eonyx keeps only a hash of it.</p>
+        </div>`
+        : null
+    }
+    ${
+      pending.length
+        ? html`<ul class="invite-pending" aria-label="Invites not used yet">${pending.map(
+            (invite) => html`<li key=${invite.id}>
+              ${invite.is_admin ? "Administrator invite" : "Invite"} made ${new Date(invite.created_at).toLocaleString()},
+              until ${new Date(invite.expires_at).toLocaleDateString()}
+              <button type="button" class="pn-button small" onClick=${() => revoke(invite)}>Revoke</button>
+            </li>`,
+          )}</ul>`
+        : null
+    }
+    ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
+    <p class="pn-status invite-status" aria-live="polite">${status}</p>
+  </form>`;
+}
+
+function ResetPassword({ account, onDone, onCancel }) {
+  const [password, setPassword] = useState("");
+  return html`<${Modal} labelledBy="reset-title" onRequestClose=${onCancel}>
+    <form onSubmit=${(e) => {
+      e.preventDefault();
+      onDone(password);
+    }}>
+      <h3 id="reset-title">Reset the password of ${account.username}</h3>
+      <p class="pn-muted">Give them this temporary password; at their next sign-in they must choose their own.
+        Their sign-ins and API keys end now.</p>
+      <div class="pn-form-grid">
+        <label for="reset-password">Temporary password</label>
+        <input id="reset-password" type="text" required minlength=${MIN_PASSWORD} autocomplete="off"
+          value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
+      </div>
+      <div class="pn-actions">
+        <button type="button" class="pn-button" onClick=${onCancel}>Cancel</button>
+        <button type="submit" class="pn-button primary">Reset password</button>
+      </div>
+    </form>
+  <//>`;
+}
+
 export function Users({ api, me }) {
   const [users, setUsers] = useState(null);
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const [deleting, setDeleting] = useState(null);
+  const [resetting, setResetting] = useState(null);
 
   const load = async () => {
     try {
@@ -150,20 +327,35 @@ export function Users({ api, me }) {
     load();
   }, []);
 
-  const toggle = async (account) => {
+  const change = async (account, body, said, failed = "Not changed") => {
     setError("");
     setStatus("");
     try {
-      const changed = await api.patch(`/users/${account.id}`, { disabled: !account.disabled });
-      setStatus(
-        changed.disabled
-          ? `Disabled ${changed.username}: their sign-ins and keys stop working now.`
-          : `Enabled ${changed.username}.`,
-      );
+      setStatus(said(await api.patch(`/users/${account.id}`, body)));
       await load();
     } catch (e) {
-      setError(`Not changed: ${messageOf(e)}`);
+      setError(`${failed}: ${messageOf(e)}`);
     }
+  };
+  const toggle = (account) =>
+    change(account, { disabled: !account.disabled }, (changed) =>
+      changed.disabled
+        ? `Disabled ${changed.username}: their sign-ins and keys stop working now.`
+        : `Enabled ${changed.username}.`,
+    );
+  const role = (account) =>
+    change(account, { is_admin: !account.is_admin }, (changed) =>
+      changed.is_admin ? `${changed.username} is now an administrator.` : `${changed.username} is now a regular user.`,
+    );
+  const reset = (password) => {
+    const account = resetting;
+    setResetting(null);
+    return change(
+      account,
+      { password, must_change_password: true },
+      (changed) => `Password of ${changed.username} reset: they must choose a new one at their next sign-in.`,
+      "Not reset",
+    );
   };
   const remove = async () => {
     const account = deleting;
@@ -187,15 +379,22 @@ export function Users({ api, me }) {
         : html`<table class="offering-table users-table">
           <caption class="pn-sr-only">Users</caption>
           <thead><tr><th scope="col">Username</th><th scope="col">Role</th><th scope="col">Status</th>
-            <th scope="col">Created</th><th scope="col"><span class="pn-sr-only">Actions</span></th></tr></thead>
+            <th scope="col">Created</th><th scope="col">Last active</th>
+            <th scope="col"><span class="pn-sr-only">Actions</span></th></tr></thead>
           <tbody>${users.map(
             (account) => html`<${UserRow} key=${account.id} account=${account} me=${me}
-              onToggle=${toggle} onDelete=${setDeleting} />`,
+              onToggle=${toggle} onDelete=${setDeleting} onRole=${role} onReset=${setResetting} />`,
           )}</tbody>
         </table>`
     }
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
     <p class="pn-status" role="status">${status}</p>
+    <${NewUser} api=${api} onCreated=${(said) => {
+      setStatus(said);
+      load();
+    }} />
+    <${Invites} api=${api} />
+    ${resetting ? html`<${ResetPassword} account=${resetting} onDone=${reset} onCancel=${() => setResetting(null)} />` : null}
     ${
       deleting
         ? html`<${Confirm}
