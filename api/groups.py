@@ -13,7 +13,7 @@ from flask.views import MethodView
 
 from api.context import admin_required, runtime
 from api.extensions import Blueprint
-from api.schemas import Line, Schema, StrictSchema
+from api.schemas import IdList, Line, Schema, StrictSchema
 from shared.accounts import groups
 from shared.core.text import NON_BLANK_LINE_PATTERN
 
@@ -49,14 +49,10 @@ class GroupNameSchema(StrictSchema):
 
 
 class MembersSchema(StrictSchema):
-    user_ids = ma.fields.List(
-        Line(validate=Length(min=1, max=64)),
-        required=True,
-        validate=Length(max=10_000),
-        metadata={
-            "description": "the group's members from now on (GET /users); ids of no user "
-            "are a 422 `unknown_users` naming them, and nothing changes"
-        },
+    user_ids = IdList(
+        most=10_000,
+        description="the group's members from now on (GET /users); ids of no user "
+        "are a 422 `unknown_users` naming them, and nothing changes",
     )
 
 

@@ -61,6 +61,17 @@ class Line(Text):
     single_line = True
 
 
+def IdList(*, most: int, description: str) -> ma.fields.List:
+    """A required list of ids (users', groups'), at most `most` of them: one shape for every
+    request that names a set of things by id."""
+    return ma.fields.List(
+        Line(validate=ma.validate.Length(min=1, max=64)),
+        required=True,
+        validate=ma.validate.Length(max=most),
+        metadata={"description": description},
+    )
+
+
 class Flag(ma.fields.Boolean):
     """A JSON boolean: `true` or `false`, not 0, 1 or "yes" (what the document says)."""
 

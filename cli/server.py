@@ -204,7 +204,7 @@ def _set_disabled(user: str, disabled: bool) -> None:
 def users_quota(user: str, size: str | None) -> None:
     """Show USER's storage (measured from disk now) and quota; with SIZE, set the quota:
     bytes, or with a unit (500MiB, 20GiB), 0 for none, or `default` for STORAGE_QUOTA_BYTES.
-    Per user: there are no groups yet."""
+    Per user, not per group."""
     quota = None if size is None or size == "default" else _bytes(size)
     with server_runtime() as rt:
         with rt.db.session() as db:

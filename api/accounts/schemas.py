@@ -101,7 +101,7 @@ class UserChangeSchema(StrictSchema):
         validate=ma.validate.Range(min=0),
         metadata={
             "description": "the bytes of storage the user may fill (0: no quota); null: "
-            "the deployment's STORAGE_QUOTA_BYTES. Groups do not exist yet: per user only"
+            "the deployment's STORAGE_QUOTA_BYTES (per user, not per group)"
         },
     )
     monthly_token_budget = Int(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from api.schemas import Int, Line, Schema, StrictSchema
+from api.schemas import IdList, Int, Line, Schema, StrictSchema
 from shared.core.text import NON_BLANK_LINE_PATTERN
 from shared.llm.models import (
     API_KEY_ENV_PATTERN,
@@ -50,15 +50,11 @@ class OfferingSchema(Schema):
 
 
 class OfferingUpdateSchema(StrictSchema):
-    allowed_groups = ma.fields.List(
-        Line(validate=Length(min=1, max=64)),
-        required=True,
-        validate=Length(max=1000),
-        metadata={
-            "description": "the ids of the groups (GET /groups) whose members may use the "
-            "offering, besides administrators; empty: everyone. Unknown ids are a 422 "
-            "`unknown_groups`"
-        },
+    allowed_groups = IdList(
+        most=1000,
+        description="the ids of the groups (GET /groups) whose members may use the "
+        "offering, besides administrators; empty: everyone. Unknown ids are a 422 "
+        "`unknown_groups`",
     )
 
 
