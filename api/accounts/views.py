@@ -183,7 +183,7 @@ class UserById(MethodView):
                 storage.set_quota(db, user, body["storage_quota_bytes"])
             if "monthly_token_budget" in body:
                 token_usage.set_budget(db, user, body["monthly_token_budget"])
-        rt.usage.forget(user.id)  # this process at once; the others within a few seconds
+        rt.usage.forget(user.id)  # the month read again here (every process reads the limit anew)
         rt.auth_changed(user.id)
         return user
 

@@ -199,14 +199,16 @@ class TokenMeter:
         with self._lock:
             known = self._figures.get(user_id)
         recent = known is not None and time.monotonic() - known[3] < self.cache_seconds
-        if fresh or known is None or not recent or known[0] != month:
-            with self.db.session() as db:
-                own = db.scalar(select(User.monthly_token_budget).where(User.id == user_id))
-                used = used_in(db, user_id, month)
-            known = (month, effective_limit(own, self.default_budget), used, time.monotonic())
-            with self._lock:
-                self._figures[user_id] = known
-        return Budget(known[1], known[2], resets_at(now))
+        with self.db.session() as db:
+            # The limit is read every time (one row by its key): an administrator's change
+            # holds at once in every process. Only the month's sum is kept a while.
+            own = db.scalar(select(User.monthly_token_budget).where(User.id == user_id))
+            limit = effective_limit(own, self.default_budget)
+            if fresh or known is None or not recent or known[0] != month:
+                known = (month, limit, used_in(db, user_id, month), time.monotonic())
+                with self._lock:
+                    self._figures[user_id] = known
+        return Budget(limit, known[2], resets_at(now))
 
     def check(self, user_id: str) -> None:
         """BudgetExceeded when the user may not make another model call this month."""
