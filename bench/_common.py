@@ -35,7 +35,7 @@ from sqlalchemy import create_engine, text  # noqa: E402
 
 from shared import accounts  # noqa: E402
 from shared.core.clock import isoformat, utcnow  # noqa: E402
-from shared.db import Database  # noqa: E402
+from shared.db.database import Database  # noqa: E402
 from shared.files.session_store import SessionStore, new_message_id  # noqa: E402
 
 NS_PER_MS = 1_000_000

@@ -61,7 +61,7 @@ from _common import (
 from _serve import Served, eonyx_serve, free_port, http_server
 
 from cli.serve import HTTP_WORKERS
-from shared.db import Database
+from shared.db.database import Database
 from shared.infra.embedded_redis import EmbeddedRedis
 
 TARGET_RATIO = 3.0

@@ -90,7 +90,7 @@ from shared import accounts
 from shared.core import registry
 from shared.core.metrics import QUEUES
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.infra import event_bus
 from shared.llm.models import ROLES
 

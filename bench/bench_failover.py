@@ -53,7 +53,7 @@ from _serve import free_port, http_server, serve_env
 from sqlalchemy.exc import SQLAlchemyError
 
 from shared.core.job_names import CURATE_MEMORY, SESSION_TITLE
-from shared.db import Database
+from shared.db.database import Database
 
 TARGET_SECONDS = 60.0
 HELD_SECONDS = 5.0  # after the kill: the survivor's running jobs have ended by then

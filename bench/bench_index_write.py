@@ -28,7 +28,7 @@ from sqlalchemy import text
 
 from shared import index
 from shared.core.clock import isoformat, utcnow
-from shared.db import Database
+from shared.db.database import Database
 from shared.files.session_store import FileInfo, SessionState
 from shared.sessions.service import index_appended
 

@@ -29,7 +29,7 @@ from _serve import eonyx_command, eonyx_serve, free_port, http_server, serve_env
 
 from shared import accounts
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.memory.files import AGENT_MEMORY, MemoryStore, render_entries
 
 TARGET_MS = 20.0

@@ -44,7 +44,7 @@ from _common import (
 )
 from _serve import eonyx_serve
 
-from shared.db import Database
+from shared.db.database import Database
 
 sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo root first
 from tests.fake_llm import FakeLLM

@@ -53,7 +53,7 @@ from _common import (
 from _serve import eonyx_serve
 from _turn_driver import Driver, Model, prepare_sessions, run_rounds
 
-from shared.db import Database
+from shared.db.database import Database
 from shared.files.session_store import SessionStore
 from tests.fake_llm import FakeLLM
 

@@ -29,7 +29,7 @@ from _serve import eonyx_serve
 
 from shared import accounts, index
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.files.session_store import SessionStore
 from tests.web.chromium import ARGS, CHROMIUM
 

@@ -222,7 +222,7 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
                 "RATE_LIMITS_ENABLED": "false",
             }
         )
-        from shared.db import Database
+        from shared.db.database import Database
 
         database = Database(settings.database_url)
         database.migrate()

@@ -24,7 +24,7 @@ from shared.accounts import storage
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
-from shared.db import Database
+from shared.db.database import Database
 from shared.files import permissions
 from shared.runtime import Runtime
 

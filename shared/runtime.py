@@ -19,7 +19,7 @@ from shared.accounts.token_cache import TokenCache
 from shared.core.clock import Clock, SystemClock
 from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.files.permissions import make_private_dirs
 from shared.files.session_store import SessionStore
 from shared.files.usage import UsageMeter

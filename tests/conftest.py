@@ -30,7 +30,7 @@ from api import create_app
 from api.context import runtime_of
 from shared import accounts
 from shared.core.settings import Settings, load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.infra.embedded_redis import EmbeddedRedis
 from shared.runtime import Runtime
 from tests.fake_llm import fake_llm

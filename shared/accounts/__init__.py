@@ -56,7 +56,7 @@ from shared.core.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from shared.db import Database, UTCDateTime, dialect_of
+from shared.db.database import Database, UTCDateTime, dialect_of
 from shared.db.orm import ApiToken, User
 from shared.files.filestore import remove_tree
 from shared.files.session_store import SessionStore

@@ -33,7 +33,7 @@ from shared.core import registry
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
 from shared.core.settings import TITLE_MODES, Settings
-from shared.db import Database, upsert
+from shared.db.database import Database, upsert
 from shared.db.orm import DeploymentSetting
 from shared.infra.change_listener import ChangeListener
 

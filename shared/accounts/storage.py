@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from shared.core.errors import InvalidInput, QuotaExceeded
 from shared.core.settings import Settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.db.orm import SessionRow, User
 from shared.files.session_store import SessionStore
 from shared.files.usage import measure

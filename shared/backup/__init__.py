@@ -14,7 +14,7 @@ from pathlib import Path
 
 from shared import index
 from shared.core.errors import EonyxError
-from shared.db import Database
+from shared.db.database import Database
 from shared.files.session_store import SessionStore
 
 

@@ -20,8 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from shared import index
 from shared.backup import BackupError, dumps, reindex
-from shared.db import Base, Database
 from shared.db import orm as _orm  # noqa: F401  (registers the tables on Base.metadata)
+from shared.db.database import Base, Database
 
 # The session index: a cache of the session files (shared/index), rebuilt on the target.
 INDEX_TABLES = frozenset({"session_index", "session_text", "index_state", "session_moves"})

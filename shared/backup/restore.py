@@ -25,7 +25,7 @@ from shared import index
 from shared.backup import BackupError, archive, dumps, reindex
 from shared.core.release import eonyx_version
 from shared.core.settings import Settings
-from shared.db import Database, knows_revision
+from shared.db.database import Database, knows_revision
 from shared.files.permissions import make_private_dirs
 
 REPLACED = ("users", ".agent")  # what `force` removes before the archive's files go in

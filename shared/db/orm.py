@@ -17,7 +17,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from shared.db import Base
+from shared.db.database import Base
 
 
 class User(Base):

@@ -30,7 +30,15 @@ from sqlalchemy.orm import Session
 from shared.core.clock import parse_time, utcnow
 from shared.core.errors import EonyxError, NotFound, StorageError
 from shared.core.text import for_index
-from shared.db import Database, Executor, UTCDateTime, connection_of, dialect_of, insert_for, upsert
+from shared.db.database import (
+    Database,
+    Executor,
+    UTCDateTime,
+    connection_of,
+    dialect_of,
+    insert_for,
+    upsert,
+)
 from shared.db.orm import IndexState, SessionMove, SessionRow
 from shared.files.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 from shared.index import appends, search

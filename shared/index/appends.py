@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import Dialect
 
 from shared.core.clock import utcnow
-from shared.db import Database
+from shared.db.database import Database
 from shared.index.fulltext import CATCH_UP, batch_due
 from shared.index.rows import time_binder
 

@@ -33,7 +33,7 @@ from sqlalchemy import (
     text,
 )
 
-from shared.db import Executor, dialect_of, driver_cursor
+from shared.db.database import Executor, dialect_of, driver_cursor
 from shared.db.orm import SessionText
 from shared.index import rows
 

@@ -34,7 +34,7 @@ from sqlalchemy import select
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
-from shared.db import Executor
+from shared.db.database import Executor
 from shared.db.orm import SessionMove
 from shared.files.session_store import SESSION_ID_RE
 from shared.index import rows as index_rows

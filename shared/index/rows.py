@@ -20,7 +20,7 @@ from typing import Any, cast
 from sqlalchemy import Table
 from sqlalchemy.engine import Dialect
 
-from shared.db import Executor, UTCDateTime, connection_of, driver_cursor
+from shared.db.database import Executor, UTCDateTime, connection_of, driver_cursor
 from shared.db.orm import SessionRow
 
 _TABLE = cast(Table, SessionRow.__table__)

@@ -26,7 +26,7 @@ from sqlalchemy import ColumnElement, Table
 
 from shared.core.messages import content_text
 from shared.core.text import for_index
-from shared.db import Executor, dialect_of, insert_for
+from shared.db.database import Executor, dialect_of, insert_for
 from shared.db.orm import SessionText
 from shared.index import fulltext
 from shared.index.fulltext import Term

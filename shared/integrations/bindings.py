@@ -16,7 +16,7 @@ from sqlalchemy import Table, bindparam, delete, select
 from shared.accounts import Principal
 from shared.core import registry
 from shared.core.clock import utcnow
-from shared.db import Executor, upsert
+from shared.db.database import Executor, upsert
 from shared.db.orm import SessionBinding
 from shared.integrations.needs import IntegrationsRuntime
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from shared.core.settings import Settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.llm.offering_cache import OfferingCache
 from shared.llm.usage import TokenMeter
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from shared.accounts import groups
 from shared.core import registry
-from shared.db import Database
+from shared.db.database import Database
 from shared.infra.change_listener import ChangeListener
 from shared.llm.client import Offering
 

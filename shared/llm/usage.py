@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from shared.core.clock import Clock, SystemClock, isoformat
 from shared.core.errors import TooManyRequests
 from shared.core.messages import message_chars
-from shared.db import Database, insert_for
+from shared.db.database import Database, insert_for
 from shared.db.orm import TokenUsage, User
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound, TooManyRequests
-from shared.db import Executor
+from shared.db.database import Executor
 from shared.db.orm import Folder, SessionRow
 from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from cli import main, runfile
 from shared import accounts
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 
 
 @pytest.fixture(autouse=True)

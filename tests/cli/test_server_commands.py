@@ -15,7 +15,7 @@ from shared.accounts import PASSWORD_RULE, USERNAME_RULE, Principal
 from shared.core.clock import utcnow
 from shared.core.errors import Unauthorized
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.db.orm import User
 from shared.runtime import Runtime
 from shared.sessions import service as session_service

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from shared.core.errors import StorageError
-from shared.db import Database
+from shared.db.database import Database
 from tests.conftest import Backend
 
 

@@ -12,7 +12,7 @@ import psycopg
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from shared.db import Database
+from shared.db.database import Database
 from shared.db.orm import Base
 from tests.conftest import PG_URL, need_services
 

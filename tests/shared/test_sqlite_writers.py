@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from shared.db import Database, sqlite_writers
+from shared.db import sqlite_writers
+from shared.db.database import Database
 from shared.db.sqlite_writers import writes
 
 

@@ -8,7 +8,7 @@ import pytest
 from celery import Celery
 
 from shared.core.settings import load_settings
-from shared.db import Database
+from shared.db.database import Database
 from shared.infra.embedded_redis import EmbeddedRedis
 from workers.app import QUEUE, celery_url, create_celery
 

@@ -27,7 +27,7 @@ import yaml
 from sqlalchemy import func, select, text
 
 from shared import index
-from shared.db import Database
+from shared.db.database import Database
 from shared.db.orm import IndexState, SessionRow
 from shared.files.session_store import SessionStore
 from tests.conftest import TABLES, eonyx_executable, free_port, redis_for_this_process, wait_for

@@ -2,10 +2,8 @@
 
 from alembic import context
 
-from shared.db import (
-    Base,
-    orm,  # noqa: F401  (registers the tables on Base.metadata)
-)
+from shared.db import orm  # noqa: F401  (registers the tables on Base.metadata)
+from shared.db.database import Base
 
 connection = context.config.attributes["connection"]
 context.configure(
