@@ -4,6 +4,8 @@ what servers send however the body is cut into chunks."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -106,3 +108,18 @@ def test_a_decoder_fed_byte_by_byte_returns_each_event_once_complete() -> None:
     assert all(found == [] for found in got[:-1])
     assert got[-1] == [Event("message", '{"n":1}')]
     assert decoder.end() == []
+
+
+VECTORS = json.loads((Path(__file__).parents[1] / "sse_vectors.json").read_text("utf-8"))["vectors"]
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_the_shared_vectors_decode_as_the_web_client_decodes_them(vector: dict[str, Any]) -> None:
+    """tests/sse_vectors.json, which the web client's decoder meets too (tests/web)."""
+    expected = [Event(name, data) for name, data in vector.get("python", vector)["events"]]
+    decoder = sse.Decoder()
+    events = [e for chunk in vector["chunks"] for e in decoder.feed(chunk.encode())]
+    assert events + decoder.end() == expected
+    body = "".join(vector["chunks"]).encode()
+    for size in (1, 2, 3, 5, 7):
+        assert decode_all(body, size) == expected

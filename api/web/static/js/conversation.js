@@ -6,6 +6,7 @@
 import { api, csrfHeader, errorOf, PREFIX } from "./api.js";
 import { onEvent, schedulePoll } from "./live.js";
 import { chosenModel } from "./models.js";
+import { readEvents } from "./sse.js";
 import { batch } from "../vendor/preact.js";
 import {
   conversation,
@@ -96,30 +97,13 @@ export async function left(/** @type {string} */ id) {
 }
 
 /**
- * The server-sent events of a streamed turn.
+ * The server-sent events of a streamed turn, their data read as JSON.
  * @param {Response} response
  * @returns {AsyncGenerator<{ name: string, data: any }>}
  */
 async function* events(response) {
-  const reader = /** @type {ReadableStream<Uint8Array>} */ (response.body).getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let name = "message";
-      const data = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) name = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-      }
-      if (data.length) yield { name, data: JSON.parse(data.join("\n")) };
-    }
+  for await (const event of readEvents(/** @type {ReadableStream<Uint8Array>} */ (response.body))) {
+    yield { name: event.name, data: JSON.parse(event.data) };
   }
 }
 
