@@ -32,8 +32,8 @@ from PIL import Image
 
 from api import create_app
 from api.context import runtime_of
-from shared import index
 from shared.core.settings import load_settings
+from shared.index import sync
 from shared.sessions import bundles, image_store
 
 MESSAGES = 50
@@ -87,7 +87,7 @@ def main() -> int:
             rt.store.append(user_id, state.id, records)
             loaded, info = rt.store.load(user_id, state.id, keep_messages=False)
             with rt.db.session() as db:
-                index.record(db, loaded, info)
+                sync.record(db, loaded, info)
             image_bytes = sum(len(p.data) for p in photos)
             print(
                 f"   session: {loaded.message_count} chat messages ({len(records)} records), "

@@ -46,8 +46,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from api import create_app
 from api.context import runtime_of
-from shared import index
 from shared.core.settings import load_settings
+from shared.index import sync
 from tests.fake_llm import FakeLLM, text
 from workers.queue import celery_jobs
 
@@ -157,7 +157,7 @@ def main() -> int:
             print_header("bench_chat", ws, f"{args.sessions} sessions")
             data = make_sessions(rt.store, principal.user_id, args.sessions)
             with rt.db.session() as db:
-                index.reconcile_user(db, rt.store, principal.user_id)
+                sync.reconcile_user(db, rt.store, principal.user_id)
             print(f"   data: {data.sessions} sessions written in {data.seconds:.1f} s")
             env = {
                 "EONYX_URL": f"http://127.0.0.1:{server.server_port}",

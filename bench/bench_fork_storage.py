@@ -20,9 +20,9 @@ from PIL import Image
 
 from api import create_app
 from api.context import runtime_of
-from shared import index
 from shared.accounts import storage
 from shared.core.settings import load_settings
+from shared.index import sync
 from shared.sessions import image_store
 
 MESSAGES = 20
@@ -74,7 +74,7 @@ def main() -> int:
             rt.store.append(user_id, state.id, records)
             loaded, info = rt.store.load(user_id, state.id, keep_messages=False)
             with rt.db.session() as db:
-                index.record(db, loaded, info)
+                sync.record(db, loaded, info)
             image_bytes = sum(len(p.data) for p in photos)
             print(
                 f"   session: {info.size} bytes of transcript, {loaded.image_count} images "

@@ -5,7 +5,7 @@
 
 A turn ends with `shared.sessions.service.index_appended`: its two new messages folded into
 the session's row and their text made searchable. Here that call runs on its own, for one
-user's sessions (created through `index.record`), two messages a write, in the shapes given:
+user's sessions (created through `sync.record`), two messages a write, in the shapes given:
 PxT is P processes of T threads each, all writing the same database, as `eonyx serve`'s
 workers do under 16 clients. It prints, per shape, the thread CPU and the wall time per write
 (means per thread, medians over the threads). No target: it shows what a change to the
@@ -26,10 +26,10 @@ from typing import Any
 from _common import WORDS, base_parser, print_header, print_table, workspace
 from sqlalchemy import text
 
-from shared import index
 from shared.core.clock import isoformat, utcnow
 from shared.db.database import Database
 from shared.files.session_store import FileInfo, SessionState
+from shared.index import sync
 from shared.sessions.service import index_appended
 
 START_SIZE = 100  # the file size each row starts at; every write adds TURN_BYTES
@@ -46,7 +46,7 @@ def prepare(database_url: str, user_id: str, session_ids: list[str]) -> None:
         )
         for session_id in session_ids:
             state = SessionState(session_id, user_id, "web", now, now)
-            index.record(db, state, FileInfo(START_SIZE, 0))
+            sync.record(db, state, FileInfo(START_SIZE, 0))
     database.dispose()
 
 

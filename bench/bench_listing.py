@@ -30,9 +30,9 @@ from _common import (
 
 from api import create_app
 from api.context import runtime_of
-from shared import index
 from shared.core.settings import load_settings
 from shared.files.session_store import SessionState, SessionStore
+from shared.index import sync
 from shared.sessions import service as session_service
 from workers.queue import celery_jobs
 
@@ -78,7 +78,7 @@ def main() -> int:
             data = make_sessions(rt.store, user_id, args.sessions)
             started = time.perf_counter()
             with rt.db.session() as db:
-                report = index.reconcile_user(db, rt.store, user_id)
+                report = sync.reconcile_user(db, rt.store, user_id)
             indexed = time.perf_counter() - started
             print(
                 f"   data: {data.sessions} files ({data.bytes_on_disk / 1e6:.1f} MB; "

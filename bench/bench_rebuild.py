@@ -21,8 +21,8 @@ import uuid
 from _common import base_parser, make_sessions, median, print_header, print_table, verdict
 from _common import workspace as make_workspace
 
-from shared import index
 from shared.core.settings import load_settings
+from shared.index import sync
 from shared.runtime import Runtime
 
 TARGET_RATE = 2_000.0
@@ -58,15 +58,15 @@ def main() -> int:
                 f"   data: {args.sessions} files ({size / 1e6:.1f} MB) written in {written:.1f} s"
             )
 
-            def timed_rebuild() -> tuple[float, index.ReconcileReport]:
+            def timed_rebuild() -> tuple[float, sync.ReconcileReport]:
                 t0 = time.perf_counter_ns()
-                report = index.rebuild(rt.db.session, rt.store)
+                report = sync.rebuild(rt.db.session, rt.store)
                 return (time.perf_counter_ns() - t0) / 1e9, report
 
             def drop() -> float:
                 t0 = time.perf_counter_ns()
                 with rt.db.session() as db:
-                    index.drop(db)
+                    sync.drop(db)
                 return (time.perf_counter_ns() - t0) / 1e9
 
             # Warm-up: the first build (also what `eonyx index rebuild` does on a new database).
@@ -97,7 +97,7 @@ def main() -> int:
                 drop()
                 profiler = cProfile.Profile()
                 profiler.enable()
-                index.rebuild(rt.db.session, rt.store)
+                sync.rebuild(rt.db.session, rt.store)
                 profiler.disable()
                 out = io.StringIO()
                 pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)

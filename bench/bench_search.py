@@ -5,7 +5,7 @@
 
 One user with 10,000 sessions of 40 messages (200-800 characters each, a tool call and its
 result every 40 turns; times spread over 60 days), written through the real store and indexed
-with index.reconcile_user (rows and search text). A rare word is planted in one message of
+with sync.reconcile_user (rows and search text). A rare word is planted in one message of
 each of 5 sessions; the common word is one of the generator's vocabulary, found in every
 session.
 
@@ -71,9 +71,9 @@ from api import create_app
 from api.context import runtime_of
 from api.extensions import FastJSONProvider
 from api.sessions.schemas import SessionPageSchema
-from shared import index
 from shared.core.clock import isoformat, parse_time
 from shared.core.settings import load_settings
+from shared.index import sync
 from shared.infra.embedded_redis import EmbeddedRedis
 from shared.sessions import service as session_service
 from workers.queue import celery_jobs
@@ -329,7 +329,7 @@ def main() -> int:
             written = time.perf_counter() - started
             started = time.perf_counter()
             with rt.db.session() as db:
-                report = index.reconcile_user(db, rt.store, user_id)
+                report = sync.reconcile_user(db, rt.store, user_id)
                 docs = db.execute(text("SELECT count(*) FROM session_text")).scalar()
             indexed = time.perf_counter() - started
             if ws.backend == "postgresql":

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_web.py [--sessions 10000] [--loads 7] [--database-url URL]
 
 One user (an admin, so the model settings load too) with 10,000 sessions written through the
-real store and indexed with index.reconcile_user; then `eonyx serve` and Debian's Chromium
+real store and indexed with sync.reconcile_user; then `eonyx serve` and Debian's Chromium
 (Playwright). Figures:
 
 - navigation to an interactive sidebar: from the navigation's start to the first chat row
@@ -27,10 +27,11 @@ from typing import Any
 from _common import base_parser, make_sessions, percentile, print_header, verdict, workspace
 from _serve import eonyx_serve
 
-from shared import accounts, index
+from shared import accounts
 from shared.core.settings import load_settings
 from shared.db.database import Database
 from shared.files.session_store import SessionStore
+from shared.index import sync
 from tests.web.chromium import ARGS, CHROMIUM
 
 PASSWORD = "correct horse battery"
@@ -82,7 +83,7 @@ def seed(database_url: str, data_dir: str, sessions: int) -> tuple[str, float]:
         user_id = user.id
     make_sessions(store, user_id, sessions)
     with db.session() as session:
-        index.reconcile_user(session, store, user_id)
+        sync.reconcile_user(session, store, user_id)
     db.dispose()
     return "benchweb", time.perf_counter() - started
 

@@ -19,13 +19,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from cli import runfile
 from cli.api_client import counted
 from cli.serve import serve
-from shared import accounts, index
+from shared import accounts
 from shared.accounts import storage
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
 from shared.db.database import Database
 from shared.files import permissions
+from shared.index import sync
 from shared.runtime import Runtime
 
 SCHEMA_POLL_SECONDS = 2.0
@@ -312,10 +313,10 @@ def index_rebuild(drop: bool) -> None:
     with server_runtime() as rt:
         if drop:
             with rt.db.session() as db:
-                index.drop(db)
+                sync.drop(db)
         total = sum(1 for user_id in rt.store.user_ids() for _ in rt.store.scan(user_id))
         with click.progressbar(length=total, label="Indexing sessions") as bar:
-            report = index.rebuild(rt.db.session, rt.store, progress=bar.update)
+            report = sync.rebuild(rt.db.session, rt.store, progress=bar.update)
         removed = f"{report.removed} stale rows removed"
         click.echo(f"{report.scanned} sessions: {report.reread} re-read, {removed}")
         if report.failed:

@@ -17,9 +17,9 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from shared import index
 from shared.core import job_names, registry
 from shared.core.job_names import JobQueue
+from shared.index import sync
 from shared.infra.lost_jobs import JOB_LOCK_TTL
 from shared.runtime import Runtime
 from shared.sessions.service import sweep_empty_sessions
@@ -78,7 +78,7 @@ def rebuild_index(rt: Runtime) -> Result:
     with rt.locks.hold(
         registry.INDEX_REBUILD_LOCK, wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True
     ):
-        report = index.rebuild(rt.db.session, rt.store)
+        report = sync.rebuild(rt.db.session, rt.store)
     return vars(report)
 
 

@@ -42,7 +42,6 @@ from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from shared import index
 from shared.accounts.throttle import Policy, Throttle
 from shared.accounts.token_cache import TokenCache
 from shared.core import registry
@@ -60,6 +59,7 @@ from shared.db.database import Database, UTCDateTime, dialect_of
 from shared.db.orm import ApiToken, User
 from shared.files.filestore import remove_tree
 from shared.files.session_store import SessionStore
+from shared.index import sync
 
 log = logging.getLogger(__name__)
 
@@ -484,7 +484,7 @@ def delete_user(database: Database, store: SessionStore, user_id: str, *, actor:
     with database.session() as db:
         user = get_user(db, user_id)
         _keep_an_admin(db, user, "delete")
-        index.forget_user(db, user.id)
+        sync.forget_user(db, user.id)
         db.execute(delete(ApiToken).where(ApiToken.user_id == user.id))
         db.delete(user)
     # SQLite: the deleted rows' text would linger in the write-ahead log until its frames

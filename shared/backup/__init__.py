@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared import index
 from shared.core.errors import EonyxError
 from shared.db.database import Database
 from shared.files.session_store import SessionStore
+from shared.index import sync
 
 
 class BackupError(EonyxError):
@@ -24,9 +24,9 @@ class BackupError(EonyxError):
     code = "backup_error"
 
 
-def reindex(database: Database, data_dir: Path) -> index.ReconcileReport:
+def reindex(database: Database, data_dir: Path) -> sync.ReconcileReport:
     """The session index rebuilt from DATA_DIR's session files, whatever rows it held (rows
     from an archive or another database describe files with other mtimes)."""
     with database.session() as db:
-        index.drop(db)
-    return index.rebuild(database.session, SessionStore(data_dir))
+        sync.drop(db)
+    return sync.rebuild(database.session, SessionStore(data_dir))

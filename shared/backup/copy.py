@@ -18,10 +18,10 @@ from pathlib import Path
 from sqlalchemy import Connection, Integer, Table, insert, literal, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared import index
 from shared.backup import BackupError, dumps, reindex
 from shared.db import orm as _orm  # noqa: F401  (registers the tables on Base.metadata)
 from shared.db.database import Base, Database
+from shared.index import sync
 
 # The session index: a cache of the session files (shared/index), rebuilt on the target.
 INDEX_TABLES = frozenset({"session_index", "session_text", "index_state", "session_moves"})
@@ -31,7 +31,7 @@ BATCH = 1000
 @dataclass(frozen=True)
 class CopyReport:
     rows: dict[str, int]  # table -> rows copied, in the order copied
-    index: index.ReconcileReport
+    index: sync.ReconcileReport
 
 
 def copied_tables() -> list[Table]:

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, inspect, text
 
-from shared import index
 from shared.backup import BackupError, archive, dumps, reindex
 from shared.core.release import eonyx_version
 from shared.core.settings import Settings
 from shared.db.database import Database, knows_revision
 from shared.files.permissions import make_private_dirs
+from shared.index import sync
 
 REPLACED = ("users", ".agent")  # what `force` removes before the archive's files go in
 
@@ -35,7 +35,7 @@ REPLACED = ("users", ".agent")  # what `force` removes before the archive's file
 class RestoreReport:
     manifest: archive.Manifest
     files: int
-    index: index.ReconcileReport
+    index: sync.ReconcileReport
 
 
 def restore_backup(settings: Settings, path: Path, *, force: bool = False) -> RestoreReport:

@@ -46,7 +46,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from shared import index
 from shared.accounts import storage
 from shared.core import text as text_rule
 from shared.core.clock import isoformat, parse_time, utcnow
@@ -62,6 +61,7 @@ from shared.db.orm import SessionRow
 from shared.files.filestore import remove_tree
 from shared.files.session_state import meta_record
 from shared.files.session_store import SessionState, new_message_id
+from shared.index import sync
 from shared.sessions import image_store, service
 from shared.sessions.needs import SessionsRuntime
 
@@ -495,8 +495,8 @@ def import_bundle(
             info = service.append_unlisted(rt, user_id, state.id, [meta])
             state.apply(meta, keep_messages=False)  # folded as written: never read back whole
             with rt.db.session() as db:
-                index.record(db, state, info)
-                row = index.get_row(db, user_id, state.id)
+                sync.record(db, state, info)
+                row = sync.get_row(db, user_id, state.id)
         except BaseException:
             _remove(rt, user_id, state.id)
             raise
@@ -537,4 +537,4 @@ def _remove(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
     with contextlib.suppress(StorageError):
         remove_tree(path.with_suffix(""))
     with rt.db.session() as db:
-        index.forget(db, session_id)
+        sync.forget(db, session_id)

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared import index
 from shared.accounts import Principal, storage
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
@@ -30,7 +29,7 @@ from shared.db.orm import SessionRow
 from shared.files.filestore import encode_records, link_tree, remove_tree
 from shared.files.session_state import meta_record
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
-from shared.index import listing
+from shared.index import listing, sync
 from shared.sessions.needs import SessionsRuntime
 from shared.sessions.service import (
     TITLE_MAX,
@@ -86,8 +85,8 @@ def fork_session(
     try:
         _copy_files(rt, user_id, session_id, state.id, messages)
         with rt.db.session() as db:
-            index.record(db, state, info, text=True)
-            return index.get_row(db, user_id, state.id)
+            sync.record(db, state, info, text=True)
+            return sync.get_row(db, user_id, state.id)
     except BaseException:
         # A fork the caller is told failed leaves nothing behind (the first error is told).
         with contextlib.suppress(EonyxError, OSError):
@@ -151,8 +150,8 @@ def clear_session(rt: SessionsRuntime, principal: Principal, session_id: str) ->
             code="turn_in_progress",
         ) from None
     with rt.db.session() as db:
-        index.record(db, state, info, text=True)
-        return index.get_row(db, user_id, session_id)
+        sync.record(db, state, info, text=True)
+        return sync.get_row(db, user_id, session_id)
 
 
 def _cleared(records: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
@@ -196,7 +195,7 @@ def purge_session(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
         rt.store.delete(user_id, session_id)
     finally:  # gone from disk or already gone: the index forgets it either way
         with rt.db.session() as db:
-            index.forget(db, session_id)
+            sync.forget(db, session_id)
 
 
 def purge_trash(rt: SessionsRuntime, now: datetime | None = None) -> int:
@@ -205,8 +204,8 @@ def purge_trash(rt: SessionsRuntime, now: datetime | None = None) -> int:
     now = now or utcnow()
     cutoff = now - timedelta(days=TRASH_DAYS)
     with rt.db.session() as db:
-        candidates = index.trashed_before(db, cutoff)
-        index.prune_moves(db, now - listing.MOVES_KEPT)
+        candidates = sync.trashed_before(db, cutoff)
+        sync.prune_moves(db, now - listing.MOVES_KEPT)
     purged = 0
     for user_id, session_id in candidates:
         expired = rt.store.delete_if(
@@ -217,7 +216,7 @@ def purge_trash(rt: SessionsRuntime, now: datetime | None = None) -> int:
         if expired:
             purged += 1
             with rt.db.session() as db:
-                index.forget(db, session_id)
+                sync.forget(db, session_id)
     if purged:
         log.info("purged %d sessions from the trash", purged)
     return purged

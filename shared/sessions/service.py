@@ -19,7 +19,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from shared import index
 from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import utcnow
@@ -28,7 +27,7 @@ from shared.db.database import Executor
 from shared.db.orm import Folder, SessionRow
 from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
-from shared.index import listing, search
+from shared.index import listing, search, sync
 from shared.index.listing import Filters, Found
 from shared.index.rows import Listed
 from shared.sessions import titles
@@ -101,8 +100,8 @@ def create_session(
     )
     try:
         with rt.db.session() as db:
-            index.record(db, state, info)
-            return index.get_row(db, principal.user_id, state.id)
+            sync.record(db, state, info)
+            return sync.get_row(db, principal.user_id, state.id)
     except BaseException:
         with contextlib.suppress(EonyxError, OSError):  # the first error is the one to tell
             rt.store.delete(principal.user_id, state.id)
@@ -110,8 +109,8 @@ def create_session(
 
 
 def _ensure_index(db: Session, rt: SessionsRuntime, user_id: str) -> None:
-    if not index.is_built(db, user_id):
-        index.reconcile_user(db, rt.store, user_id)
+    if not sync.is_built(db, user_id):
+        sync.reconcile_user(db, rt.store, user_id)
 
 
 def _row(db: Session, rt: SessionsRuntime, user_id: str, session_id: str) -> SessionRow:
@@ -124,8 +123,8 @@ def _row(db: Session, rt: SessionsRuntime, user_id: str, session_id: str) -> Ses
     # Not indexed (written behind the index's back), or not the caller's: the file decides,
     # and another user's session is not under the caller's directory.
     state, info = rt.store.load(user_id, session_id)
-    index.record(db, state, info, text=True)
-    return index.get_row(db, user_id, session_id)
+    sync.record(db, state, info, text=True)
+    return sync.get_row(db, user_id, session_id)
 
 
 def list_sessions(
@@ -153,7 +152,7 @@ def list_sessions(
         except listing.IndexNotBuilt:
             pass
     with rt.db.session() as db:
-        index.reconcile_user(db, rt.store, principal.user_id)
+        sync.reconcile_user(db, rt.store, principal.user_id)
         return page(db)
 
 
@@ -189,9 +188,9 @@ def search_sessions(
     # A user without an index has no text either: whether it is built is only asked when
     # nothing was found (a query fewer for every search that finds something).
     with rt.db.session() as db:
-        if index.is_built(db, principal.user_id):
+        if sync.is_built(db, principal.user_id):
             return found
-        index.reconcile_user(db, rt.store, principal.user_id)
+        sync.reconcile_user(db, rt.store, principal.user_id)
         search.catch_up(db)
         return page(db)
 
@@ -297,13 +296,13 @@ def append_unlisted(
 ) -> FileInfo:
     """Append to a session the list does not show yet (an import being written) and make
     the records' text searchable at once. Its row is recorded by the caller when the session
-    is whole (`index.record`), so a half-written import is never listed, and the records are
+    is whole (`sync.record`), so a half-written import is never listed, and the records are
     indexed a batch at a time, never read back: an import holds no more than a batch."""
     info = rt.store.append(user_id, session_id, records).info
     docs = search.docs_of(user_id, session_id, records)
     if docs:
         with rt.db.session() as db:
-            index.lock_user(db, user_id)
+            sync.lock_user(db, user_id)
             search.add(db, docs)
     return info
 
@@ -327,10 +326,10 @@ def index_appended(
     if this fails the file still holds everything, and the next reconcile repairs the row,
     so a failure is logged, never raised past a write that succeeded."""
     try:
-        if not index.note_appended(rt.db, user_id, session_id, records, size_before, info):
+        if not sync.note_appended(rt.db, user_id, session_id, records, size_before, info):
             state, info = rt.store.load(user_id, session_id)
             with rt.db.transaction() as db:
-                index.record(db, state, info, text=True)
+                sync.record(db, state, info, text=True)
     except (SQLAlchemyError, NotFound) as exc:
         log.warning(
             "index of session %s not updated (%s); the next reconcile will", session_id, exc
@@ -402,7 +401,7 @@ def _check_empty_sessions(rt: SessionsRuntime, db: Session, user_id: str) -> Non
     cap = rt.settings.empty_sessions_per_user
     if not cap:
         return
-    count, oldest = index.empty_of(db, user_id)
+    count, oldest = sync.empty_of(db, user_id)
     if count < cap:
         return
     grace = rt.settings.empty_session_grace_seconds
@@ -426,13 +425,13 @@ def sweep_empty_sessions(rt: SessionsRuntime) -> int:
     """
     cutoff = utcnow() - timedelta(seconds=rt.settings.empty_session_grace_seconds)
     with rt.db.session() as db:
-        candidates = index.empty_before(db, cutoff)
+        candidates = sync.empty_before(db, cutoff)
     removed = 0
     for user_id, session_id in candidates:
         if rt.store.delete_if_empty(user_id, session_id, cutoff):
             removed += 1
             with rt.db.session() as db:
-                index.forget(db, session_id)
+                sync.forget(db, session_id)
     return removed
 
 
@@ -446,4 +445,4 @@ def discard_unanswered(rt: SessionsRuntime, user_id: str, session_id: str) -> No
 
     if rt.store.delete_if(user_id, session_id, unanswered):
         with rt.db.session() as db:
-            index.forget(db, session_id)
+            sync.forget(db, session_id)

@@ -9,9 +9,9 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import select, text
 
-from shared import index
 from shared.core.clock import utcnow
 from shared.db.orm import DeviceUiState, Folder
+from shared.index import sync
 from shared.runtime import Runtime
 from tests.conftest import Account
 
@@ -124,7 +124,7 @@ def test_filing_sessions_and_deleting_a_folder_unfiles_them(
 
     # The files say so too: an index rebuilt from them has every session, unfiled.
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     items = client.get(f"{API}/sessions", headers=alice.headers).get_json()["items"]
     assert {s["id"]: s["folder_id"] for s in items} == dict.fromkeys([*inside, moved, outside])
 

@@ -12,8 +12,8 @@ import pytest
 
 from api import create_app
 from api.context import runtime_of
-from shared import index
 from shared.core import job_names
+from shared.index import sync
 from shared.llm.tools import Tool
 from shared.memory import curation
 from shared.memory.curation import curate_exchange, sweep_likes
@@ -158,7 +158,7 @@ def test_the_like_status_is_listed_with_the_messages_after_a_reload(chat: Chat) 
     run_job(chat, session_id, user_id)
     # A reload, by another API process, with the index dropped: the status is in the file.
     with chat.rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     other = create_app(chat.rt.settings, jobs_queue=RecordingJobs())
     try:
         items = (

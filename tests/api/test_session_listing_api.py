@@ -11,10 +11,11 @@ import threading
 import pytest
 from flask.testing import FlaskClient
 
-from shared import accounts, index
+from shared import accounts
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
+from shared.index import sync
 from shared.index.listing import Filters
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
@@ -148,7 +149,7 @@ def test_a_cursor_is_refused_with_other_filters_or_after_the_index_is_dropped(
     assert other.status_code == 400
     assert other.get_json()["error"]["code"] == "invalid_cursor"
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     assert len(ids(client, alice)) == 3  # rebuilt from the files
     expired = client.get(f"{API}/sessions?limit=1&cursor={cursor}", headers=alice.headers)
     assert expired.status_code == 400

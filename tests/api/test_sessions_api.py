@@ -255,9 +255,9 @@ def test_a_damaged_session_file_is_503_not_404_and_the_list_still_works(
     assert response.get_json()["error"]["message"] == (
         f"session {damaged} cannot be read: a session file must start with a session header"
     )
-    from shared import index
+    from shared.index import sync
 
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     listed = client.get(f"{API}/sessions", headers=alice.headers).get_json()["items"]
     assert [s["id"] for s in listed] == [kept["id"]]

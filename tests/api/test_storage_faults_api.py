@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from shared import index
+from shared.index import sync
 from tests.api.conftest import API, Chat
 from tests.disks import empty, fill, needs_root, read_only, tmpfs
 from tests.fake_llm import text
@@ -131,10 +131,10 @@ def test_an_empty_session_file_is_no_session(chat: Chat, store: Path) -> None:
     path = store / "users" / chat.user.user_id / "sessions" / f"{hollow}.jsonl"
     path.touch()
     with chat.rt.db.session() as db:
-        index.drop(db)  # rebuilt on the next listing, from the files
+        sync.drop(db)  # rebuilt on the next listing, from the files
     listed = chat.client.get(f"{API}/sessions", headers=chat.user.headers).get_json()["items"]
     assert [item["id"] for item in listed] == [kept]
-    report = index.rebuild(chat.rt.db.session, chat.rt.store)
+    report = sync.rebuild(chat.rt.db.session, chat.rt.store)
     assert not report.failed
     for method, suffix in (("POST", "/turns"), ("GET", ""), ("DELETE", "?purge=true")):
         response = chat.client.open(

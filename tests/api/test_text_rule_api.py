@@ -11,7 +11,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy.exc import OperationalError
 
-from shared import index
+from shared.index import sync
 from shared.runtime import Runtime
 from tests.conftest import Account
 
@@ -162,7 +162,7 @@ def test_a_create_whose_index_row_fails_leaves_no_file(
     def broken(*args: object) -> None:
         raise OperationalError("INSERT", {}, Exception("the database went away"))
 
-    monkeypatch.setattr(index, "record", broken)
+    monkeypatch.setattr(sync, "record", broken)
     response = client.post(f"{API}/sessions", json={"title": "doomed"}, headers=alice.headers)
     assert response.status_code == 500
     assert list(rt.store.scan(alice.user_id)) == []
@@ -181,7 +181,7 @@ def test_odd_text_already_in_the_files_never_breaks_listing_reads_renames_or_del
         [{"type": "meta", "at": "2026-07-05T09:16:00Z", "set": {"title": odd + "!"}}],
     )
     with rt.db.session() as db:
-        index.drop(db)  # the documented `eonyx index rebuild --drop`
+        sync.drop(db)  # the documented `eonyx index rebuild --drop`
     listed = client.get(f"{API}/sessions", headers=alice.headers)
     assert listed.status_code == 200
     assert listed.get_json()["items"][0]["title"] == "badtitle \x1b[31m\u202e\ufffd!"

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 import api.events
-from shared import accounts, index
+from shared import accounts
 from shared.accounts.throttle import Policy
 from shared.db.orm import (
     ApiResponse,
@@ -29,6 +29,7 @@ from shared.db.orm import (
     TeamsUserLink,
     User,
 )
+from shared.index import sync
 from shared.infra import event_bus
 from shared.integrations import bindings
 from shared.integrations.teams import links
@@ -415,7 +416,7 @@ def test_deleting_a_user_removes_their_files_and_rows_and_logs_who_did_it(
     assert alice.user_id not in {u["id"] for u in listed}
 
     # An index rebuild finds nothing of hers; bob's session is untouched.
-    index.rebuild(chat.rt.db.session, chat.rt.store)
+    sync.rebuild(chat.rt.db.session, chat.rt.store)
     assert rows_of(alice.user_id) == dict.fromkeys(before, 0)
     bobs = chat.client.get(f"{API}/sessions", headers=bob.headers).get_json()["items"]
     assert [s["id"] for s in bobs] == [bobs_session["id"]]

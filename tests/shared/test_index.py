@@ -13,12 +13,12 @@ from datetime import UTC
 import pytest
 from sqlalchemy import text
 
-from shared import index
 from shared.accounts import Principal
 from shared.chat.turns import message_record
 from shared.core.clock import isoformat, utcnow
 from shared.db.orm import SessionRow
 from shared.files.session_store import SessionStore
+from shared.index import sync
 from shared.index.listing import Filters
 from shared.index.rows import Listed
 from shared.runtime import Runtime
@@ -57,14 +57,14 @@ def test_drop_the_index_and_list_again_gives_the_same_result(rt: Runtime, alice:
     assert before[0] == (row.id, "chat 4", 1, True)
 
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     assert listing(rt, me) == before
 
 
 def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
     ids = [session_service.create_session(rt, me, rt.memory, title=f"c{n}").id for n in range(3)]
-    report = index.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db.session, rt.store)
     assert (report.scanned, report.reread, report.removed) == (3, 0, 0)
 
     # Another process (or a person) changes one file and deletes another.
@@ -76,7 +76,7 @@ def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: 
     )
     rt.store.path(alice.user_id, ids[1]).unlink()
 
-    report = index.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db.session, rt.store)
     assert (report.scanned, report.reread, report.removed) == (2, 1, 1)
     titles = {session_id: title for session_id, title, _, _ in listing(rt, me)}
     assert titles == {ids[0]: "renamed on disk", ids[2]: "c2"}
@@ -86,7 +86,7 @@ def test_a_file_added_behind_the_index_is_found_by_get(rt: Runtime, alice: Accou
     me = principal(alice)
     row = session_service.create_session(rt, me, rt.memory, title="x")
     with rt.db.session() as db:
-        index.forget(db, row.id)
+        sync.forget(db, row.id)
     assert session_service.get_session(rt, me, row.id).title == "x"
 
 
@@ -178,7 +178,7 @@ def fold_together(rt: Runtime, who: Account, sessions: list[str]) -> None:
         appended = rt.store.append(who.user_id, session_id, [answer])
         fold = (rt, who.user_id, session_id, [answer], appended.size_before, appended.info)
         turns.append(threading.Thread(target=session_service.index_appended, args=fold))
-    queue = index._fold_queue(rt.db)
+    queue = sync._fold_queue(rt.db)
     with queue._writing:  # a write in progress: every turn below queues behind it
         for turn in turns:
             turn.start()
@@ -204,7 +204,7 @@ def test_turns_that_end_together_are_indexed_together_each_counted_once(
     rt.store.append(alice.user_id, stale, [message_record("user", "written behind its back")])
     fold_together(rt, alice, sessions)
     with rt.db.session() as db:  # the rows as written (a listing would repair a stale one)
-        counts = {sid: index.get_row(db, alice.user_id, sid).message_count for sid in sessions}
+        counts = {sid: sync.get_row(db, alice.user_id, sid).message_count for sid in sessions}
     assert counts == {session_id: 2 if session_id == stale else 1 for session_id in sessions}
     for n, session_id in enumerate(sessions):
         found, _ = session_service.search_sessions(rt, me, f"together{n}")
@@ -282,9 +282,9 @@ def test_a_rebuild_reports_what_it_cannot_index_and_goes_on(
         return real_scan(store, user_id)
 
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     monkeypatch.setattr(SessionStore, "scan", scan)
-    report = index.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db.session, rt.store)
 
     failed = "\n".join(report.failed)
     assert f"{alice.user_id}/20260101T000000-0000dead: " in failed
@@ -313,7 +313,7 @@ def test_a_listing_that_rebuilds_the_index_skips_a_row_the_database_refuses(
     }
     _hand_written(rt, alice.user_id, header["id"], header)
     with rt.db.session() as db:
-        index.drop(db)
+        sync.drop(db)
     assert good in {row[0] for row in listing(rt, me)}
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from shared import index
 from shared.accounts import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
-from shared.index import fulltext, search
+from shared.index import fulltext, search, sync
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service
@@ -131,7 +130,7 @@ def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice
     assert found(rt, alice, "notes") == []
 
     with rt.db.session() as db:  # the index is a cache: dropped, it comes back with the text
-        index.drop(db)
+        sync.drop(db)
     assert found(rt, alice, "narwhal") == [session_id]
 
     lifecycle.clear_session(rt, me(alice), session_id)

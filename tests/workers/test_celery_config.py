@@ -174,9 +174,9 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
     from datetime import timedelta
 
     import workers.tasks  # noqa: F401
-    from shared import index
     from shared.core import job_names
     from shared.core.clock import isoformat, utcnow
+    from shared.index import sync
 
     schedule = {
         entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()
@@ -193,7 +193,7 @@ def test_beat_purges_the_trash_hourly_and_the_task_purges(celery_app: Celery) ->
             user, state.id, [{"type": "meta", "at": deleted, "set": {"deleted_at": deleted}}]
         )
         with rt.db.session() as db:
-            index.record(db, *rt.store.load(user, state.id))
+            sync.record(db, *rt.store.load(user, state.id))
         ids.append(state.id)
     try:
         result = celery_app.tasks[job_names.PURGE_TRASH].apply().get()

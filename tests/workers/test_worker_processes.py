@@ -26,10 +26,10 @@ import redis
 import yaml
 from sqlalchemy import func, select, text
 
-from shared import index
 from shared.db.database import Database
 from shared.db.orm import IndexState, SessionRow
 from shared.files.session_store import SessionStore
+from shared.index import sync
 from tests.conftest import TABLES, eonyx_executable, free_port, redis_for_this_process, wait_for
 from tests.fake_botframework import USER_AAD_ID, FakeBotFramework, Post, fake_botframework
 from tests.fake_llm import FakeLLM
@@ -247,7 +247,7 @@ def test_api_jobs_run_in_the_separate_worker_and_rebuild_a_dropped_index(stack: 
         database = Database(stack.env["DATABASE_URL"])
         try:
             with database.session() as db:
-                index.drop(db)
+                sync.drop(db)
             assert index_rows(database, user_id) == (0, False)
 
             second = rebuild(http, worker)
