@@ -95,7 +95,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
 
 /** The events socket: connecting, open, or down (the lists are polled then). */
 /** @type {Signal<"connecting" | "open" | "down">} */
-export const live = signal("connecting");
+export const live = signal(/** @type {"connecting" | "open" | "down"} */ ("connecting"));
 /** @type {Signal<Map<string, Session>>} */
 export const sessions = signal(new Map());
 /** Each list under its key ("chats", "folder:<id>", "trash", "archived", "search:<q>").
