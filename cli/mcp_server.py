@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import click
 import httpx
 import jsonschema
 import mcp.types as types
@@ -42,6 +41,7 @@ from cli.api_client import LIMITS, ApiError, AsyncApiClient
 from shared.core.messages import content_text, tool_call_parts
 from shared.core.registry import SCOPE_MEMORY_READ, SCOPE_MEMORY_WRITE, SCOPE_SESSIONS_READ
 from shared.core.release import eonyx_version
+from shared.memory import entry
 
 NAME = "eonyx"
 SCOPES_TTL = 60.0  # seconds a key's scopes are trusted before asking again
@@ -60,19 +60,6 @@ INSTRUCTIONS = (
     "short entry when you learn it; search past sessions when the user refers to earlier work."
 )
 
-_KIND = {
-    "type": "string",
-    "enum": ["user", "agent"],
-    "description": "user: USER.md, the user's preferences and how they like to be helped; "
-    "agent: MEMORY.md, facts about their work (projects, conventions, commands).",
-}
-_ENTRY = {"type": "string", "minLength": 1, "description": "One short, self-contained entry."}
-_OLD = {
-    "type": "string",
-    "minLength": 1,
-    "description": "A unique part of the existing entry (its exact words, case-insensitive).",
-}
-
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -88,7 +75,7 @@ TOOLS: dict[str, ToolSpec] = {
         "Read one of the user's memory files, one entry per line: USER.md (kind user) or "
         "MEMORY.md (kind agent). Read them before starting work to follow the user's "
         "preferences and known facts.",
-        {"type": "object", "properties": {"kind": _KIND}, "required": ["kind"]},
+        {"type": "object", "properties": {"kind": entry.KIND}, "required": ["kind"]},
         True,
     ),
     "memory_add": ToolSpec(
@@ -97,32 +84,20 @@ TOOLS: dict[str, ToolSpec] = {
         "about their work worth knowing next time (kind agent). One fact per entry, short, "
         "no secrets or sensitive personal data. Refused with the reason when it duplicates an "
         "entry, the file is full, or the safety filter blocks it.",
-        {
-            "type": "object",
-            "properties": {"kind": _KIND, "content": _ENTRY},
-            "required": ["kind", "content"],
-        },
+        entry.action_schema("add", kind=entry.KIND),
         False,
     ),
     "memory_replace": ToolSpec(
         SCOPE_MEMORY_WRITE,
         "Replace one entry that changed or was wrong with its new text, found by a unique "
         "part of it (old_text). Prefer this to adding a contradicting entry.",
-        {
-            "type": "object",
-            "properties": {"kind": _KIND, "old_text": _OLD, "content": _ENTRY},
-            "required": ["kind", "old_text", "content"],
-        },
+        entry.action_schema("replace", kind=entry.KIND),
         False,
     ),
     "memory_remove": ToolSpec(
         SCOPE_MEMORY_WRITE,
         "Remove one entry that is no longer true, found by a unique part of it (old_text).",
-        {
-            "type": "object",
-            "properties": {"kind": _KIND, "old_text": _OLD},
-            "required": ["kind", "old_text"],
-        },
+        entry.action_schema("remove", kind=entry.KIND),
         False,
     ),
     "sessions_search": ToolSpec(
@@ -197,7 +172,7 @@ class Access:
             return self.scopes
         async with self.lock:
             if not self.fresh:
-                current = await self.client.request("GET", "/tokens/current")
+                current = await self.client.current_token()
                 self.scopes, self.checked = frozenset(current["scopes"]), time.monotonic()
         return self.scopes
 
@@ -287,7 +262,7 @@ def usage(file: Mapping[str, Any]) -> str:
 
 
 async def memory_read(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
-    file = await client.request("GET", f"/memory/{args['kind']}")
+    file = await client.memory(args["kind"])
     content = file["content"].strip() or "(no entries yet)"
     return f"{file['name']} ({usage(file)}):\n{content}"
 
@@ -295,15 +270,15 @@ async def memory_read(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
 def memory_write(action: str) -> Callable[[AsyncApiClient, Mapping[str, Any]], Awaitable[str]]:
     async def write(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
         body = {"action": action, **{k: v for k, v in args.items() if k != "kind"}}
-        saved = await client.request("POST", f"/memory/{args['kind']}/entries", json=body)
+        saved = await client.write_memory_entry(args["kind"], body)
         return str(saved["message"])
 
     return write
 
 
 async def sessions_search(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
-    params = {"q": args["query"], "limit": int(args.get("limit") or SEARCH_LIMIT)}
-    found = (await client.request("GET", "/sessions", params=params))["items"]
+    limit = int(args.get("limit") or SEARCH_LIMIT)
+    found = (await client.list_sessions(args["query"], limit=limit))["items"]
     if not found:
         return f"No session matches {args['query']!r}."
     lines = [f"{len(found)} session(s) match {args['query']!r}, best first:"]
@@ -315,8 +290,8 @@ async def sessions_search(client: AsyncApiClient, args: Mapping[str, Any]) -> st
 
 
 async def session_read(client: AsyncApiClient, args: Mapping[str, Any]) -> str:
-    session = await client.request("GET", f"/sessions/{args['id']}")
-    messages = (await client.request("GET", f"/sessions/{args['id']}/messages"))["items"]
+    session = await client.session(args["id"])
+    messages = await client.messages(args["id"])
     start = int(args.get("start") or 1)
     end = int(args.get("end") or start + READ_LIMIT - 1)
     shown = messages[start - 1 : end]
@@ -349,7 +324,7 @@ async def session_note(
             body["workdir"] = workdir
     if agent:
         body["agent"] = agent
-    noted = await client.request("POST", "/notes", json=body)
+    noted = await client.note(body)
     session = noted["session"]
     made = " (made for this working directory)" if noted["created"] else ""
     return f"Noted in session {session['id']} ({session.get('title') or 'untitled'}){made}."
@@ -434,7 +409,7 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
             known = ", ".join(RESOURCES)
             raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; there are {known}")
         try:
-            file = await accesses.of(ctx).client.request("GET", f"/memory/{RESOURCES[uri][0]}")
+            file = await accesses.of(ctx).client.memory(RESOURCES[uri][0])
         except ApiError as exc:
             raise MCPError(types.INVALID_REQUEST, exc.reason) from None
         return types.ReadResourceResult(
@@ -460,66 +435,3 @@ def refused(reason: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=f"Refused: {sentence}")], is_error=True
     )
-
-
-# -- running it ------------------------------------------------------------------------------
-
-
-async def serve_stdio(url: str, token: str) -> None:
-    from mcp.server.stdio import stdio_server
-
-    accesses = Accesses(url, token)
-    server = build_server(accesses, stdio=True)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-
-
-@click.command()
-@click.option(
-    "--http", "http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio."
-)
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="With --http: address to bind."
-)
-@click.option(
-    "--port", default=8001, show_default=True, type=click.IntRange(0, 65535), help="With --http."
-)
-@click.option(
-    "--stateless",
-    is_flag=True,
-    help="With --http: no MCP sessions kept between requests (for replicas).",
-)
-def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
-    """Serve your Eonyx memory and sessions to a coding agent over MCP.
-
-    On stdio (the default) with the token of `eonyx login` or EONYX_URL/EONYX_TOKEN:
-    `claude mcp add eonyx -- eonyx mcp`. With --http, for remote agents, each request
-    brings its Eonyx API key as a bearer token (`Authorization: Bearer eyx_...`), checked
-    with the API (MCP_KEY_CHECK_SECONDS, MCP_SESSIONS_PER_KEY: see cli/mcp_http.py)."""
-
-    from cli.client import saved_login, server_url
-
-    if not http:
-        anyio.run(serve_stdio, *saved_login())
-        return
-    import uvicorn
-
-    from cli.mcp_http import http_app
-    from shared.core.settings import SettingsError, load_settings
-
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
-    app = http_app(
-        server_url(),
-        stateless=stateless,
-        host=host,
-        sessions_per_key=settings.mcp_sessions_per_key,
-        key_check_seconds=settings.mcp_key_check_seconds,
-    )
-    click.echo(f"Eonyx MCP at http://{host}:{port}/mcp (for {server_url()})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
-
-
-COMMANDS = [mcp]

@@ -14,7 +14,7 @@ cap, duplicate check, backup, lock, `memory.updated`), and a refusal says why in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import marshmallow as ma
 from flask.views import MethodView
@@ -23,8 +23,10 @@ from api.context import login_required, principal, runtime, scope_required
 from api.extensions import Blueprint
 from api.schemas import Line, Schema, StrictSchema, Text
 from shared.core import registry
+from shared.memory import entry
 from shared.memory import files as memory
 from shared.memory import tools as memory_tools
+from shared.memory.entry import EntryWrite
 from shared.memory.files import MemoryFile
 
 blp = Blueprint("memory", __name__, description="Memory files")
@@ -50,30 +52,42 @@ class MemoryEditSchema(StrictSchema):
     )
 
 
+def _entry_field(name: str, field: type[Line] | type[Text]) -> ma.fields.Field:
+    """One text field of the entry contract (shared/memory/entry.py): its limits and words."""
+    contract = entry.FIELDS[name]
+    return field(
+        load_default=None,
+        validate=ma.validate.Length(
+            min=cast(int, contract["minLength"]), max=cast(int, contract["maxLength"])
+        ),
+        metadata={"description": contract["description"]},
+    )
+
+
+_MISSING = {
+    "content": "{action} needs the entry's content",
+    "old_text": "{action} needs old_text, a part of the entry",
+}
+
+
 class EntryWriteSchema(StrictSchema):
+    """The API's form of the entry contract that the model's and the MCP tools take too."""
+
     action = Line(
         required=True,
-        validate=ma.validate.OneOf(memory_tools.ENTRY_ACTIONS),
+        validate=ma.validate.OneOf(entry.ENTRY_ACTIONS),
         metadata={"description": "add an entry, replace one, or remove one"},
     )
-    content = Text(
-        load_default=None,
-        validate=ma.validate.Length(min=1, max=10_000),
-        metadata={"description": "add, replace: the entry to save (one fact or preference)"},
-    )
-    old_text = Line(
-        load_default=None,
-        validate=ma.validate.Length(min=1, max=10_000),
-        metadata={"description": "replace, remove: a unique part of the entry meant"},
-    )
+    content = _entry_field("content", Text)
+    old_text = _entry_field("old_text", Line)
 
     @ma.validates_schema
     def needs(self, data: dict[str, Any], **_: Any) -> None:
-        action = data.get("action")
-        if action in ("add", "replace") and not data.get("content"):
-            raise ma.ValidationError(f"{action} needs the entry's content", "content")
-        if action in ("replace", "remove") and not data.get("old_text"):
-            raise ma.ValidationError(f"{action} needs old_text, a part of the entry", "old_text")
+        action = data.get("action", "")
+        needed = entry.NEEDS.get(action, ())
+        for name in _MISSING:  # the content first, as the message names it
+            if name in needed and not data.get(name):
+                raise ma.ValidationError(_MISSING[name].format(action=action), name)
 
 
 class EntryWrittenSchema(Schema):
@@ -126,7 +140,11 @@ class MemoryEntries(MethodView):
         answers 400 `memory_refused` or `blocked_by_filter` saying why; the identity is
         read-only here (403)."""
         rt = runtime()
-        operation = {k: v for k, v in body.items() if v is not None}
+        operation: EntryWrite = {"action": body["action"]}
+        if body["content"] is not None:
+            operation["content"] = body["content"]
+        if body["old_text"] is not None:
+            operation["old_text"] = body["old_text"]
         after, message = memory_tools.write_entry(
             rt.memory, rt.redis, rt.live_settings.settings(), principal(), kind, operation
         )

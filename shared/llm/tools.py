@@ -10,11 +10,11 @@ Later features (memory) register their tools here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.encoding import InvalidJSON, decode_json
 
 log = logging.getLogger(__name__)
@@ -39,18 +39,32 @@ class ToolContext:
         self.notify(event)
 
 
-Handler = Callable[[ToolContext, dict[str, Any]], str]
+# The arguments are the model's JSON object, unchecked: a handler reads what it needs.
+Handler = Callable[[ToolContext, Mapping[str, object]], str]
+
+
+class FunctionSpec(TypedDict):
+    name: str
+    description: str
+    parameters: Mapping[str, object]  # a JSON Schema
+
+
+class ToolSpec(TypedDict):
+    """A tool as chat completions' `tools` list names it."""
+
+    type: Literal["function"]
+    function: FunctionSpec
 
 
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: Mapping[str, object]  # a JSON Schema
     handler: Handler
     available: Callable[[ToolContext], bool] = lambda _context: True
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> ToolSpec:
         return {
             "type": "function",
             "function": {
@@ -74,9 +88,10 @@ class ToolRegistry:
     def names(self) -> frozenset[str]:
         return frozenset(self._tools)
 
-    def specs(self, context: ToolContext) -> list[dict[str, Any]]:
-        """The tools offered in this context (a temporary chat gets no memory tools)."""
-        return [tool.spec() for tool in self._tools.values() if tool.available(context)]
+    def specs(self, context: ToolContext) -> list[dict[str, object]]:
+        """The tools offered in this context (a temporary chat gets no memory tools), as
+        copies the turn may send beside a client's own tools."""
+        return [dict(tool.spec()) for tool in self._tools.values() if tool.available(context)]
 
     def run(self, context: ToolContext, name: str, arguments: str) -> str:
         """Run one call and return the text for the model; never raises for the model's

@@ -23,19 +23,21 @@ nothing is recorded, nothing is enqueued, MEMORY.md stays as it is.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.job_names import CURATE_MEMORY, JobQueue
-from shared.core.messages import Exchange, exchanges
+from shared.core.messages import Exchange, JobMessage, exchanges, in_tool_step, job_prompt
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
 from shared.memory import background
 from shared.memory.background import Outcome
+from shared.memory.entry import WriteDone
 from shared.memory.files import AGENT_MEMORY, MemoryRefused, StaleVersion, render_entries
 from shared.memory.needs import MemoryRuntime
 from shared.memory.tools import apply_batch
@@ -76,8 +78,7 @@ def exchange_of(state: SessionState, message_id: str) -> Exchange:
     for message in state.messages:
         if message.get("id") != message_id:
             continue
-        role = message.get("role")
-        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+        if in_tool_step(message):
             raise InvalidInput(
                 "only a user message or the assistant's final answer can be liked",
                 code="not_likeable",
@@ -196,30 +197,29 @@ def unlike_message(
 # -- the job -----------------------------------------------------------------------------------
 
 
-def curation_request(entries: list[str], turn: Exchange, limit: int) -> list[dict[str, Any]]:
+def curation_request(entries: list[str], turn: Exchange, limit: int) -> list[JobMessage]:
     notes = render_entries(entries).strip() or "(empty)"
     exchange = background.transcript([turn])
-    return [
-        {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
-        {
-            "role": "user",
-            "content": f"Current notes (MEMORY.md):\n<notes>\n{notes}\n</notes>\n\n"
-            f"The exchange to remember:\n<exchange>\n{exchange}\n</exchange>",
-        },
-    ]
+    return job_prompt(
+        INSTRUCTIONS.format(limit=limit),
+        f"Current notes (MEMORY.md):\n<notes>\n{notes}\n</notes>\n\n"
+        f"The exchange to remember:\n<exchange>\n{exchange}\n</exchange>",
+    )
 
 
-def parse_operations(content: str | None) -> list[dict[str, Any]] | None:
+def parse_operations(content: str | None) -> list[Mapping[str, object]] | None:
+    """The model's operations as it wrote them (checked one by one when applied)."""
     data = background.parse_json_answer(content)
     if not isinstance(data, dict) or not isinstance(data.get("operations"), list):
         return None
-    operations: list[dict[str, Any]] = data["operations"]
-    if not all(isinstance(op, dict) for op in operations):
-        return None
-    return operations
+    operations: list[object] = data["operations"]
+    objects: list[Mapping[str, object]] = [op for op in operations if isinstance(op, dict)]
+    return objects if len(objects) == len(operations) else None
 
 
-def _without_repeats(entries: list[str], operations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _without_repeats(
+    entries: list[str], operations: list[Mapping[str, object]]
+) -> list[Mapping[str, object]]:
     """Drop adds of an entry already saved (or added earlier in the batch)."""
     seen = {e.casefold() for e in entries}
     kept = []
@@ -273,7 +273,7 @@ def _curate(rt: MemoryRuntime, user_id: str, turn: Exchange) -> Outcome:
     operations = parse_operations(answer)
     if operations is None:
         return Outcome("failed", "the model's answer was not a JSON list of operations")
-    done: list[dict[str, Any]] = []
+    done: list[WriteDone] = []
 
     def change(entries: list[str]) -> list[str]:
         wanted = _without_repeats(entries, operations)

@@ -4,10 +4,10 @@ can use it without loading the server's stack."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 
-def describe_write(file_name: str, what: dict[str, Any]) -> str:
+def describe_write(file_name: str, what: Mapping[str, object]) -> str:
     """One line saying what a memory write did (for the model, and for clients' notices)."""
     action = what["action"]
     if action == "consolidated":

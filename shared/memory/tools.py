@@ -13,18 +13,18 @@ to stop trying and answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import redis
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from shared.core.settings import Settings
 from shared.infra import event_bus
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
 from shared.memory.describe import describe_write
+from shared.memory.entry import CONTENT, ENTRY_ACTIONS, EntryWrite, WriteDone, write_schema
 from shared.memory.files import (
     AGENT_MEMORY,
     FILE_NAMES,
@@ -37,54 +37,34 @@ from shared.memory.files import (
     usage_line,
 )
 
-Compute = Callable[[list[str]], tuple[list[str], list[dict[str, Any]]]]
-ENTRY_ACTIONS = ("add", "replace", "remove")  # one entry at a time, from outside a chat
+Compute = Callable[[list[str]], tuple[list[str], list[WriteDone]]]
 
 MAX_REFUSALS = 3
 STOP = "Stop trying to save memory in this turn and answer the user."
 
-_TEXT = {"type": "string"}
-_USER_PROFILE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["add", "replace", "remove", "consolidate"]},
-        "content": {**_TEXT, "description": "The entry to save (add, replace)."},
-        "old_text": {**_TEXT, "description": "A unique part of the entry to replace or remove."},
-        "supersedes": {
-            **_TEXT,
-            "description": "add: a unique part of an older entry the new one contradicts; "
-            "it is removed in the same write.",
-        },
-        "entries": {
-            "type": "array",
-            "items": _TEXT,
-            "description": "consolidate: the whole new list of entries (merged, de-duplicated).",
-        },
+_USER_PROFILE_SCHEMA = write_schema(
+    (*ENTRY_ACTIONS, "consolidate"),
+    supersedes={
+        "type": "string",
+        "description": "add: a unique part of an older entry the new one contradicts; "
+        "it is removed in the same write.",
     },
-    "required": ["action"],
-}
-_OPERATION: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["add", "remove", "modify"]},
-        "content": _TEXT,
-        "old_text": _TEXT,
+    entries={
+        "type": "array",
+        "items": CONTENT,
+        "description": "consolidate: the whole new list of entries (merged, de-duplicated).",
     },
-    "required": ["action"],
-}
-_AGENT_MEMORY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        **_OPERATION["properties"],
-        "action": {"type": "string", "enum": ["add", "remove", "modify", "batch"]},
-        "operations": {
-            "type": "array",
-            "items": _OPERATION,
-            "description": "batch: applied in order, all or nothing.",
-        },
+)
+# The agent memory's tool says `modify` for replace: its calls are in session files by name.
+_OPERATION = write_schema(("add", "remove", "modify"))
+_AGENT_MEMORY_SCHEMA = write_schema(
+    ("add", "remove", "modify", "batch"),
+    operations={
+        "type": "array",
+        "items": _OPERATION,
+        "description": "batch: applied in order, all or nothing.",
     },
-    "required": ["action"],
-}
+)
 
 
 def normalize(text: object, field: str) -> str:
@@ -114,7 +94,7 @@ def _check_new(entries: list[str], entry: str, ignore: int | None = None) -> Non
             raise MemoryRefused(f"{entry!r} is already saved; nothing was changed")
 
 
-def apply_operation(entries: list[str], op: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+def apply_operation(entries: list[str], op: Mapping[str, object]) -> tuple[list[str], WriteDone]:
     """One add/replace/modify/remove/consolidate on a copy; returns (entries, what happened)."""
     entries = list(entries)
     action = op.get("action")
@@ -153,10 +133,10 @@ def apply_operation(entries: list[str], op: dict[str, Any]) -> tuple[list[str], 
     raise MemoryRefused(f"unknown action {action!r}")
 
 
-def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[str, Any]]]:
+def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[WriteDone]]:
     if not isinstance(ops, list) or not ops:
         raise MemoryRefused("batch needs a non-empty list of operations")
-    done = []
+    done: list[WriteDone] = []
     for number, op in enumerate(ops, 1):
         if not isinstance(op, dict) or op.get("action") not in ("add", "remove", "modify"):
             raise MemoryRefused(f"operation {number} must be an add, remove or modify")
@@ -171,11 +151,11 @@ def apply_batch(entries: list[str], ops: object) -> tuple[list[str], list[dict[s
 
 def apply_write(
     store: MemoryStore, user_id: str, kind: Kind, compute: Compute
-) -> tuple[MemoryFile, list[dict[str, Any]]]:
+) -> tuple[MemoryFile, list[WriteDone]]:
     """One automated write of entries (the model's tools, an outside agent's entry): through
     `MemoryStore.update` (filter, cap, backup, lock, version check); (the file after, what
     each step did). Refusals raise InvalidInput or Conflict with the reason."""
-    done: list[dict[str, Any]] = []
+    done: list[WriteDone] = []
 
     def change(entries: list[str]) -> list[str]:
         new, steps = compute(entries)
@@ -186,7 +166,7 @@ def apply_write(
     return after, done
 
 
-def saved_line(kind: Kind, after: MemoryFile, done: list[dict[str, Any]]) -> str:
+def saved_line(kind: Kind, after: MemoryFile, done: list[WriteDone]) -> str:
     """What a write did, in one sentence for a model."""
     file_name = FILE_NAMES[kind]
     summary = "; ".join(describe_write(file_name, what) for what in done)
@@ -214,7 +194,7 @@ def write_entry(
     settings: Settings,
     principal: Principal,
     kind: str,
-    operation: dict[str, Any],
+    operation: EntryWrite,
 ) -> tuple[MemoryFile, str]:
     """One entry added, replaced or removed from outside a chat (an agent over MCP, a
     script): the same write as the chat's memory tools (`apply_write`), then `memory.updated`
@@ -224,7 +204,7 @@ def write_entry(
     if operation.get("action") not in ENTRY_ACTIONS:
         raise MemoryRefused(f"action must be one of {', '.join(ENTRY_ACTIONS)}")
 
-    def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    def compute(entries: list[str]) -> tuple[list[str], list[WriteDone]]:
         new, what = apply_operation(entries, operation)
         return new, [what]
 
@@ -255,15 +235,15 @@ def register_memory_tools(
     """The chat's memory tools, offered while their file is switched on (`live()`: the
     settings with an administrator's run-time switches, read at each turn)."""
 
-    def user_profile_tool(context: ToolContext, args: dict[str, Any]) -> str:
-        def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    def user_profile_tool(context: ToolContext, args: Mapping[str, object]) -> str:
+        def compute(entries: list[str]) -> tuple[list[str], list[WriteDone]]:
             new, what = apply_operation(entries, args)
             return new, [what]
 
         return run_memory_write(store, context, USER_PROFILE, compute)
 
-    def agent_memory_tool(context: ToolContext, args: dict[str, Any]) -> str:
-        def compute(entries: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    def agent_memory_tool(context: ToolContext, args: Mapping[str, object]) -> str:
+        def compute(entries: list[str]) -> tuple[list[str], list[WriteDone]]:
             if args.get("action") == "batch":
                 return apply_batch(entries, args.get("operations"))
             if args.get("action") not in ("add", "remove", "modify"):
