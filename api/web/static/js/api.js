@@ -12,6 +12,15 @@
 
 export const PREFIX = "/api/v1";
 
+/**
+ * The person signed in (GET /auth/session's `user`).
+ * @typedef {{ id: string, username: string, is_admin: boolean }} User
+ */
+/**
+ * What signing in answers (POST and GET /auth/session).
+ * @typedef {{ user: User, csrf_token: string, must_change_password?: boolean }} SignedIn
+ */
+
 /** An API call that failed: the HTTP status (0: the server could not be reached) and the
  * server's error code. */
 export class ApiError extends Error {

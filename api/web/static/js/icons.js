@@ -1,3 +1,4 @@
+// @ts-check
 // Inline SVG icons (stroke icons on a 24px grid); decorative: the buttons carry the labels.
 import { html } from "../vendor/preact.js";
 
@@ -27,12 +28,16 @@ const PATHS = {
   ghost: "M6 20V10a6 6 0 0 1 12 0v10l-2-2-2 2-2-2-2 2-2-2zM10 10h.01M14 10h.01",
 };
 
+/** @typedef {keyof typeof PATHS} IconName */
+
+/** @param {{ name: IconName, size?: number, filled?: boolean }} props */
 export function Icon({ name, size = 18, filled = false }) {
   return html`<svg class="icon" width=${size} height=${size} viewBox="0 0 24 24" aria-hidden="true"
     focusable="false" fill=${filled ? "currentColor" : "none"} stroke="currentColor"
     stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d=${PATHS[name]} /></svg>`;
 }
 
+/** @param {{ label?: string }} props */
 export function Spinner({ label = "Loading" }) {
   return html`<span class="spinner" role="status" aria-label=${label}></span>`;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // The web client's entry: who is signed in, then the sign-in page or the app's shell.
 import { html, render, useEffect, useState } from "../vendor/preact.js";
 import { api, onSignedOut, setCsrf } from "./api.js";
@@ -8,11 +9,18 @@ import { AcceptInvite, MustChangePassword } from "./invite.js";
 import { Shell } from "./shell.js";
 import { reset } from "./state.js";
 
+/**
+ * Who is signed in: not known yet, nobody (and why, said on the sign-in page), someone who
+ * must change their password first, or someone.
+ * @typedef {{ status: "checking" | "out" | "change" | "in", user: User | null, notice: string | null }} Auth
+ * @typedef {import("./api.js").User} User
+ */
+
 function App() {
-  const [auth, setAuth] = useState({ status: "checking", user: null, notice: null });
+  const [auth, setAuth] = useState(/** @type {Auth} */ ({ status: "checking", user: null, notice: null }));
   const route = useRoute();
 
-  function signedIn(body) {
+  function signedIn(/** @type {import("./api.js").SignedIn} */ body) {
     setCsrf(body.csrf_token);
     if (parse().name === "invite") navigate("/", { replace: true });
     if (body.must_change_password) {
@@ -26,7 +34,7 @@ function App() {
     sessionStorage.removeItem("eonyx.after");
   }
 
-  function signedOut(notice = null) {
+  function signedOut(/** @type {string | null} */ notice = null) {
     disconnect();
     setCsrf(null);
     reset();
@@ -63,4 +71,4 @@ function App() {
   return html`<${Shell} user=${auth.user} route=${route} onSignOut=${signOut} />`;
 }
 
-render(html`<${App} />`, document.getElementById("app"));
+render(html`<${App} />`, /** @type {HTMLElement} */ (document.getElementById("app")));

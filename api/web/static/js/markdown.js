@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown from the model or a user, rendered to HTML that is safe to put in the page:
 // marked turns it into HTML (raw HTML escaped as text), DOMPurify removes whatever could still
 // run (javascript: links...), then code blocks are highlighted (highlight.js escapes its input).
@@ -6,7 +7,8 @@ import { DOMPurify, Marked } from "../vendor/markdown.js";
 import hljs from "../vendor/highlight.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-const escape = (text) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+const escape = (/** @type {string} */ text) =>
+  text.replace(/[&<>"']/g, (c) => ESCAPES[/** @type {keyof typeof ESCAPES} */ (c)]);
 
 // Raw HTML in a message is shown as the text it is, never parsed as markup: an answer that
 // quotes `<img onerror=...>` shows that, and no element with a handler is ever built (even
@@ -24,7 +26,7 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 });
 
-export function toSafeHtml(markdown) {
+export function toSafeHtml(/** @type {string | null | undefined} */ markdown) {
   const raw = marked.parse(markdown || "", { async: false });
   return DOMPurify.sanitize(raw, {
     USE_PROFILES: { html: true },
@@ -33,12 +35,13 @@ export function toSafeHtml(markdown) {
   });
 }
 
+/** @param {{ text: string | null | undefined, className?: string }} props */
 export function Markdown({ text, className = "markdown" }) {
-  const ref = useRef(null);
+  const ref = useRef(/** @type {HTMLDivElement | null} */ (null));
   useEffect(() => {
-    const element = ref.current;
+    const element = /** @type {HTMLDivElement} */ (ref.current);
     element.innerHTML = toSafeHtml(text);
-    for (const block of element.querySelectorAll("pre code")) {
+    for (const block of /** @type {NodeListOf<HTMLElement>} */ (element.querySelectorAll("pre code"))) {
       if (block.className && !/language-/.test(block.className)) continue;
       const language = (block.className.match(/language-([\w-]+)/) || [])[1];
       if (language && !hljs.getLanguage(language)) continue;

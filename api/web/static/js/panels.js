@@ -1,3 +1,4 @@
+// @ts-check
 // Panels opened from the sidebar footer (the memory panel, the model settings, the account): modules in
 // /static/panels/ loaded on first use, each exporting a default component taking
 // {api, user, onClose}. The panel draws its own header and close button and calls onClose
@@ -13,10 +14,21 @@ export const PANELS = {
   account: { title: "Account", module: "/static/panels/account.js" },
 };
 
+/** @typedef {keyof typeof PANELS} PanelName */
+/**
+ * What a panel module's default component takes.
+ * @typedef {{ api: typeof api, user: import("./api.js").User, onClose: () => void }} PanelProps
+ */
+/**
+ * The panel's module once loaded, or why it could not be.
+ * @typedef {{ Component: import("../vendor/preact.js").ComponentType<PanelProps> | null, error: string | null }} Loaded
+ */
+
+/** @param {{ name: PanelName, user: import("./api.js").User, onClose: () => void }} props */
 export function PanelDialog({ name, user, onClose }) {
   const panel = PANELS[name];
-  const [loaded, setLoaded] = useState({ Component: null, error: null });
-  const dialog = useRef(null);
+  const [loaded, setLoaded] = useState(/** @type {Loaded} */ ({ Component: null, error: null }));
+  const dialog = useRef(/** @type {HTMLDialogElement | null} */ (null));
 
   useEffect(() => {
     let live = true;
@@ -31,7 +43,7 @@ export function PanelDialog({ name, user, onClose }) {
     };
   }, [name]);
 
-  function cancel(event) {
+  function cancel(/** @type {Event} */ event) {
     // Escape closes only what the shell drew itself; a loaded panel decides (unsaved edits).
     if (loaded.Component) event.preventDefault();
     else onClose();

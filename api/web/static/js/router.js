@@ -1,7 +1,17 @@
+// @ts-check
 // The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin,
 // /invite/<secret> (an invite link).
 import { signal } from "../vendor/preact.js";
 
+/**
+ * A route: its name, and the chat's id or the invite's secret.
+ * @typedef {{ name: "chat" | "trash" | "archived" | "signin" | "invite" | "new", id?: string, secret?: string }} Route
+ */
+
+/**
+ * @param {string} [path]
+ * @returns {Route}
+ */
 export function parse(path = location.pathname) {
   const chat = path.match(/^\/c\/([0-9]{8}T[0-9]{6}-[0-9a-f]{8})$/);
   if (chat) return { name: "chat", id: chat[1] };
@@ -13,6 +23,10 @@ export function parse(path = location.pathname) {
   return { name: "new" };
 }
 
+/**
+ * @param {string} path
+ * @param {{ replace?: boolean }} [options]
+ */
 export function navigate(path, { replace = false } = {}) {
   if (path === location.pathname) return;
   if (replace) history.replaceState(null, "", path);

@@ -1,3 +1,4 @@
+// @ts-check
 // The signed-in app: the sidebar beside the chat (or the trash), and the panels' dialog.
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { ChatView } from "./chat.js";
@@ -9,8 +10,11 @@ import { Toasts } from "./toast.js";
 import { ArchivedView, TrashView } from "./trash.js";
 import { cx } from "./util.js";
 
+/**
+ * @param {{ user: import("./api.js").User, route: import("./router.js").Route, onSignOut: () => void }} props
+ */
 export function Shell({ user, route, onSignOut }) {
-  const [panel, setPanel] = useState(null);
+  const [panel, setPanel] = useState(/** @type {import("./panels.js").PanelName | null} */ (null));
   const [temporary, setTemporary] = useState(false);
   const [ready, setReady] = useState(false);
   const [navOpen, setNavOpen] = useState(false);

@@ -1,23 +1,32 @@
+// @ts-check
 // The sign-in page: POST /auth/session sets the session cookie and gives the CSRF token.
 // With single sign-on set up (GET /auth/methods), a button goes to the provider instead
 // (a navigation: the server sends the browser there and, signed in, back to /).
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { api } from "./api.js";
+import { inputValue } from "./util.js";
 
+/**
+ * GET /auth/methods: how one may sign in here.
+ * @typedef {{ password: boolean, oidc: { name: string, login_url: string } | null }} Methods
+ */
+
+/**
+ * @param {{ onSignedIn: (body: import("./api.js").SignedIn) => void, notice: string | null }} props
+ */
 export function SignIn({ onSignedIn, notice }) {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState(null);
+  const [error, setError] = useState(/** @type {string | null} */ (null));
   const [busy, setBusy] = useState(false);
-  // GET /auth/methods: {password: bool, oidc: {name, login_url} | null}
-  const [methods, setMethods] = useState({ password: true, oidc: null });
+  const [methods, setMethods] = useState(/** @type {Methods} */ ({ password: true, oidc: null }));
   const sso = methods.oidc;
 
   useEffect(() => {
     api.get("/auth/methods").then(setMethods, () => {});
   }, []);
 
-  async function submit(event) {
+  async function submit(/** @type {SubmitEvent} */ event) {
     event.preventDefault();
     setBusy(true);
     setError(null);
@@ -51,10 +60,10 @@ export function SignIn({ onSignedIn, notice }) {
         methods.password &&
         html`<label for="signin-username">Username</label>
           <input id="signin-username" name="username" autocomplete="username" required autofocus
-            value=${username} onInput=${(e) => setUsername(e.currentTarget.value)} />
+            value=${username} onInput=${(/** @type {InputEvent} */ e) => setUsername(inputValue(e))} />
           <label for="signin-password">Password</label>
           <input id="signin-password" name="password" type="password" autocomplete="current-password"
-            required value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
+            required value=${password} onInput=${(/** @type {InputEvent} */ e) => setPassword(inputValue(e))} />
           ${error && html`<p class="error" role="alert">${error}</p>`}
           <button class=${sso ? "" : "primary"} type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>`
       }

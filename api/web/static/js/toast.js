@@ -1,9 +1,21 @@
+// @ts-check
 // Short notices at the bottom of the screen, some with an action (Undo).
 import { html, signal } from "../vendor/preact.js";
 
-const toasts = signal([]);
+/**
+ * A notice; its action (Undo) a button.
+ * @typedef {{ id: number, message: string, action: Action | null, error: boolean }} Toast
+ * @typedef {{ label: string, run: () => unknown }} Action
+ */
+
+const toasts = signal(/** @type {Toast[]} */ ([]));
 let next = 1;
 
+/**
+ * Show a notice for `ms` milliseconds; its id.
+ * @param {string} message
+ * @param {{ action?: Action | null, error?: boolean, ms?: number }} [options]
+ */
 export function toast(message, { action = null, error = false, ms = 6000 } = {}) {
   const id = next++;
   toasts.value = [...toasts.value, { id, message, action, error }];
@@ -11,7 +23,7 @@ export function toast(message, { action = null, error = false, ms = 6000 } = {})
   return id;
 }
 
-export function dismiss(id) {
+export function dismiss(/** @type {number} */ id) {
   toasts.value = toasts.value.filter((t) => t.id !== id);
 }
 
@@ -24,7 +36,7 @@ export function Toasts() {
         t.action &&
         html`<button type="button" onClick=${() => {
           dismiss(t.id);
-          t.action.run();
+          t.action?.run();
         }}>
         ${t.action.label}</button>`
       }

@@ -1,9 +1,10 @@
+// @ts-check
 // Small helpers: the fixed time format, this device's id, class names.
 
-const pad = (n) => String(n).padStart(2, "0");
+const pad = (/** @type {number} */ n) => String(n).padStart(2, "0");
 
 /** `YYYY/MM/DD HH:mm`, 24-hour, local time, whatever the browser's language. */
-export function formatTime(iso) {
+export function formatTime(/** @type {string | null | undefined} */ iso) {
   if (!iso) return "";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return "";
@@ -32,18 +33,33 @@ export function deviceId() {
   return id;
 }
 
-export const cx = (...names) => names.filter(Boolean).join(" ");
+export const cx = (/** @type {unknown[]} */ ...names) => names.filter(Boolean).join(" ");
 
+/**
+ * @param {number} n
+ * @param {string} one
+ * @param {string} [many]
+ */
 export function plural(n, one, many = one + "s") {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** What an input holds, from its input event. */
+export function inputValue(/** @type {Event} */ event) {
+  return /** @type {HTMLInputElement} */ (event.currentTarget).value;
+}
+
 /** A session's title as shown (a new chat has none yet). */
+/** @param {{ title?: string | null, temporary?: boolean } | null | undefined} session */
 export function titleOf(session) {
   return session?.title || (session?.temporary ? "Temporary chat" : "New chat");
 }
 
 /** Save a Blob as a download (the export). */
+/**
+ * @param {Blob} blob
+ * @param {string} name
+ */
 export function download(blob, name) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
