@@ -1,3 +1,4 @@
+// @ts-check
 // Pages outside the app's shell for making or fixing an account's password:
 // - AcceptInvite (/invite/<secret>): an administrator's invite link; the person chooses a
 //   username and password (POST /invites/<secret>/accept makes the account and sets the
@@ -8,10 +9,12 @@
 import { html, useState } from "../vendor/preact.js";
 import { PasswordForm } from "../panels/account.js";
 import { api } from "./api.js";
+import { onValue } from "./util.js";
 
 const MIN_PASSWORD = 8;
 
-function inviteError(e) {
+/** What to say when accepting the invite failed. */
+function inviteError(/** @type {import("./api.js").ApiError} */ e) {
   if (e.code === "invite_used") return "This invite was already used. Ask an administrator for a new link.";
   if (e.code === "invite_expired") return "This invite has expired. Ask an administrator for a new link.";
   if (e.code === "invite_not_found") return "This invite link is not valid. Check that you copied all of it.";
@@ -19,14 +22,15 @@ function inviteError(e) {
   return e.message;
 }
 
+/** @param {{ secret: string, onSignedIn: (body: import("./api.js").SignedIn) => void }} props */
 export function AcceptInvite({ secret, onSignedIn }) {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [again, setAgain] = useState("");
-  const [error, setError] = useState(null);
+  const [error, setError] = useState(/** @type {string | null} */ (null));
   const [busy, setBusy] = useState(false);
 
-  async function submit(event) {
+  async function submit(/** @type {SubmitEvent} */ event) {
     event.preventDefault();
     setError(null);
     if (password !== again) {
@@ -54,22 +58,25 @@ export function AcceptInvite({ secret, onSignedIn }) {
       <label for="invite-username">Username</label>
       <input id="invite-username" name="username" autocomplete="username" required autofocus
         maxlength="64" aria-describedby="invite-username-rule"
-        value=${username} onInput=${(e) => setUsername(e.currentTarget.value)} />
+        value=${username} onInput=${onValue(setUsername)} />
       <small id="invite-username-rule">Letters, digits, ".", "_" or "-", starting with a letter or digit.</small>
       <label for="invite-password">Password</label>
       <input id="invite-password" name="password" type="password" autocomplete="new-password" required
         minlength=${MIN_PASSWORD} aria-describedby="invite-password-rule"
-        value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
+        value=${password} onInput=${onValue(setPassword)} />
       <small id="invite-password-rule">At least ${MIN_PASSWORD} characters.</small>
       <label for="invite-again">Repeat the password</label>
       <input id="invite-again" name="again" type="password" autocomplete="new-password" required
-        value=${again} onInput=${(e) => setAgain(e.currentTarget.value)} />
+        value=${again} onInput=${onValue(setAgain)} />
       ${error && html`<p class="error" role="alert">${error}</p>`}
       <button class="primary" type="submit" disabled=${busy}>${busy ? "Creating your account…" : "Create account and sign in"}</button>
     </form>
   </main>`;
 }
 
+/**
+ * @param {{ user: import("./api.js").User | null, onChanged: () => void, onSignOut: () => void }} props
+ */
 export function MustChangePassword({ user, onChanged, onSignOut }) {
   return html`<main class="signin">
     <div class="signin-card must-change">

@@ -1,20 +1,39 @@
+// @ts-check
 // A button that opens a menu of actions (the chat's and the folder's 3-dot menus).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
 import { Icon } from "./icons.js";
 
-/** items: [{label, run, danger?, items?: [...] (a submenu), disabled?}], or a function giving
- * them when the menu opens (so a row need not re-render when, say, the folders change). */
+/** The menu's entries: buttons with that role (a cast, since no tag names them). */
+const MENU_ITEM = /** @type {"button"} */ ("[role=menuitem]");
+
+/**
+ * An entry of a menu: an action, or a submenu (`items`).
+ * @typedef {object} MenuItem
+ * @property {string} label
+ * @property {() => unknown} [run]
+ * @property {MenuItem[]} [items] a submenu
+ * @property {boolean} [danger]
+ * @property {boolean} [disabled]
+ * @property {string} [swatch] a folder's colour
+ */
+
+/**
+ * `items`, or a function giving them when the menu opens (so a row need not re-render when,
+ * say, the folders change).
+ * @param {{ label: string, items: MenuItem[] | (() => MenuItem[]), icon?: import("./icons.js").IconName, className?: string }} props
+ */
 export function Menu({ label, items, icon = "dots", className = "" }) {
   const [open, setOpen] = useState(false);
-  const [sub, setSub] = useState(null);
-  const root = useRef(null);
-  const button = useRef(null);
+  const [sub, setSub] = useState(/** @type {MenuItem | null} */ (null));
+  const root = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const button = useRef(/** @type {HTMLButtonElement | null} */ (null));
 
   useEffect(() => {
     if (!open) return;
-    const outside = (event) => root.current && !root.current.contains(event.target) && close();
+    const outside = (/** @type {PointerEvent} */ event) =>
+      root.current && !root.current.contains(/** @type {Node} */ (event.target)) && close();
     document.addEventListener("pointerdown", outside);
-    root.current?.querySelector("[role=menuitem]")?.focus();
+    root.current?.querySelector(MENU_ITEM)?.focus();
     return () => document.removeEventListener("pointerdown", outside);
   }, [open, sub]);
 
@@ -24,9 +43,9 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
     if (focus) button.current?.focus();
   }
 
-  function keydown(event) {
-    const entries = [...root.current.querySelectorAll("[role=menuitem]")];
-    const at = entries.indexOf(document.activeElement);
+  function keydown(/** @type {KeyboardEvent} */ event) {
+    const entries = [.../** @type {HTMLDivElement} */ (root.current).querySelectorAll(MENU_ITEM)];
+    const at = entries.indexOf(/** @type {HTMLButtonElement} */ (document.activeElement));
     if (event.key === "Escape") {
       event.preventDefault();
       event.stopPropagation();
@@ -39,18 +58,18 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
     }
   }
 
-  function choose(item, event) {
+  function choose(/** @type {MenuItem} */ item, /** @type {Event} */ event) {
     event.stopPropagation();
     if (item.items) return setSub(item);
     close(true);
-    item.run();
+    item.run?.();
   }
 
-  const shown = sub ? sub.items : open ? (typeof items === "function" ? items() : items) : [];
+  const shown = sub ? sub.items || [] : open ? (typeof items === "function" ? items() : items) : [];
   return html`<div class=${`menu ${className}${open ? " open" : ""}`} ref=${root} onKeyDown=${open && keydown}>
     <button ref=${button} type="button" class="icon-button menu-button" aria-label=${label}
       aria-haspopup="menu" aria-expanded=${open ? "true" : "false"}
-      onClick=${(e) => {
+      onClick=${(/** @type {Event} */ e) => {
         e.stopPropagation();
         open ? close() : setOpen(true);
       }}>
@@ -61,14 +80,14 @@ export function Menu({ label, items, icon = "dots", className = "" }) {
       ${
         sub &&
         html`<button type="button" role="menuitem" class="menu-back"
-        onClick=${(e) => {
+        onClick=${(/** @type {Event} */ e) => {
           e.stopPropagation();
           setSub(null);
         }}>‹ ${sub.label}</button>`
       }
       ${shown.map(
-        (item) => html`<button type="button" role="menuitem" disabled=${item.disabled}
-        class=${item.danger ? "danger" : ""} onClick=${(e) => choose(item, e)}>
+        (/** @type {MenuItem} */ item) => html`<button type="button" role="menuitem" disabled=${item.disabled}
+        class=${item.danger ? "danger" : ""} onClick=${(/** @type {Event} */ e) => choose(item, e)}>
         ${item.swatch && html`<span class="swatch" style=${{ background: item.swatch }}></span>`}
         ${item.label}${item.items ? " ›" : ""}</button>`,
       )}

@@ -4,7 +4,7 @@
 // (a navigation: the server sends the browser there and, signed in, back to /).
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { api } from "./api.js";
-import { inputValue } from "./util.js";
+import { onValue } from "./util.js";
 
 /**
  * GET /auth/methods: how one may sign in here.
@@ -60,10 +60,10 @@ export function SignIn({ onSignedIn, notice }) {
         methods.password &&
         html`<label for="signin-username">Username</label>
           <input id="signin-username" name="username" autocomplete="username" required autofocus
-            value=${username} onInput=${(/** @type {InputEvent} */ e) => setUsername(inputValue(e))} />
+            value=${username} onInput=${onValue(setUsername)} />
           <label for="signin-password">Password</label>
           <input id="signin-password" name="password" type="password" autocomplete="current-password"
-            required value=${password} onInput=${(/** @type {InputEvent} */ e) => setPassword(inputValue(e))} />
+            required value=${password} onInput=${onValue(setPassword)} />
           ${error && html`<p class="error" role="alert">${error}</p>`}
           <button class=${sso ? "" : "primary"} type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>`
       }

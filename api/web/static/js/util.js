@@ -49,6 +49,10 @@ export function inputValue(/** @type {Event} */ event) {
   return /** @type {HTMLInputElement} */ (event.currentTarget).value;
 }
 
+/** An input's event handler that gives its value to `set`. */
+export const onValue = (/** @type {(value: string) => void} */ set) => (/** @type {Event} */ event) =>
+  set(inputValue(event));
+
 /** A session's title as shown (a new chat has none yet). */
 /** @param {{ title?: string | null, temporary?: boolean } | null | undefined} session */
 export function titleOf(session) {
