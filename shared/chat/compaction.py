@@ -58,8 +58,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.core.messages import (
+    JobMessage,
     content_text,
     is_model_message,
+    job_prompt,
     message_chars,
     model_message,
     text_part,
@@ -365,7 +367,7 @@ def render_transcript(records: Iterable[Record]) -> str:
     return "\n\n".join(lines)
 
 
-def summary_request(plan: CompactionPlan) -> list[dict[str, str]]:
+def summary_request(plan: CompactionPlan) -> list[JobMessage]:
     """OpenAI-style messages asking the summarization model for the new running summary."""
     previous = plan.previous_summary.strip() if plan.previous_summary else "(none yet)"
     user = (
@@ -378,10 +380,7 @@ def summary_request(plan: CompactionPlan) -> list[dict[str, str]]:
         "Write the updated running summary: the previous summary with the conversation above "
         "folded in (decisions, facts, changed files, open tasks)."
     )
-    return [
-        {"role": "system", "content": SUMMARIZER_INSTRUCTIONS},
-        {"role": "user", "content": user},
-    ]
+    return job_prompt(SUMMARIZER_INSTRUCTIONS, user)
 
 
 ImageParts = Callable[[Record], list[dict[str, Any]]]

@@ -1,19 +1,25 @@
-"""The OpenAI chat message format, read and written in this one place.
+"""The OpenAI chat message format and a session file's records, read and written in this one
+place.
 
 Eonyx keeps its messages as records in OpenAI's shape (role, content as text or content
 parts, tool calls with `function.name` and `function.arguments`, tool results with
 `tool_call_id`), and meets the same shape from models (wire.py), from clients (the facade,
 images, bundles) and in its own clients. What a message's text is, how big it is to a model,
-which records a model is sent and in what form: all of it is decided here, so that no two
-places disagree.
+which records a model is sent and in what form, how a record is built (message, meta,
+supersede), which message is a final answer and which is inside a tool step, and the
+`[system, user]` prompt of a background job: all of it is decided here, so that no two places
+disagree.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
+
+from shared.core.clock import isoformat, utcnow
 
 
 class MessageRecord(TypedDict, total=False):
@@ -30,9 +36,69 @@ class MessageRecord(TypedDict, total=False):
     name: str
 
 
+class MetaRecord(TypedDict):
+    """A `meta` record: fields of the session (its own, or bookkeeping of the packages above
+    it) set at `at`. What the fields are is the folding's business (shared/files)."""
+
+    type: Literal["meta"]
+    at: str
+    set: dict[str, Any]
+
+
+class SupersedeRecord(TypedDict):
+    """A `supersede` record: takes messages out of the session's state (they stay in the
+    file), with their counts so that a fold keeping no messages (the index's) can subtract."""
+
+    type: Literal["supersede"]
+    at: str
+    ids: list[str]
+    messages: int  # user and assistant messages among them
+    images: int
+
+
+class JobMessage(TypedDict):
+    """A message of a background job's prompt: plain text from the system or the user."""
+
+    role: Literal["system", "user"]
+    content: str
+
+
 CHAT_ROLES = ("user", "assistant")
 MAX_MESSAGE_CHARS = 200_000  # a message's text, as the API accepts it (the clients stop there)
 MODEL_ROLES = ("user", "assistant", "tool")  # the records a model is sent
+
+
+def new_message_id() -> str:
+    return secrets.token_hex(8)
+
+
+def message_record(role: str, content: Any, **extra: Any) -> MessageRecord:
+    """A new message, now, with a fresh id; `extra` fields that are None are left out."""
+    record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
+    record["created_at"] = isoformat(utcnow())
+    return cast(MessageRecord, record | {k: v for k, v in extra.items() if v is not None})
+
+
+def meta_record(changes: Mapping[str, Any], at: str | None = None) -> MetaRecord:
+    """A record setting `changes`, at `at` (an ISO time; now by default)."""
+    return {"type": "meta", "at": at or isoformat(utcnow()), "set": dict(changes)}
+
+
+def supersede_record(records: Sequence[Mapping[str, Any]]) -> SupersedeRecord:
+    """The record that takes `records` out of the session's state (they stay in the file)."""
+    return {
+        "type": "supersede",
+        "at": isoformat(utcnow()),
+        "ids": [record["id"] for record in records],
+        "messages": sum(1 for record in records if record.get("role") in CHAT_ROLES),
+        "images": sum(len(record.get("images") or ()) for record in records),
+    }
+
+
+def job_prompt(instructions: str, material: str) -> list[JobMessage]:
+    """What a background job (a title, an extraction, a curation, a summary) sends its model:
+    the job's instructions as the system message, what to work on as the one user message."""
+    return [{"role": "system", "content": instructions}, {"role": "user", "content": material}]
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -138,6 +204,21 @@ def message_chars(message: Mapping[str, Any]) -> int:
     return total
 
 
+def calls_tools(record: Mapping[str, Any]) -> bool:
+    """An assistant message that calls tools: it opens a tool step, it does not end a turn."""
+    return record.get("role") == "assistant" and bool(record.get("tool_calls"))
+
+
+def is_final_answer(record: Mapping[str, Any]) -> bool:
+    """An assistant message that calls no tool: the answer that ends a turn."""
+    return record.get("role") == "assistant" and not record.get("tool_calls")
+
+
+def in_tool_step(record: Mapping[str, Any]) -> bool:
+    """A tool call or a tool's result: inside a turn, never a point a fork or a like names."""
+    return record.get("role") == "tool" or calls_tools(record)
+
+
 def is_model_message(record: Mapping[str, Any]) -> bool:
     """A record the model is sent: a user, assistant or tool message."""
     return record.get("type", "message") == "message" and record.get("role") in MODEL_ROLES
@@ -184,7 +265,7 @@ def exchanges(messages: Sequence[Mapping[str, Any]]) -> list[Exchange]:
         role = message.get("role")
         if role == "user":
             found.append(Exchange(message, None))
-        elif role == "assistant" and not message.get("tool_calls") and found:
+        elif is_final_answer(message) and found:
             found[-1] = Exchange(found[-1].user, message)
     return found
 

@@ -18,9 +18,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, cast
 
-from shared.core.clock import isoformat, parse_time, utcnow
+from shared.core.clock import parse_time
 from shared.core.encoding import encode_json
 from shared.core.messages import (
     CHAT_ROLES,
@@ -29,6 +29,10 @@ from shared.core.messages import (
     message_chars,
     model_message,
 )
+
+# Re-exported for shared/sessions/title_job.py until it imports them from shared.core.messages.
+from shared.core.messages import MetaRecord as MetaRecord
+from shared.core.messages import meta_record as meta_record
 
 META_FIELDS = (
     "title",
@@ -67,20 +71,6 @@ BOOKKEEPING_FIELDS: dict[str, Callable[[Any], Any]] = {
     "api_user": _text,  # and the client's `user` and `metadata`, as sent
     "api_metadata": _mapping,
 }
-
-
-class MetaRecord(TypedDict):
-    """A `meta` record: fields of the session (META_FIELDS, BOOKKEEPING_FIELDS or others)
-    set at `at`."""
-
-    type: Literal["meta"]
-    at: str
-    set: dict[str, Any]
-
-
-def meta_record(changes: dict[str, Any], at: str | None = None) -> MetaRecord:
-    """A record setting `changes`, at `at` (an ISO time; now by default)."""
-    return {"type": "meta", "at": at or isoformat(utcnow()), "set": changes}
 
 
 def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:

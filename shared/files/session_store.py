@@ -23,7 +23,7 @@ from typing import Any
 
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
-from shared.core.messages import CHAT_ROLES
+from shared.core.messages import CHAT_ROLES, new_message_id
 from shared.core.settings import Settings
 from shared.files.filestore import (
     append_locked,
@@ -66,10 +66,6 @@ SUMMARY_FILE = "summary.json"
 def new_session_id(moment: datetime | None = None) -> str:
     """`YYYYMMDDTHHMMSS-xxxxxxxx`: UTC start time plus 8 random hex, so ids sort by age."""
     return (moment or utcnow()).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
-
-
-def new_message_id() -> str:
-    return secrets.token_hex(8)
 
 
 def check_session_id(session_id: str) -> str:

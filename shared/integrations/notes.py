@@ -20,9 +20,8 @@ from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput
-from shared.core.messages import MessageRecord
+from shared.core.messages import MessageRecord, new_message_id
 from shared.db.orm import SessionRow
-from shared.files.session_store import new_message_id
 from shared.integrations import bindings
 from shared.integrations.needs import IntegrationsRuntime
 from shared.sessions import service

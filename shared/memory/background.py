@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import false, select
 
 from shared.core import observability
-from shared.core.messages import Exchange, content_text
+from shared.core.messages import Exchange, JobMessage, content_text
 from shared.db.orm import SessionRow
 from shared.llm import models
 from shared.llm.client import LLMError
@@ -38,9 +38,7 @@ class OverBudget(ModelFailed):
     again) or does without, rather than spending more."""
 
 
-def ask_role(
-    rt: MemoryRuntime, role: str, messages: list[dict[str, Any]], user_id: str
-) -> str | None:
+def ask_role(rt: MemoryRuntime, role: str, messages: list[JobMessage], user_id: str) -> str | None:
     """The text of the answer of the model assigned to `role` (the chat's own when none is),
     counted against `user_id`, or ModelFailed: no model configured, an error, a timeout, or
     OverBudget when the user's token budget is used up."""

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
 from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.job_names import EXTRACT_MEMORY, JobQueue
-from shared.core.messages import Exchange, count_answered, exchanges
+from shared.core.messages import Exchange, JobMessage, count_answered, exchanges, job_prompt
 from shared.core.settings import Settings
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
@@ -108,20 +107,15 @@ def maybe_enqueue_extraction(rt: MemoryRuntime, state: SessionState) -> bool:
 # -- the job -----------------------------------------------------------------------------------
 
 
-def extraction_request(
-    entries: list[str], turns: list[Exchange], limit: int
-) -> list[dict[str, Any]]:
+def extraction_request(entries: list[str], turns: list[Exchange], limit: int) -> list[JobMessage]:
     profile = render_entries(entries).strip() or "(empty)"
     conversation = background.transcript(turns)
-    return [
-        {"role": "system", "content": INSTRUCTIONS.format(limit=limit)},
-        {
-            "role": "user",
-            "content": f"Current profile (USER.md):\n<profile>\n{profile}\n</profile>\n\n"
-            f"Latest conversation turns, oldest first:\n<conversation>\n{conversation}\n"
-            "</conversation>",
-        },
-    ]
+    return job_prompt(
+        INSTRUCTIONS.format(limit=limit),
+        f"Current profile (USER.md):\n<profile>\n{profile}\n</profile>\n\n"
+        f"Latest conversation turns, oldest first:\n<conversation>\n{conversation}\n"
+        "</conversation>",
+    )
 
 
 def parse_user_profile(content: str | None) -> list[str] | None:

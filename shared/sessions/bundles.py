@@ -54,13 +54,14 @@ from shared.core.errors import InvalidInput, StorageError, TooLarge
 from shared.core.messages import (
     content_text,
     message_chars,
+    meta_record,
+    new_message_id,
     tool_call_parts,
     tool_call_problem,
 )
 from shared.db.orm import SessionRow
 from shared.files.filestore import remove_tree
-from shared.files.session_state import meta_record
-from shared.files.session_store import SessionState, new_message_id
+from shared.files.session_store import SessionState
 from shared.index import sync
 from shared.sessions import image_store, service
 from shared.sessions.needs import SessionsRuntime

@@ -23,9 +23,9 @@ from shared.accounts import Principal
 from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound, TooManyRequests
+from shared.core.messages import meta_record
 from shared.db.database import Executor
 from shared.db.orm import Folder, SessionRow
-from shared.files.session_state import meta_record
 from shared.files.session_store import Appended, FileInfo, SessionState, check_session_id
 from shared.index import listing, search, sync
 from shared.index.listing import Filters, Found

@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from shared.core import registry
-from shared.core.messages import content_text
+from shared.core.messages import JobMessage, content_text, is_final_answer, job_prompt
 from shared.core.settings import Settings
 from shared.core.text import strip_forbidden
 from shared.files.filestore import atomic_write
@@ -151,7 +151,7 @@ def clean_reply(reply: str) -> str | None:
 
 def answered(state: SessionState) -> bool:
     """Whether the session has a final answer (an assistant message that calls no tool)."""
-    return any(m.get("role") == "assistant" and not m.get("tool_calls") for m in state.messages)
+    return any(is_final_answer(message) for message in state.messages)
 
 
 def opening_exchange(state: SessionState) -> tuple[str, str] | None:
@@ -162,12 +162,12 @@ def opening_exchange(state: SessionState) -> tuple[str, str] | None:
         role = message.get("role")
         if role == "user" and user is None:
             user = content_text(message.get("content")).strip()
-        elif role == "assistant" and user is not None and not message.get("tool_calls"):
+        elif user is not None and is_final_answer(message):
             answer = content_text(message.get("content")).strip()
             return (user, answer) if user and answer else None
     return None
 
 
-def title_request(user: str, answer: str) -> list[dict[str, Any]]:
+def title_request(user: str, answer: str) -> list[JobMessage]:
     exchange = f"User:\n{user[:EXCHANGE_CHARS]}\n\nAssistant:\n{answer[:EXCHANGE_CHARS]}"
-    return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": exchange}]
+    return job_prompt(INSTRUCTIONS, exchange)

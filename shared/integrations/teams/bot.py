@@ -24,7 +24,7 @@ from shared.chat import turns
 from shared.core import observability, registry
 from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable
 from shared.core.job_names import TEAMS_TURN
-from shared.core.messages import content_text
+from shared.core.messages import content_text, is_final_answer
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT
 from shared.integrations import bindings
 from shared.integrations.needs import IntegrationsRuntime
@@ -100,7 +100,7 @@ def _last_exchange(
     for record in reversed(state.messages):
         if record.get("role") == "user":
             return content_text(record.get("content")), answer
-        if record.get("role") == "assistant" and not record.get("tool_calls") and answer is None:
+        if is_final_answer(record) and answer is None:
             answer = content_text(record.get("content"))
     return None, None
 
