@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 from flask import Flask, current_app, g, request
 
-from shared import accounts
-from shared.accounts import Principal
+from shared.accounts import people
+from shared.accounts.people import Principal
 from shared.core.errors import Forbidden, Unauthorized
 from shared.core.settings import Settings
 from shared.runtime import Runtime
@@ -86,7 +86,7 @@ def check_presented(fallback_token: str | None = None, *, cached: bool = True) -
     if not token:
         raise Unauthorized("sign in, or send 'Authorization: Bearer <token>'", code="missing_token")
     rt = runtime()
-    found = accounts.authenticate(
+    found = people.authenticate(
         rt.db, rt.tokens, token, now=rt.clock.now(), from_cookie=by_cookie, cached=cached
     )
     g.checked_principal = (token, by_cookie, found)
@@ -119,7 +119,7 @@ def authenticate(fallback_token: str | None = None, *, cached: bool = True) -> P
 def check_csrf(session_token: str) -> None:
     """Refuse (403 `csrf_failed`) a request whose `X-CSRF-Token` is not the sign-in's."""
     given = request.headers.get(CSRF_HEADER, "")
-    if not given or not accounts.csrf_matches(session_token.strip(), given):
+    if not given or not people.csrf_matches(session_token.strip(), given):
         raise Forbidden(
             f"this request needs the {CSRF_HEADER} header of your sign-in (GET "
             "/api/v1/auth/session gives it); reload the page and try again",
@@ -153,7 +153,7 @@ def login_required(view: F) -> F:
 
 def scope_required(scope: str) -> Callable[[F], F]:
     """Any caller with full access, or an API key given `scope`."""
-    if scope not in accounts.SCOPES:
+    if scope not in people.SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
 
     def decorate(view: F) -> F:

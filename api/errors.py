@@ -20,8 +20,8 @@ import redis
 from flask import Flask, g, has_request_context
 
 from api.extensions import error_payload
-from shared.accounts import Principal
 from shared.accounts.groups import UnknownIds
+from shared.accounts.people import Principal
 from shared.core import errors, observability
 from shared.core.settings import SettingsError
 from shared.llm.client import LLMError

@@ -13,8 +13,8 @@ from flask import Flask
 from flask_smorest import Api
 from werkzeug.routing import BaseConverter
 
-from shared.accounts import TOKEN_ID_RE, USER_ID_RE
 from shared.accounts.groups import GROUP_ID_RE
+from shared.accounts.people import TOKEN_ID_RE, USER_ID_RE
 from shared.files.session_store import SESSION_ID_RE
 from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.models import OFFERING_ID_RE

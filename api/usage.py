@@ -22,8 +22,7 @@ from flask.views import MethodView
 from api.context import admin_required, login_required, principal, runtime
 from api.extensions import Blueprint
 from api.schemas import Line, QueryFlag, Schema, StrictSchema
-from shared import accounts
-from shared.accounts import storage
+from shared.accounts import people, storage
 from shared.files.usage import KINDS
 from shared.llm import usage as token_usage
 from shared.runtime import Runtime
@@ -152,7 +151,7 @@ class UsersUsage(MethodView):
         """Every user's figures (administrators only)."""
         rt = runtime()
         with rt.db.session() as db:
-            users = [(user.id, user.username) for user in accounts.list_users(db)]
+            users = [(user.id, user.username) for user in people.list_users(db)]
         return [
             {"user_id": user_id, "username": name, **usage_of(rt, user_id, fresh=args["fresh"])}
             for user_id, name in users

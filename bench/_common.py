@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
-from shared import accounts  # noqa: E402
+from shared.accounts import people  # noqa: E402
 from shared.core.clock import isoformat, utcnow  # noqa: E402
 from shared.db.database import Database  # noqa: E402
 from shared.files.session_store import SessionStore, new_message_id  # noqa: E402
@@ -280,10 +280,10 @@ def verdict(checks: list[tuple[str, bool]]) -> int:
     return 0 if ok else 1
 
 
-def bench_account(rt: Any) -> tuple[accounts.Principal, str]:
+def bench_account(rt: Any) -> tuple[people.Principal, str]:
     """A fresh user with a login token: (the principal, the bearer token)."""
     username = f"bench{secrets.token_hex(4)}"
     with rt.db.session() as db:
-        user = accounts.create_user(db, username, "correct horse battery")
-        row, token = accounts.login(db, username, "correct horse battery", timedelta(hours=1))
-        return accounts.Principal(user.id, username, False, "web", row.id), token
+        user = people.create_user(db, username, "correct horse battery")
+        row, token = people.login(db, username, "correct horse battery", timedelta(hours=1))
+        return people.Principal(user.id, username, False, "web", row.id), token

@@ -36,7 +36,7 @@ from _common import (
     workspace,
 )
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.settings import load_settings
 from shared.files.filestore import durable_append, encode_records, locked

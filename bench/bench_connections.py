@@ -86,7 +86,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from cli import runfile
-from shared import accounts
+from shared.accounts import people
 from shared.core import registry
 from shared.core.metrics import QUEUES
 from shared.core.settings import load_settings
@@ -167,15 +167,15 @@ def make_accounts(ws: Workspace, sockets: int, clients: int, fresh: int) -> Acco
     try:
         with database.session() as db:
             for n in range(math.ceil(key_count / keys_per_user)):
-                user = accounts.create_user(db, f"sockets{n}", PASSWORD)
-                who = accounts.Principal(user.id, user.username, False, "web", "")
+                user = people.create_user(db, f"sockets{n}", PASSWORD)
+                who = people.Principal(user.id, user.username, False, "web", "")
                 for k in range(keys_per_user):
-                    _row, token = accounts.create_api_key(db, who, f"bench {k}")
+                    _row, token = people.create_api_key(db, who, f"bench {k}")
                     keys.append(Key(user.id, token))
-            names = [accounts.create_user(db, f"fresh{n}", PASSWORD).username for n in range(fresh)]
-            admin = accounts.create_user(db, "benchadmin", PASSWORD, is_admin=True)
-            who = accounts.Principal(admin.id, admin.username, True, "web", "")
-            _row, admin_token = accounts.create_api_key(db, who, "bench admin")
+            names = [people.create_user(db, f"fresh{n}", PASSWORD).username for n in range(fresh)]
+            admin = people.create_user(db, "benchadmin", PASSWORD, is_admin=True)
+            who = people.Principal(admin.id, admin.username, True, "web", "")
+            _row, admin_token = people.create_api_key(db, who, "bench admin")
     finally:
         database.dispose()
     return Accounts(keys, per_key, names, admin_token)

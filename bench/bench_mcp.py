@@ -27,7 +27,7 @@ from typing import Any
 from _common import base_parser, ms, percentile, print_header, print_table, verdict, workspace
 from _serve import eonyx_command, eonyx_serve, free_port, http_server, serve_env
 
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import load_settings
 from shared.db.database import Database
 from shared.memory.files import AGENT_MEMORY, MemoryStore, render_entries
@@ -42,9 +42,9 @@ def seed(database_url: str, data_dir: str) -> str:
     settings = load_settings({"DATA_DIR": data_dir, "DATABASE_URL": database_url})
     db = Database(database_url)
     with db.session() as session:
-        user = accounts.create_user(session, "benchmcp", "correct horse battery")
-        principal = accounts.Principal(user.id, user.username, False, "web", "")
-        _, key = accounts.create_api_key(session, principal, "bench")
+        user = people.create_user(session, "benchmcp", "correct horse battery")
+        principal = people.Principal(user.id, user.username, False, "web", "")
+        _, key = people.create_api_key(session, principal, "bench")
         user_id = user.id
     db.dispose()
     path = MemoryStore(settings, locks=None).path(AGENT_MEMORY, user_id)  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ from _common import (
     workspace,
 )
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.chat.compaction import SummaryState, find_boundary, to_model_messages
 from shared.chat.context import AssembledContext, ProjectInput, assemble_context
 from shared.core.settings import load_settings

@@ -27,7 +27,7 @@ from typing import Any
 from _common import base_parser, make_sessions, percentile, print_header, verdict, workspace
 from _serve import eonyx_serve
 
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import load_settings
 from shared.db.database import Database
 from shared.files.session_store import SessionStore
@@ -79,7 +79,7 @@ def seed(database_url: str, data_dir: str, sessions: int) -> tuple[str, float]:
     store = SessionStore(settings.data_dir)
     started = time.perf_counter()
     with db.session() as session:
-        user = accounts.create_user(session, "benchweb", PASSWORD, is_admin=True)
+        user = people.create_user(session, "benchweb", PASSWORD, is_admin=True)
         user_id = user.id
     make_sessions(store, user_id, sessions)
     with db.session() as session:

@@ -203,7 +203,7 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
 
     from api import create_app
     from api.context import runtime_of
-    from shared import accounts
+    from shared.accounts import people
     from shared.core.settings import load_settings
     from shared.infra.embedded_redis import EmbeddedRedis
     from tests.fake_llm import FakeLLM
@@ -230,7 +230,7 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
         app = create_app(settings)
         rt = runtime_of(app)
         with rt.db.session() as db:
-            accounts.create_user(db, "walker", "correct horse battery")
+            people.create_user(db, "walker", "correct horse battery")
         client = app.test_client()
         login = client.post(
             "/api/v1/auth/login", json={"username": "walker", "password": "correct horse battery"}

@@ -38,7 +38,7 @@ import httpx
 
 from cli import leftovers, runfile
 from cli.processes import Child, Supervised, describe_exit
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import Settings, load_settings
 from shared.files import permissions
 from shared.infra.embedded_redis import EmbeddedRedis
@@ -195,7 +195,7 @@ def _prepare_database(settings: Settings) -> None:
     with Runtime.build(settings) as rt:
         rt.db.migrate()
         with rt.db.session() as db:
-            first_run = not accounts.list_users(db)
+            first_run = not people.list_users(db)
     if first_run:
         click.echo("No account yet: create one with `eonyx users create NAME --admin`.")
 

@@ -19,8 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from cli import runfile
 from cli.api_client import counted
 from cli.serve import serve
-from shared import accounts
-from shared.accounts import storage
+from shared.accounts import people, storage
 from shared.core.errors import EonyxError
 from shared.core.settings import Settings, load_settings
 from shared.core.text import printable
@@ -125,8 +124,8 @@ def users() -> None:
     "create",
     help=(
         "Create a user (the first one should be an --admin).\n\n"
-        f"USERNAME: {accounts.USERNAME_RULE} (not case-sensitive).\n\n"
-        f"Password: {accounts.PASSWORD_RULE}."
+        f"USERNAME: {people.USERNAME_RULE} (not case-sensitive).\n\n"
+        f"Password: {people.PASSWORD_RULE}."
     ),
 )
 @click.argument("username")
@@ -137,7 +136,7 @@ def users_create(username: str, password: str | None, admin: bool) -> None:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     with server_runtime() as rt:
         with rt.db.session() as db:
-            user = accounts.create_user(db, username, password, is_admin=admin)
+            user = people.create_user(db, username, password, is_admin=admin)
         click.echo(f"created {'admin' if admin else 'user'} {user.username} ({user.id})")
 
 
@@ -145,7 +144,7 @@ def users_create(username: str, password: str | None, admin: bool) -> None:
 def users_list() -> None:
     """List the accounts."""
     with server_runtime() as rt, rt.db.session() as db:
-        for user in accounts.list_users(db):
+        for user in people.list_users(db):
             name = printable(user.username)
             notes = ("  (admin)" if user.is_admin else "") + (
                 "  (disabled)" if user.disabled else ""
@@ -157,7 +156,7 @@ def users_list() -> None:
     "passwd",
     help=(
         "Set USER's password (a username or an id). Ends all of the user's sign-ins and API "
-        f"keys.\n\nPassword: {accounts.PASSWORD_RULE}."
+        f"keys.\n\nPassword: {people.PASSWORD_RULE}."
     ),
 )
 @click.argument("user")
@@ -167,8 +166,8 @@ def users_passwd(user: str, password: str | None) -> None:
         password = click.prompt("New password", hide_input=True, confirmation_prompt=True)
     with server_runtime() as rt:
         with rt.db.session() as db:
-            found = accounts.find_user(db, user)
-            ended = accounts.set_password(db, found, password)
+            found = people.find_user(db, user)
+            ended = people.set_password(db, found, password)
             name = printable(found.username)
         rt.auth_changed(found.id)
         click.echo(f"password of {name} changed; {counted(ended, 'sign-in or key')} ended")
@@ -192,8 +191,8 @@ def users_enable(user: str) -> None:
 def _set_disabled(user: str, disabled: bool) -> None:
     with server_runtime() as rt:
         with rt.db.session() as db:
-            found = accounts.find_user(db, user)
-            accounts.update_user(db, found.id, disabled=disabled)
+            found = people.find_user(db, user)
+            people.update_user(db, found.id, disabled=disabled)
             name = printable(found.username)
         rt.auth_changed(found.id)
         click.echo(f"{'disabled' if disabled else 'enabled'} {name} ({found.id})")
@@ -209,7 +208,7 @@ def users_quota(user: str, size: str | None) -> None:
     quota = None if size is None or size == "default" else _bytes(size)
     with server_runtime() as rt:
         with rt.db.session() as db:
-            found = accounts.find_user(db, user)
+            found = people.find_user(db, user)
             name, user_id = printable(found.username), found.id
             if size is not None:
                 storage.set_quota(db, found, quota)
@@ -237,7 +236,7 @@ def users_budget(user: str, tokens: str | None) -> None:
     budget = None if tokens is None or tokens == "default" else int(tokens)
     with server_runtime() as rt:
         with rt.db.session() as db:
-            found = accounts.find_user(db, user)
+            found = people.find_user(db, user)
             name, user_id = printable(found.username), found.id
             if tokens is not None:
                 token_usage.set_budget(db, found, budget)
@@ -275,14 +274,14 @@ def users_delete(user: str, yes: bool) -> None:
     and tokens. This cannot be undone; the log keeps a line saying so."""
     with server_runtime() as rt:
         with rt.db.session() as db:
-            found = accounts.find_user(db, user)
+            found = people.find_user(db, user)
             name, user_id = printable(found.username), found.id
         if not yes:
             click.confirm(
                 f"Delete {name} ({user_id}) and all their sessions and memory?", abort=True
             )
         actor = f"the command line ({getpass.getuser()})"
-        accounts.delete_user(rt.db, rt.store, user_id, actor=actor)
+        people.delete_user(rt.db, rt.store, user_id, actor=actor)
         rt.auth_changed(user_id)
         click.echo(f"deleted {name} ({user_id}) and their data")
 

@@ -28,7 +28,7 @@ from sqlalchemy import text
 
 from api import create_app
 from api.context import runtime_of
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import Settings, load_settings
 from shared.db.database import Database
 from shared.infra.embedded_redis import EmbeddedRedis
@@ -217,12 +217,12 @@ def create_account(
     """A user and a token for them: a login token (source web) or an API key (source api)."""
 
     with rt.db.session() as db:
-        user = accounts.create_user(db, username, "correct horse", is_admin=admin)
+        user = people.create_user(db, username, "correct horse", is_admin=admin)
         if api:
-            principal = accounts.Principal(user.id, user.username, admin, "web", "")
-            _, token = accounts.create_api_key(db, principal, "tests")
+            principal = people.Principal(user.id, user.username, admin, "web", "")
+            _, token = people.create_api_key(db, principal, "tests")
         else:
-            _, token = accounts.login(db, username, "correct horse", timedelta(hours=1))
+            _, token = people.login(db, username, "correct horse", timedelta(hours=1))
     return Account(user.id, username, token)
 
 

@@ -22,8 +22,8 @@ from api.accounts.schemas import LoginSchema
 from api.context import check_csrf, runtime, session_cookie, session_cookie_name
 from api.extensions import Blueprint
 from api.schemas import Schema
-from shared import accounts
-from shared.accounts import Principal
+from shared.accounts import people
+from shared.accounts.people import Principal
 from shared.core.errors import Unauthorized
 from shared.db.orm import User
 
@@ -66,11 +66,11 @@ class SignIn(MethodView):
         address = request.remote_addr or "unknown"
         previous = _signed_in(session_cookie())
         with rt.db.session() as db:
-            row, token = accounts.attempt_login(
-                db, rt.throttle, address, body["username"], body["password"], ttl, accounts.BROWSER
+            row, token = people.attempt_login(
+                db, rt.throttle, address, body["username"], body["password"], ttl, people.BROWSER
             )
             if previous is not None:
-                accounts.revoke_token(db, previous, previous.token_id)
+                people.revoke_token(db, previous, previous.token_id)
             user = db.get_one(User, row.user_id)
             me = {"id": row.user_id, "username": user.username, "is_admin": user.is_admin}
         if previous is not None:
@@ -78,7 +78,7 @@ class SignIn(MethodView):
         _set_cookie(token, ttl)
         return {
             "user": me,
-            "csrf_token": accounts.csrf_token(token),
+            "csrf_token": people.csrf_token(token),
             "must_change_password": user.must_change_password,
         }
 
@@ -93,7 +93,7 @@ class SignIn(MethodView):
         me = {"id": found.user_id, "username": found.username, "is_admin": found.is_admin}
         return {
             "user": me,
-            "csrf_token": accounts.csrf_token(token),
+            "csrf_token": people.csrf_token(token),
             "must_change_password": found.must_change_password,
         }
 
@@ -108,7 +108,7 @@ class SignIn(MethodView):
             check_csrf(token)
             rt = runtime()
             with rt.db.session() as db:
-                accounts.revoke_token(db, found, found.token_id)
+                people.revoke_token(db, found, found.token_id)
             rt.auth_changed(found.user_id)
         _set_cookie("", None)
 
@@ -119,7 +119,7 @@ def _signed_in(token: str) -> Principal | None:
         return None
     try:
         rt = runtime()
-        return accounts.authenticate(
+        return people.authenticate(
             rt.db, rt.tokens, token.strip(), now=rt.clock.now(), from_cookie=True
         )
     except Unauthorized:

@@ -20,8 +20,7 @@ from api.accounts.schemas import password_field, username
 from api.context import admin_required, principal, runtime, session_cookie
 from api.extensions import Blueprint
 from api.schemas import Flag, Schema, StrictSchema
-from shared import accounts
-from shared.accounts import invites
+from shared.accounts import invites, people
 from shared.db.orm import Invite
 
 blp = Blueprint("invites", __name__, description="Invite links: people make their own accounts")
@@ -121,9 +120,9 @@ class AcceptInvite(MethodView):
                 now=rt.clock.now(),
             )
             if previous is not None:
-                accounts.revoke_token(db, previous, previous.token_id)
+                people.revoke_token(db, previous, previous.token_id)
             me = {"id": user.id, "username": user.username, "is_admin": user.is_admin}
         if previous is not None:
             rt.auth_changed(previous.user_id)
         _set_cookie(token, ttl)
-        return {"user": me, "csrf_token": accounts.csrf_token(token)}
+        return {"user": me, "csrf_token": people.csrf_token(token)}

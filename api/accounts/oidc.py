@@ -24,7 +24,7 @@ from api.accounts.browser import _set_cookie, _signed_in
 from api.context import runtime, session_cookie
 from api.extensions import Blueprint
 from api.schemas import Schema
-from shared import accounts
+from shared.accounts import people
 from shared.core.errors import Forbidden, InvalidInput, NotFound
 from shared.integrations import oidc
 
@@ -154,7 +154,7 @@ class Callback(MethodView):
         with rt.db.session() as db:
             done = oidc.sign_in(db, rt.settings, claims, ttl)
             if previous is not None:
-                accounts.revoke_token(db, previous, previous.token_id)
+                people.revoke_token(db, previous, previous.token_id)
         if previous is not None:
             rt.auth_changed(previous.user_id)
         if done.admin_changed:

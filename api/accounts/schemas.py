@@ -5,7 +5,7 @@ from typing import Any
 import marshmallow as ma
 
 from api.schemas import Flag, Int, Line, Schema, StrictSchema
-from shared.accounts import (
+from shared.accounts.people import (
     MAX_PASSWORD,
     MIN_PASSWORD,
     PASSWORD_RULE,

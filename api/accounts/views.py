@@ -29,8 +29,7 @@ from api.accounts.schemas import (
 )
 from api.context import admin_required, any_key_required, login_required, principal, runtime
 from api.extensions import Blueprint
-from shared import accounts
-from shared.accounts import storage
+from shared.accounts import people, storage
 from shared.db.orm import User
 from shared.llm import usage as token_usage
 
@@ -48,7 +47,7 @@ class Login(MethodView):
         ttl = timedelta(hours=rt.settings.login_token_ttl_hours)
         address = request.remote_addr or "unknown"
         with rt.db.session() as db:
-            row, token = accounts.attempt_login(
+            row, token = people.attempt_login(
                 db, rt.throttle, address, body["username"], body["password"], ttl
             )
             user = db.get_one(User, row.user_id)
@@ -68,7 +67,7 @@ class Logout(MethodView):
         """End the token of this request (any token, a scoped API key too)."""
         rt = runtime()
         with rt.db.session() as db:
-            accounts.revoke_token(db, principal(), principal().token_id)
+            people.revoke_token(db, principal(), principal().token_id)
         rt.auth_changed(principal().user_id)
 
 
@@ -79,7 +78,7 @@ class Tokens(MethodView):
     def get(self) -> list[Any]:
         rt = runtime()
         with rt.db.session() as db:
-            return accounts.list_tokens(db, principal(), now=rt.clock.now())
+            return people.list_tokens(db, principal(), now=rt.clock.now())
 
     @login_required
     @blp.arguments(NewTokenSchema)
@@ -91,7 +90,7 @@ class Tokens(MethodView):
         one is revoked."""
         rt = runtime()
         with rt.db.session() as db:
-            row, token = accounts.create_api_key(
+            row, token = people.create_api_key(
                 db,
                 principal(),
                 body["name"],
@@ -112,7 +111,7 @@ class CurrentToken(MethodView):
             "id": me.token_id,
             "source": me.source,
             "full_access": me.scopes is None,
-            "scopes": sorted(accounts.SCOPES if me.scopes is None else me.scopes),
+            "scopes": sorted(people.SCOPES if me.scopes is None else me.scopes),
         }
 
 
@@ -123,7 +122,7 @@ class TokenById(MethodView):
     def delete(self, token_id: str) -> None:
         rt = runtime()
         with rt.db.session() as db:
-            accounts.revoke_token(db, principal(), token_id)
+            people.revoke_token(db, principal(), token_id)
         rt.auth_changed(principal().user_id)
 
 
@@ -135,13 +134,13 @@ class Users(MethodView):
         """Every account, oldest first, with its last activity."""
         fields = UserSchema().fields
         with runtime().db.session() as db:
-            active = accounts.last_activity(db)
+            active = people.last_activity(db)
             return [
                 {
                     **{name: getattr(user, name) for name in fields},
                     "last_active_at": active.get(user.id),
                 }
-                for user in accounts.list_users(db)
+                for user in people.list_users(db)
             ]
 
     @admin_required
@@ -149,7 +148,7 @@ class Users(MethodView):
     @blp.response(201, UserSchema)
     def post(self, body: dict[str, Any]) -> User:
         with runtime().db.session() as db:
-            return accounts.create_user(
+            return people.create_user(
                 db, body["username"], body["password"], is_admin=body["is_admin"]
             )
 
@@ -170,7 +169,7 @@ class UserById(MethodView):
         `monthly_token_budget` their monthly token budget (null: the deployment's)."""
         rt, me = runtime(), principal()
         with rt.db.session() as db:
-            user = accounts.update_user(
+            user = people.update_user(
                 db,
                 user_id,
                 is_admin=body.get("is_admin"),
@@ -194,7 +193,7 @@ class UserById(MethodView):
         tokens, Teams links. Not undoable; the server's log keeps one line saying who did
         it. The last enabled administrator cannot be deleted (409 `last_admin`)."""
         rt, me = runtime(), principal()
-        accounts.delete_user(rt.db, rt.store, user_id, actor=f"{me.username} ({me.user_id})")
+        people.delete_user(rt.db, rt.store, user_id, actor=f"{me.username} ({me.user_id})")
         rt.auth_changed(user_id)
 
 
@@ -209,7 +208,7 @@ class MyPassword(MethodView):
         other sign-in and API key of yours ends; the one this request came with stays."""
         rt, me = runtime(), principal()
         with rt.db.session() as db:
-            revoked = accounts.change_own_password(
+            revoked = people.change_own_password(
                 db, rt.throttle, me, body["current_password"], body["new_password"]
             )
         rt.auth_changed(me.user_id)

@@ -24,7 +24,7 @@ from api.facade.models import model_object
 from api.facade.responses import finished, response_events, skeleton
 from api.facade.schemas import CompletionRequestSchema, ResponsesRequestSchema
 from api.ratelimit import counts_as_turn
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.chat import turns
 from shared.integrations import facade, responses
 from shared.integrations.openai_request import ChatRequest, read_chat_request

@@ -23,12 +23,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from shared import accounts
+from shared.accounts import people
 from shared.accounts.throttle import Throttle
 from shared.core.errors import Gone, NotFound
 from shared.db.orm import ApiToken, Invite, User
 
-INVITE_ID_RE = accounts.TOKEN_ID_RE  # uuid4().hex
+INVITE_ID_RE = people.TOKEN_ID_RE  # uuid4().hex
 SECRET_MAX = 128  # longer than any secret made here: refused without a lookup
 
 
@@ -84,23 +84,23 @@ def accept_invite(
     now: datetime,
 ) -> tuple[User, ApiToken, str]:
     """Make the account the invite promises and sign it in: the user, and a browser sign-in
-    (`accounts.BROWSER` token, lasting `ttl`) with its secret. 404 for a secret that names
+    (`people.BROWSER` token, lasting `ttl`) with its secret. 404 for a secret that names
     no invite (counted against `address` as a failed login; past a few, 429), 410 for a used
     or expired one; the rules of `create_user` for the username and password (409
     `user_exists` leaves the invite usable, as the whole transaction rolls back)."""
-    address_key = accounts.login_address_key(address)
-    accounts._check_blocks(throttle, ((address_key, "from this address"),))
+    address_key = people.login_address_key(address)
+    people._check_blocks(throttle, ((address_key, "from this address"),))
     found = None
     if 0 < len(secret) <= SECRET_MAX:
         found = db.scalar(select(Invite).where(Invite.token_hash == _hash(secret)))
     if found is None:
-        throttle.fail(address_key, accounts.ADDRESS_POLICY)
+        throttle.fail(address_key, people.ADDRESS_POLICY)
         raise NotFound("no such invite: check the link", code="invite_not_found")
     _claim(db, found, now)
-    user = accounts.create_user(db, username, password, is_admin=found.is_admin)
+    user = people.create_user(db, username, password, is_admin=found.is_admin)
     found.used_by = user.id
     db.flush()
-    row, token = accounts._issue(db, user, "browser sign-in", accounts.BROWSER, ttl)
+    row, token = people._issue(db, user, "browser sign-in", people.BROWSER, ttl)
     return user, row, token
 
 

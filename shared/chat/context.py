@@ -47,7 +47,7 @@ from shared.sessions import service as session_service
 from shared.sessions.turn_lock import hold_turn_lock
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.accounts import Principal
+    from shared.accounts.people import Principal
 
 log = logging.getLogger(__name__)
 

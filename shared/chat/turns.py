@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from shared.accounts import Principal, storage
+from shared.accounts import storage
+from shared.accounts.people import Principal
 from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import (
     ProjectInput,

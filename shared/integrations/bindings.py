@@ -13,7 +13,7 @@ from typing import cast
 
 from sqlalchemy import Table, bindparam, delete, select
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.clock import utcnow
 from shared.db.database import Executor, upsert

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.chat.compaction import CHARS_PER_TOKEN
 from shared.chat.turn_input import ClientTurn
 from shared.chat.turns import TurnRequest, TurnResult, message_record

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import text
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput

@@ -45,8 +45,7 @@ from joserfc.jwk import KeySet
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from shared import accounts
-from shared.accounts import groups
+from shared.accounts import groups, people
 from shared.core import registry
 from shared.core.clock import utcnow
 from shared.core.errors import (
@@ -296,7 +295,7 @@ def sign_in(db: Session, settings: Settings, claims: dict[str, Any], ttl: timede
     if identity is not None:
         user = db.get_one(User, identity.user_id)
     elif settings.oidc_auto_provision:
-        user = accounts.create_user(db, _free_username(db, claims), secrets.token_urlsafe(32))
+        user = people.create_user(db, _free_username(db, claims), secrets.token_urlsafe(32))
         db.add(UserIdentity(issuer=issuer, subject=subject, user_id=user.id, created_at=utcnow()))
         db.flush()
         log.warning("audit: user %s (%s) made by a sign-in from %s", user.username, user.id, issuer)
@@ -307,7 +306,7 @@ def sign_in(db: Session, settings: Settings, claims: dict[str, Any], ttl: timede
             code="oidc_no_account",
         )
     if user.disabled:
-        raise Forbidden(accounts.DISABLED_MESSAGE, code="account_disabled")
+        raise Forbidden(people.DISABLED_MESSAGE, code="account_disabled")
     admin_changed = False
     claimed = claims.get("groups")
     if isinstance(claimed, list):
@@ -317,7 +316,7 @@ def sign_in(db: Session, settings: Settings, claims: dict[str, Any], ttl: timede
             admin_changed = _set_admin(db, user, settings.oidc_admin_group in names)
     if isinstance(claims.get("oid"), str):
         _link_teams(db, user, claims["oid"])
-    _, token = accounts.browser_sign_in(db, user, ttl)
+    _, token = people.browser_sign_in(db, user, ttl)
     return SignedIn(user.id, user.username, user.is_admin, token, created, admin_changed)
 
 
@@ -326,7 +325,7 @@ def _set_admin(db: Session, user: User, admin: bool) -> bool:
     if user.is_admin == admin:
         return False
     try:
-        accounts.update_user(db, user.id, is_admin=admin)
+        people.update_user(db, user.id, is_admin=admin)
     except Conflict as exc:  # the last enabled administrator stays one
         log.warning("sign-in of %s: not demoted: %s", user.username, exc.message)
         return False

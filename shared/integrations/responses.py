@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part, text_part

@@ -28,7 +28,7 @@ from shared.llm.models import OfferingInfo
 from shared.llm.offering_cache import Access, mark_changed
 
 if TYPE_CHECKING:
-    from shared.accounts import Principal
+    from shared.accounts.people import Principal
     from shared.llm.needs import LlmRuntime
 
 

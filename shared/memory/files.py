@@ -32,7 +32,7 @@ from typing import Literal
 
 import redis
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
 from shared.core.settings import Settings

@@ -67,7 +67,7 @@ from shared.sessions import image_store, service
 from shared.sessions.needs import SessionsRuntime
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.accounts import Principal
+    from shared.accounts.people import Principal
 
 FORMAT = "eonyx-session"
 FORMAT_VERSION = 1

@@ -28,7 +28,7 @@ from shared.sessions import service
 from shared.sessions.needs import SessionsRuntime
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
-    from shared.accounts import Principal
+    from shared.accounts.people import Principal
 
 # The preset palette: names the API takes and gives, with the color a client shows.
 PALETTE: dict[str, str] = {

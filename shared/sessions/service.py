@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core import text
 from shared.core.clock import utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound, TooManyRequests

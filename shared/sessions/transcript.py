@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.files.session_store import SessionState
 from shared.sessions import service
 from shared.sessions.needs import SessionsRuntime

@@ -68,11 +68,11 @@ def test_logout_revokes_the_token(client: FlaskClient, alice: Account) -> None:
 def test_expired_login_token_is_refused(client: FlaskClient, rt: Runtime) -> None:
     from datetime import timedelta
 
-    from shared import accounts
+    from shared.accounts import people
 
     with rt.db.session() as db:
-        accounts.create_user(db, "dave", "correct horse")
-        _, token = accounts.login(db, "dave", "correct horse", timedelta(seconds=-1))
+        people.create_user(db, "dave", "correct horse")
+        _, token = people.login(db, "dave", "correct horse", timedelta(seconds=-1))
     response = client.get(f"{API}/sessions", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 401
 

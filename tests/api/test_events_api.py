@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import api.events
-from shared import accounts
+from shared.accounts import people
 from shared.core import registry
 from shared.core.clock import utcnow
 from shared.infra import change_listener, event_bus
@@ -61,13 +61,13 @@ def test_an_event_published_right_after_ready_arrives(chat: Chat) -> None:
 
 
 def test_a_revoked_token_closes_the_socket_with_1008(chat: Chat) -> None:
-    principal = accounts.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
+    principal = people.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
     with chat.rt.db.session() as db:
-        _, key = accounts.create_api_key(db, principal, "browser")
+        _, key = people.create_api_key(db, principal, "browser")
     with live(chat.app) as url:
         ws = connect(f"{url}?token={key}")
         assert ws.next_json() == {"type": "ready"}
-        token_id = accounts.authenticate(chat.rt.db, chat.rt.tokens, key, now=utcnow()).token_id
+        token_id = people.authenticate(chat.rt.db, chat.rt.tokens, key, now=utcnow()).token_id
         revoked = chat.client.delete(f"{API}/tokens/{token_id}", headers=chat.user.headers)
         assert revoked.status_code == 204
         seen, code = ws.until_closed()
@@ -78,7 +78,7 @@ def test_a_revoked_token_closes_the_socket_with_1008(chat: Chat) -> None:
         ws = connect(f"{url}?token={chat.user.token}")
         assert ws.next_json() == {"type": "ready"}
         with chat.rt.db.session() as db:
-            accounts.revoke_token(db, principal, principal.token_id)
+            people.revoke_token(db, principal, principal.token_id)
         assert ws.until_closed()[1] == api.events.POLICY_VIOLATION
 
 
@@ -156,9 +156,9 @@ def test_the_socket_lifecycle_fifty_times(make_chat: Callable[..., Chat], tmp_pa
 
 def test_open_sockets_are_capped_per_sign_in_and_per_user(make_chat: Callable[..., Chat]) -> None:
     chat = make_chat(EVENTS_SOCKETS_PER_USER="3", EVENTS_SOCKETS_PER_TOKEN="2")
-    principal = accounts.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
+    principal = people.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
     with chat.rt.db.session() as db:
-        _, key = accounts.create_api_key(db, principal, "laptop")
+        _, key = people.create_api_key(db, principal, "laptop")
     with live(chat.app) as url:
         tabs = [connect(f"{url}?token={chat.user.token}") for _ in range(2)]
         assert [ws.next_json() for ws in tabs] == [{"type": "ready"}] * 2

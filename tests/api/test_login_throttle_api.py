@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from shared import accounts
+from shared.accounts import people
 from shared.runtime import Runtime
 from tests.conftest import Account, create_account
 
@@ -25,7 +25,7 @@ def login(client: FlaskClient, username: str, password: str, address: str = "192
 def test_an_account_is_throttled_after_a_few_failures_and_others_are_not(
     client: FlaskClient, alice: Account, bob: Account
 ) -> None:
-    free = accounts.ACCOUNT_POLICY.free
+    free = people.ACCOUNT_POLICY.free
     for _ in range(free):
         assert login(client, "alice", "guess").status_code == 401
     blocking = login(client, "alice", "guess")  # this failure starts the first block
@@ -35,11 +35,11 @@ def test_an_account_is_throttled_after_a_few_failures_and_others_are_not(
     refused = login(client, "alice", "correct horse")  # even the right password waits
     assert refused.status_code == 429
     wait = int(refused.headers["Retry-After"])
-    assert 1 <= wait <= accounts.ACCOUNT_POLICY.base
+    assert 1 <= wait <= people.ACCOUNT_POLICY.base
     error = refused.get_json()["error"]
     assert error["code"] == "too_many_logins"
     assert error["message"] == (
-        f"too many failed logins for this account: try again in {accounts.wait_text(wait)}"
+        f"too many failed logins for this account: try again in {people.wait_text(wait)}"
     )
     assert (
         login(client, "ALICE", "correct horse").status_code == 429
@@ -51,7 +51,7 @@ def test_an_account_is_throttled_after_a_few_failures_and_others_are_not(
 def test_a_client_address_guessing_many_accounts_is_throttled(
     client: FlaskClient, rt: Runtime, alice: Account
 ) -> None:
-    for n in range(accounts.ADDRESS_POLICY.free + 1):
+    for n in range(people.ADDRESS_POLICY.free + 1):
         assert login(client, f"user{n}", "guess", address="198.51.100.7").status_code == 401
     refused = login(client, "alice", "correct horse", address="198.51.100.7")
     assert refused.status_code == 429
@@ -60,10 +60,10 @@ def test_a_client_address_guessing_many_accounts_is_throttled(
 
 
 def test_a_success_forgets_the_accounts_failures(client: FlaskClient, alice: Account) -> None:
-    for _ in range(accounts.ACCOUNT_POLICY.free):
+    for _ in range(people.ACCOUNT_POLICY.free):
         login(client, "alice", "guess")
     assert login(client, "alice", "correct horse").status_code == 200
-    for _ in range(accounts.ACCOUNT_POLICY.free):
+    for _ in range(people.ACCOUNT_POLICY.free):
         assert login(client, "alice", "guess").status_code == 401  # free failures again
 
 
@@ -71,13 +71,13 @@ def test_an_unknown_username_costs_one_password_hash_like_a_known_one(
     client: FlaskClient, alice: Account, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checked: list[str] = []
-    real = accounts.check_password_hash
+    real = people.check_password_hash
 
     def counting(pwhash: str, password: str) -> bool:
         checked.append(pwhash.split("$", 1)[0])
         return real(pwhash, password)
 
-    monkeypatch.setattr(accounts, "check_password_hash", counting)
+    monkeypatch.setattr(people, "check_password_hash", counting)
     unknown = login(client, "nobody", "guess")
     known = login(client, "alice", "guess")
     assert unknown.get_json() == known.get_json()
@@ -90,10 +90,10 @@ def test_throttled_attempts_are_refused_without_hashing(
     client: FlaskClient, rt: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     create_account(rt, "carol")
-    for _ in range(accounts.ACCOUNT_POLICY.free + 1):
+    for _ in range(people.ACCOUNT_POLICY.free + 1):
         login(client, "carol", "guess")
     checked: list[str] = []
-    monkeypatch.setattr(accounts, "check_password_hash", lambda *a: checked.append("x"))
+    monkeypatch.setattr(people, "check_password_hash", lambda *a: checked.append("x"))
     for _ in range(50):
         assert login(client, "carol", "guess").status_code == 429
     assert checked == []

@@ -22,7 +22,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from api import create_app
 from api.context import runtime_of
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import SettingsError, load_settings
 from shared.db.orm import Group, GroupMember, User, UserIdentity
 from shared.integrations.teams import links
@@ -272,19 +272,19 @@ def test_a_disabled_account_is_refused_as_a_password_sign_in_is(sso: Sso) -> Non
     assert sso.sign_in("sub-carol").status_code == 302
     carol = sso.user("carol")
     with sso.rt.db.session() as db:
-        accounts.update_user(db, carol.id, disabled=True)
+        people.update_user(db, carol.id, disabled=True)
     sso.rt.auth_changed(carol.id)
 
     response = sso.sign_in("sub-carol")
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "account_disabled"
-    assert response.json()["error"]["message"] == accounts.DISABLED_MESSAGE
+    assert response.json()["error"]["message"] == people.DISABLED_MESSAGE
     assert _no_session_cookie(response)
 
     create_account(sso.rt, "dave")  # a password sign-in of a disabled account says the same
     dave = sso.user("dave")
     with sso.rt.db.session() as db:
-        accounts.update_user(db, dave.id, disabled=True)
+        people.update_user(db, dave.id, disabled=True)
     password = sso.browser().post(
         "/api/v1/auth/session", json={"username": "dave", "password": "correct horse"}
     )

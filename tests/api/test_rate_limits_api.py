@@ -17,7 +17,7 @@ from openai import RateLimitError
 from sqlalchemy import func, select
 
 from api.ratelimit import TURN_MARK
-from shared import accounts
+from shared.accounts import people
 from shared.db.orm import ApiToken
 from tests.api.conftest import API, Chat, Facade
 from tests.conftest import Account, create_account
@@ -52,8 +52,8 @@ def test_responses_after_chat_completions_is_refused_once_the_turns_are_spent(
     # another user is not touched.
     other = create_account(facade.rt, "second", api=True)
     with facade.rt.db.session() as db:
-        who = accounts.Principal(other.user_id, other.username, False, "web", "")
-        _, second_key = accounts.create_api_key(db, who, "laptop")
+        who = people.Principal(other.user_id, other.username, False, "web", "")
+        _, second_key = people.create_api_key(db, who, "laptop")
     first, second = facade.client(other.token), facade.client(second_key)
     first.responses.create(model="default", input="one")
     second.responses.create(model="default", input="two")
@@ -171,8 +171,8 @@ def test_a_login_deletes_the_users_ended_tokens(make_chat: Callable[..., Chat]) 
     chat = make_chat()
     me, other = chat.user, create_account(chat.rt, "other")
     with chat.rt.db.session() as db:
-        made = [accounts.login(db, me.username, "correct horse", timedelta(hours=1)) for _ in "abc"]
-        made.append(accounts.login(db, other.username, "correct horse", timedelta(hours=1)))
+        made = [people.login(db, me.username, "correct horse", timedelta(hours=1)) for _ in "abc"]
+        made.append(people.login(db, other.username, "correct horse", timedelta(hours=1)))
         for row, _ in made:  # all four expired since
             row.expires_at = datetime.now(UTC) - timedelta(seconds=1)
     revoked = _new_key(chat, me).get_json()["id"]

@@ -11,8 +11,8 @@ import threading
 import pytest
 from flask.testing import FlaskClient
 
-from shared import accounts
-from shared.accounts import Principal
+from shared.accounts import people
+from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
 from shared.index import sync
@@ -120,7 +120,7 @@ def test_filters_by_folder_archive_trash_and_source(
     patch(client, alice, archived, archived=True)
     client.delete(f"{API}/sessions/{trashed}", headers=alice.headers)
     with rt.db.session() as db:
-        _, token = accounts.create_api_key(db, me(alice), "script")
+        _, token = people.create_api_key(db, me(alice), "script")
     robot = Account(alice.user_id, alice.username, token)  # alice, with an API key
     by_api = new_session(client, robot, title="from a script")
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from flask.testing import FlaskClient
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
 from shared.runtime import Runtime

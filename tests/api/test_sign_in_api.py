@@ -11,7 +11,7 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from shared import accounts
+from shared.accounts import people
 from shared.runtime import Runtime
 from tests.api.conftest import API, Chat
 from tests.api.websockets import Refused, connect, live
@@ -131,7 +131,7 @@ def test_a_wrong_password_is_a_401_a_page_can_show_and_sets_no_cookie(
 def test_browser_sign_in_is_throttled_with_the_token_login(
     client: FlaskClient, alice: Account
 ) -> None:
-    for _ in range(accounts.ACCOUNT_POLICY.free):
+    for _ in range(people.ACCOUNT_POLICY.free):
         assert sign_in(client, password="guess").status_code == 401
     client.post(f"{API}/auth/login", json={"username": "alice", "password": "guess"})
     refused = sign_in(client)  # the right password waits too

@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 
 from api import create_app
 from api.context import runtime_of
-from shared import accounts
+from shared.accounts import people
 from shared.core.job_names import TEAMS_TURN
 from shared.core.settings import Settings
 from shared.db.orm import SessionBinding, TeamsUserLink, User
@@ -342,7 +342,7 @@ def test_an_unknown_teams_user_is_told_how_to_link(teams: Teams) -> None:
 
 def test_a_disabled_account_is_told_so_and_nothing_runs(teams: Teams) -> None:
     with teams.rt.db.session() as db:
-        accounts.update_user(db, teams.user.user_id, disabled=True)
+        people.update_user(db, teams.user.user_id, disabled=True)
     teams.say("hello")
     assert teams.bf.wait_for_replies(1)[0].text == bot.DISABLED_REPLY
     assert teams.jobs.join()[0]["outcome"] == "disabled"

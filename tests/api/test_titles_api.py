@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared import accounts
+from shared.accounts import people
 from shared.chat import turns
 from shared.core.clock import utcnow
 from shared.core.job_names import SESSION_TITLE
@@ -189,7 +189,7 @@ def test_a_first_reply_without_text_ends_pending_at_once(make_chat: Callable[...
 def test_a_stopped_first_reply_ends_pending(make_chat: Callable[..., Chat]) -> None:
     chat = llm_chat(make_chat)
     session_id = chat.new_session()
-    principal = accounts.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
+    principal = people.authenticate(chat.rt.db, chat.rt.tokens, chat.user.token, now=utcnow())
     chat.llm.script(text("A long answer that the user stops early. " * 20, chunk_delay=0.01))
     stream = turns.iter_turn(
         chat.rt, principal, session_id, turns.TurnRequest(content=OPENING), stream=True

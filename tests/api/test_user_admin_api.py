@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 import api.events
-from shared import accounts
+from shared.accounts import people
 from shared.accounts.throttle import Policy
 from shared.db.orm import (
     ApiResponse,
@@ -204,16 +204,16 @@ def test_wrong_current_passwords_are_throttled_like_failed_logins(
 ) -> None:
     # Blocks long enough that the test never races their end.
     monkeypatch.setattr(
-        accounts, "ACCOUNT_POLICY", Policy(free=5, window=900, base=600, ceiling=900)
+        people, "ACCOUNT_POLICY", Policy(free=5, window=900, base=600, ceiling=900)
     )
     alice = chat.user
     body = {"current_password": "guess", "new_password": NEW_PASSWORD}
     answers = [
         chat.client.put(f"{API}/me/password", json=body, headers=alice.headers)
-        for _ in range(accounts.ACCOUNT_POLICY.free + 2)
+        for _ in range(people.ACCOUNT_POLICY.free + 2)
     ]
-    assert [a.status_code for a in answers[: accounts.ACCOUNT_POLICY.free + 1]] == [403] * (
-        accounts.ACCOUNT_POLICY.free + 1
+    assert [a.status_code for a in answers[: people.ACCOUNT_POLICY.free + 1]] == [403] * (
+        people.ACCOUNT_POLICY.free + 1
     )
     blocked = answers[-1]
     assert blocked.status_code == 429

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from cli import main
-from shared.accounts import ACCOUNT_POLICY
+from shared.accounts.people import ACCOUNT_POLICY
 from shared.runtime import Runtime
 from tests.cli.conftest import login
 from tests.conftest import Account

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main, runfile
-from shared import accounts
+from shared.accounts import people
 from shared.core.settings import load_settings
 from shared.db.database import Database
 
@@ -181,6 +181,6 @@ def test_users_create_acts_on_the_servers_database_and_says_so(tmp_path: Path) -
     database = Database(settings.database_url)
     try:
         with database.session() as db:
-            assert [u.username for u in accounts.list_users(db)] == ["ada"]
+            assert [u.username for u in people.list_users(db)] == ["ada"]
     finally:
         database.dispose()

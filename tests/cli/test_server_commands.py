@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from cli import main, server
-from shared import accounts
-from shared.accounts import PASSWORD_RULE, USERNAME_RULE, Principal
+from shared.accounts import people
+from shared.accounts.people import PASSWORD_RULE, USERNAME_RULE, Principal
 from shared.core.clock import utcnow
 from shared.core.errors import Unauthorized
 from shared.core.settings import load_settings
@@ -151,7 +151,7 @@ def test_users_passwd_disable_enable_delete(
 
     def works(token: str) -> bool:
         try:
-            accounts.authenticate(rt.db, rt.tokens, token, now=utcnow(), cached=False)
+            people.authenticate(rt.db, rt.tokens, token, now=utcnow(), cached=False)
         except Unauthorized:
             return False
         return True
@@ -162,7 +162,7 @@ def test_users_passwd_disable_enable_delete(
     assert not works(alice.token)
     assert announced() == 1
     with rt.db.session() as db:
-        _, token = accounts.login(db, "alice", "new password 1", timedelta(hours=1))
+        _, token = people.login(db, "alice", "new password 1", timedelta(hours=1))
 
     disabled = runner.invoke(main, ["users", "disable", "ALICE"])
     assert disabled.exit_code == 0

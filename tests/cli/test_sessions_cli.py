@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 
 from cli import main
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
 from shared.runtime import Runtime

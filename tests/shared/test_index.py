@@ -13,7 +13,7 @@ from datetime import UTC
 import pytest
 from sqlalchemy import text
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.chat.turns import message_record
 from shared.core.clock import isoformat, utcnow
 from shared.db.orm import SessionRow

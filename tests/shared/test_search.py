@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.files.session_store import new_message_id
 from shared.index import fulltext, search, sync

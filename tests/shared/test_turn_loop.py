@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from shared.accounts import Principal
+from shared.accounts.people import Principal
 from shared.chat import turns
 from shared.llm.client import Messages, ModelClient, Offering
 from shared.llm.tools import Tool, ToolContext

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from shared.accounts import DISABLED_MESSAGE, Principal
+from shared.accounts.people import DISABLED_MESSAGE, Principal
 from shared.chat import turns
 from shared.core import observability, registry
 from shared.core.errors import EonyxError, Forbidden, InvalidInput, NotFound, Unavailable

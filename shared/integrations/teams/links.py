@@ -13,7 +13,7 @@ import uuid
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from shared import accounts
+from shared.accounts import people
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.db.orm import TeamsUserLink, User
@@ -64,7 +64,7 @@ def provision(db: Session, aad_object_id: str, display_name: str | None) -> User
     shown: the person chats through Teams (an admin can link a web account instead)."""
     aad = check_aad_id(aad_object_id)
     username = _free_username(db, display_name, aad)
-    user = accounts.create_user(db, username, secrets.token_urlsafe(32))
+    user = people.create_user(db, username, secrets.token_urlsafe(32))
     db.add(TeamsUserLink(aad_object_id=aad, user_id=user.id, created_at=utcnow()))
     db.flush()
     return user
