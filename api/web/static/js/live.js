@@ -1,3 +1,4 @@
+// @ts-check
 // Live events over /api/v1/events (titles, likes, memory writes). When the socket cannot
 // connect or drops, the titles still resolve: a periodic list refresh runs while any title
 // is pending, until the socket is back.
@@ -7,26 +8,46 @@ import { isStreaming, live, pendingTitles, sessions, titlePushed, titleSettled, 
 
 const POLL_MS = 2000;
 const ENDED = new Set(["invalid_token", "account_disabled", "missing_token"]);
+/**
+ * A live event as the socket sends it: its `type` ("session.title", "like.updated",
+ * "memory.updated"...) and that type's fields.
+ * @typedef {{ type: string, [field: string]: any }} LiveEvent
+ * @typedef {(event: LiveEvent) => void} Listener
+ */
+
+/** @type {Map<string, Set<Listener>>} */
 const listeners = new Map(); // type -> Set(fn)
+/** @type {WebSocket | null} */
 let socket = null;
 let retry = 1000;
-let retryTimer = null;
+/** @type {ReturnType<typeof setTimeout> | undefined} */
+let retryTimer;
+/** @type {ReturnType<typeof setTimeout> | null} */
 let pollTimer = null;
 let stopped = true;
 
-/** Listen to one event type ("like.updated", "memory.updated"...); returns the unsubscribe. */
+/**
+ * Listen to one event type ("like.updated", "memory.updated"...); returns the unsubscribe.
+ * `fn` says which fields of that type's events it reads.
+ * @template {object} E
+ * @param {string} type
+ * @param {(event: E) => void} fn
+ */
 export function onEvent(type, fn) {
-  if (!listeners.has(type)) listeners.set(type, new Set());
-  listeners.get(type).add(fn);
-  return () => listeners.get(type).delete(fn);
+  const listener = /** @type {Listener} */ (/** @type {unknown} */ (fn));
+  const set = listeners.get(type) || new Set();
+  listeners.set(type, set.add(listener));
+  return () => set.delete(listener);
 }
 
-function dispatch(event) {
-  if (event.type === "session.title" && event.session_id) titlePushed(event);
+function dispatch(/** @type {LiveEvent} */ event) {
+  if (event.type === "session.title" && event.session_id) {
+    titlePushed(/** @type {Parameters<typeof titlePushed>[0]} */ (/** @type {unknown} */ (event)));
+  }
   for (const fn of listeners.get(event.type) || []) fn(event);
 }
 
-function setLive(value) {
+function setLive(/** @type {"connecting" | "open" | "down"} */ value) {
   live.value = value;
   schedulePoll();
 }
@@ -81,7 +102,7 @@ function reconnectLater() {
 export function disconnect() {
   stopped = true;
   clearTimeout(retryTimer);
-  clearTimeout(pollTimer);
+  if (pollTimer) clearTimeout(pollTimer);
   pollTimer = null;
   const ws = socket;
   socket = null;

@@ -1,3 +1,4 @@
+// @ts-check
 // The sidebar: new chat, temporary toggle, search; the Folders and Chats sections (each
 // collapsible, per device); the footer with the memory panel, settings (admins), the trash
 // and sign-out.
@@ -9,8 +10,15 @@ import { Icon, Spinner } from "./icons.js";
 import { navigate } from "./router.js";
 import { dropList, loadMore, setCollapsed } from "./lists.js";
 import { listOf, live, sectionCollapsed, sessions } from "./state.js";
-import { cx } from "./util.js";
+import { cx, onValue } from "./util.js";
 
+/** @typedef {import("../vendor/preact.js").ComponentChildren} ComponentChildren */
+
+/**
+ * A collapsible section (its state per device); other props go to the <section>.
+ * @param {{ name: string, title: string, actions?: ComponentChildren, children?: ComponentChildren,
+ *   [prop: string]: unknown }} props
+ */
 function Section({ name, title, actions, children, ...rest }) {
   const collapsed = sectionCollapsed(name);
   const id = `section-${name}`;
@@ -27,13 +35,14 @@ function Section({ name, title, actions, children, ...rest }) {
 }
 
 function ImportButton() {
-  const input = useRef(null);
+  const input = useRef(/** @type {HTMLInputElement | null} */ (null));
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
+  const [error, setError] = useState(/** @type {string | null} */ (null));
 
-  async function picked(event) {
-    const file = event.currentTarget.files[0];
-    event.currentTarget.value = "";
+  async function picked(/** @type {Event} */ event) {
+    const element = /** @type {HTMLInputElement} */ (event.currentTarget);
+    const file = element.files?.[0];
+    element.value = "";
     if (!file) return;
     setBusy(true);
     setError(null);
@@ -48,7 +57,7 @@ function ImportButton() {
 
   return html`<span class="import">
     <button type="button" class="icon-button" aria-label="Import a chat (.zip)" title="Import a chat (.zip)"
-      disabled=${busy} onClick=${() => input.current.click()}>
+      disabled=${busy} onClick=${() => input.current?.click()}>
       ${busy ? html`<${Spinner} label="Importing" />` : html`<${Icon} name="upload" />`}</button>
     <input ref=${input} type="file" accept=".zip,application/zip" hidden onChange=${picked}
       aria-label="Chat bundle to import" data-testid="import-input" />
@@ -60,6 +69,7 @@ function ImportButton() {
   </span>`;
 }
 
+/** @param {{ query: string, activeId: string | null }} props */
 function SearchResults({ query, activeId }) {
   const key = `search:${query}`;
   const current = listOf(key);
@@ -86,6 +96,11 @@ function SearchResults({ query, activeId }) {
   </div>`;
 }
 
+/**
+ * @param {{ user: import("./api.js").User, activeId: string | null, route: import("./router.js").Route,
+ *   temporary: boolean, setTemporary: (on: boolean) => void,
+ *   openPanel: (name: import("./panels.js").PanelName) => void, onSignOut: () => void }} props
+ */
 export function Sidebar({ user, activeId, route, temporary, setTemporary, openPanel, onSignOut }) {
   const [query, setQuery] = useState("");
   const [typed, setTyped] = useState("");
@@ -112,7 +127,7 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
       <div class="search">
         <${Icon} name="search" size=${16} />
         <input type="search" placeholder="Search chats" aria-label="Search chats" value=${typed}
-          onInput=${(e) => setTyped(e.currentTarget.value)} />
+          onInput=${onValue(setTyped)} />
       </div>
     </div>
     <div class="sidebar-scroll">
@@ -140,12 +155,12 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         title="Model settings" onClick=${() => openPanel("models")}><${Icon} name="gear" /></button>`
       }
       <a class=${cx("icon-button", route.name === "archived" && "active")} href="/archived" aria-label="Archived chats"
-        title="Archived chats" onClick=${(e) => {
+        title="Archived chats" onClick=${(/** @type {Event} */ e) => {
           e.preventDefault();
           navigate("/archived");
         }}><${Icon} name="archive" /></a>
       <a class=${cx("icon-button", route.name === "trash" && "active")} href="/trash" aria-label="Trash" title="Trash"
-        onClick=${(e) => {
+        onClick=${(/** @type {Event} */ e) => {
           e.preventDefault();
           navigate("/trash");
         }}><${Icon} name="trash" /></a>

@@ -18,7 +18,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
 /**
  * A `computed()`: read only.
  * @template T
- * @typedef {{ readonly value: T }} Computed
+ * @typedef {{ readonly value: T, peek(): T }} Computed
  */
 
 /**
