@@ -27,7 +27,7 @@ import time
 
 from _common import median, percentile, print_table, verdict
 
-from shared.safety import check_text
+from shared.safety.checks import check_text
 from tests.shared.safety_corpus import BLOCK
 
 TARGET_MEAN_US = 1000.0

@@ -22,10 +22,10 @@ import time
 
 from _common import percentile, verdict
 
-from shared.safety import Verdict, check_text
+from shared.safety.checks import Verdict, check_text
 
 try:
-    from shared.safety import check_entries
+    from shared.safety.checks import check_entries
 except ImportError:  # a tree from before the whole-file check: each new entry alone
 
     def check_entries(entries: list[str], before: list[str] = ()) -> Verdict:  # type: ignore[misc]

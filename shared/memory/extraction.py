@@ -47,7 +47,7 @@ from shared.memory import background
 from shared.memory.background import Outcome
 from shared.memory.files import USER_PROFILE, MemoryRefused, StaleVersion, render_entries
 from shared.memory.needs import MemoryRuntime
-from shared.safety import check_text
+from shared.safety.checks import check_text
 from shared.sessions import service as session_service
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
 from shared.infra import event_bus
 from shared.infra.locks import Locks
-from shared.safety import ensure_safe_entries
+from shared.safety.checks import ensure_safe_entries
 
 # The built-in identity: what IDENTITY.md holds when it is missing or blank.
 DEFAULT_IDENTITY = """\

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shared.core.errors import InvalidInput
-from shared.safety import RULES, SafetyError, Verdict, check_text, ensure_safe
+from shared.safety.checks import RULES, SafetyError, Verdict, check_text, ensure_safe
 from tests.shared.safety_corpus import BLOCK, PASS, Case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_same_verdicts_in_a_fresh_interpreter() -> None:
     sample = [case.text for case in BLOCK[::4]] + PASS[::4]
     script = (
         "import json, sys\n"
-        "from shared.safety import check_text\n"
+        "from shared.safety.checks import check_text\n"
         "texts = json.load(sys.stdin)\n"
         "print(json.dumps([[v.allowed, v.rule, v.reason] for v in map(check_text, texts)]))\n"
     )

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from shared.safety import SafetyError, Verdict, check_entries, check_text, ensure_safe_entries
+from shared.safety.checks import (
+    SafetyError,
+    Verdict,
+    check_entries,
+    check_text,
+    ensure_safe_entries,
+)
 from shared.safety.engine import normalize
 from tests.shared.safety_probes import DISGUISED, ORDINARY, SPLIT
 
