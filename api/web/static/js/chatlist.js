@@ -1,3 +1,4 @@
+// @ts-check
 // A list of chats as the sidebar shows it: compact rows in the server's order, loaded page by
 // page as it scrolls into view, with skeleton rows where the next page will land.
 import { Component, html, useEffect, useRef, useState } from "../vendor/preact.js";
@@ -7,13 +8,27 @@ import { Menu } from "./menu.js";
 import { navigate } from "./router.js";
 import { loadMore } from "./lists.js";
 import { folders, isPending, listOf, palette, pendingTitles, sessions } from "./state.js";
-import { cx, formatTime, plural, titleOf } from "./util.js";
+import { cx, formatTime, inputValue, plural, titleOf } from "./util.js";
 
 const SKELETONS = 6;
 
+/** @typedef {import("./state.js").Session} Session */
+/**
+ * A search hit's snippet: its text and the offsets of the matches.
+ * @typedef {{ text: string, highlights?: [number, number][] }} Snippet
+ */
+/**
+ * @typedef {object} RowProps
+ * @property {Session | undefined} session
+ * @property {boolean} active
+ * @property {boolean} [pending]
+ * @property {Snippet | null} [snippet]
+ */
+
+/** @param {{ listKey: string, activeId: string | null, label: string, empty?: string }} props */
 export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) {
   const current = listOf(listKey);
-  const sentinel = useRef(null);
+  const sentinel = useRef(/** @type {HTMLLIElement | null} */ (null));
 
   useEffect(() => {
     if (!current.ids.length && !current.done && !current.loading) loadMore(listKey);
@@ -54,7 +69,8 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
   </div>`;
 }
 
-function folderItems(session) {
+/** @returns {import("./menu.js").MenuItem[]} */
+function folderItems(/** @type {Session} */ session) {
   return folders.value.map((f) => ({
     label: f.name,
     swatch: palette.value.find((c) => c.name === f.color)?.hex,
@@ -63,6 +79,7 @@ function folderItems(session) {
   }));
 }
 
+/** @param {{ source?: string }} props */
 function Badge({ source }) {
   if (source === "api") return html`<span class="badge badge-api" title="Created through the API">API</span>`;
   if (source === "teams") return html`<span class="badge badge-teams" title="From Microsoft Teams">Teams</span>`;
@@ -72,34 +89,40 @@ function Badge({ source }) {
 
 /** A row that renders again only when its session, its selection or its spinner changed: a
  * change to one chat does not redraw the hundreds of rows around it. */
+/** @extends {Component<RowProps>} */
 class QuietRow extends Component {
+  /** @param {RowProps} next */
   shouldComponentUpdate(next) {
     const now = this.props;
     return next.session !== now.session || next.active !== now.active || next.pending !== now.pending;
   }
 
+  /** @param {RowProps} props */
   render(props) {
     return html`<${Row} ...${props} />`;
   }
 }
 
+/** @param {RowProps} props */
 export function Row({ session, active, pending = isPending(session), snippet = null }) {
   const [renaming, setRenaming] = useState(false);
   if (!session) return null;
   const title = titleOf(session);
   const href = `/c/${session.id}`;
 
-  function open(event) {
+  function open(/** @type {MouseEvent} */ event) {
     if (event.metaKey || event.ctrlKey || event.shiftKey || event.button === 1) return;
     event.preventDefault();
     navigate(href);
   }
 
-  function dragStart(event) {
-    event.dataTransfer.setData("application/x-eonyx-session", session.id);
-    event.dataTransfer.effectAllowed = "move";
+  function dragStart(/** @type {DragEvent} */ event) {
+    const transfer = /** @type {DataTransfer} */ (event.dataTransfer);
+    transfer.setData("application/x-eonyx-session", /** @type {Session} */ (session).id);
+    transfer.effectAllowed = "move";
   }
 
+  /** @returns {import("./menu.js").MenuItem[]} */
   const items = () => [
     { label: "Rename", run: () => setRenaming(true) },
     { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
@@ -123,7 +146,7 @@ export function Row({ session, active, pending = isPending(session), snippet = n
     ${
       renaming
         ? html`<${RenameForm} title=${session.title || ""} label="Chat title"
-          onDone=${(value) => {
+          onDone=${(/** @type {string | null} */ value) => {
             setRenaming(false);
             if (value !== null) actions.rename(session.id, value);
           }} />`
@@ -147,30 +170,36 @@ export function Row({ session, active, pending = isPending(session), snippet = n
   </li>`;
 }
 
+/** @param {{ title: string, label: string, onDone: (value: string | null) => void }} props */
 export function RenameForm({ title, label, onDone }) {
-  const input = useRef(null);
+  const input = useRef(/** @type {HTMLInputElement | null} */ (null));
   useEffect(() => {
     input.current?.focus();
     input.current?.select();
   }, []);
   let finished = false;
-  const done = (value) => {
+  const done = (/** @type {string | null} */ value) => {
     if (finished) return;
     finished = true;
     onDone(value);
   };
-  return html`<form class="rename" onSubmit=${(e) => {
+  return html`<form class="rename" onSubmit=${(/** @type {Event} */ e) => {
     e.preventDefault();
-    done(input.current.value.trim() || null);
+    done(input.current?.value.trim() || null);
   }}>
     <input ref=${input} aria-label=${label} value=${title} maxlength="200"
-      onKeyDown=${(e) => e.key === "Escape" && done(null)}
-      onBlur=${(e) => done(e.currentTarget.value.trim() && e.currentTarget.value.trim() !== title ? e.currentTarget.value.trim() : null)} />
+      onKeyDown=${(/** @type {KeyboardEvent} */ e) => e.key === "Escape" && done(null)}
+      onBlur=${(/** @type {Event} */ e) => {
+        const value = inputValue(e).trim();
+        done(value && value !== title ? value : null);
+      }} />
   </form>`;
 }
 
 /** A search hit's snippet, its matches marked (offsets from the server; text, never HTML). */
+/** @param {{ snippet: Snippet }} props */
 function Snippet({ snippet }) {
+  /** @type {import("../vendor/preact.js").ComponentChildren[]} */
   const parts = [];
   let at = 0;
   for (const [start, end] of snippet.highlights || []) {

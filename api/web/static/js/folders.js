@@ -1,3 +1,4 @@
+// @ts-check
 // The Folders section: create with a palette color, rename/recolor/delete from the folder's
 // menu, reorder by drag and drop (or Move up/down), open/closed per device; chats dropped on
 // a folder move into it.
@@ -10,13 +11,15 @@ import { Menu } from "./menu.js";
 import { loadFolders, reload, setCollapsed } from "./lists.js";
 import { folderCollapsed, folders, palette, sessions, unfile } from "./state.js";
 import { toast } from "./toast.js";
-import { cx } from "./util.js";
+import { cx, onValue } from "./util.js";
 
-const hexOf = (color) => palette.value.find((c) => c.name === color)?.hex || "#888";
+/** @typedef {import("./state.js").Folder} Folder */
 
-async function saveOrder(ids) {
+const hexOf = (/** @type {string} */ color) => palette.value.find((c) => c.name === color)?.hex || "#888";
+
+async function saveOrder(/** @type {string[]} */ ids) {
   const byId = new Map(folders.value.map((f) => [f.id, f]));
-  folders.value = ids.map((id) => byId.get(id));
+  folders.value = ids.map((id) => /** @type {Folder} */ (byId.get(id)));
   try {
     const body = await api.put("/folders/order", { ids });
     folders.value = body.items;
@@ -26,12 +29,13 @@ async function saveOrder(ids) {
   }
 }
 
+/** @param {{ onDone: () => void }} props */
 export function NewFolderForm({ onDone }) {
   const [name, setName] = useState("");
   const [color, setColor] = useState(palette.value[0]?.name);
-  const [error, setError] = useState(null);
+  const [error, setError] = useState(/** @type {string | null} */ (null));
 
-  async function submit(event) {
+  async function submit(/** @type {SubmitEvent} */ event) {
     event.preventDefault();
     try {
       await api.post("/folders", { name: name.trim(), color });
@@ -44,8 +48,8 @@ export function NewFolderForm({ onDone }) {
 
   return html`<form class="new-folder" onSubmit=${submit} aria-label="New folder">
     <input aria-label="Folder name" placeholder="Folder name" required maxlength="100" autofocus
-      value=${name} onInput=${(e) => setName(e.currentTarget.value)}
-      onKeyDown=${(e) => e.key === "Escape" && onDone()} />
+      value=${name} onInput=${onValue(setName)}
+      onKeyDown=${(/** @type {KeyboardEvent} */ e) => e.key === "Escape" && onDone()} />
     <div class="palette" role="radiogroup" aria-label="Folder color">
       ${palette.value.map(
         (c) => html`<button type="button" role="radio" key=${c.name}
@@ -61,23 +65,25 @@ export function NewFolderForm({ onDone }) {
   </form>`;
 }
 
+/** @param {{ activeId: string | null }} props */
 export function FolderList({ activeId }) {
-  const [dragging, setDragging] = useState(null);
-  const [over, setOver] = useState(null);
+  const [dragging, setDragging] = useState(/** @type {string | null} */ (null));
+  const [over, setOver] = useState(/** @type {string | null} */ (null));
   const ids = folders.value.map((f) => f.id);
 
-  function move(id, to) {
+  function move(/** @type {string} */ id, /** @type {number} */ to) {
     const rest = ids.filter((x) => x !== id);
     rest.splice(Math.max(0, Math.min(to, rest.length)), 0, id);
     if (rest.join() !== ids.join()) saveOrder(rest);
   }
 
-  function drop(event, target) {
+  function drop(/** @type {DragEvent} */ event, /** @type {string} */ target) {
     event.preventDefault();
     setOver(null);
-    const session = event.dataTransfer.getData("application/x-eonyx-session");
+    const transfer = /** @type {DataTransfer} */ (event.dataTransfer);
+    const session = transfer.getData("application/x-eonyx-session");
     if (session) return actions.moveTo(session, target);
-    const folder = event.dataTransfer.getData("application/x-eonyx-folder") || dragging;
+    const folder = transfer.getData("application/x-eonyx-folder") || dragging;
     setDragging(null);
     if (!folder || folder === target) return;
     move(folder, ids.filter((x) => x !== folder).indexOf(target) + (ids.indexOf(folder) < ids.indexOf(target) ? 1 : 0));
@@ -88,17 +94,18 @@ export function FolderList({ activeId }) {
     ${folders.value.map(
       (folder, index) => html`<${Folder} key=${folder.id} folder=${folder}
       activeId=${activeId} over=${over === folder.id}
-      onDragStart=${(e) => {
+      onDragStart=${(/** @type {DragEvent} */ e) => {
         setDragging(folder.id);
-        e.dataTransfer.setData("application/x-eonyx-folder", folder.id);
-        e.dataTransfer.effectAllowed = "move";
+        const transfer = /** @type {DataTransfer} */ (e.dataTransfer);
+        transfer.setData("application/x-eonyx-folder", folder.id);
+        transfer.effectAllowed = "move";
       }}
-      onDragOver=${(e) => {
+      onDragOver=${(/** @type {DragEvent} */ e) => {
         e.preventDefault();
         setOver(folder.id);
       }}
       onDragLeave=${() => setOver(null)}
-      onDrop=${(e) => drop(e, folder.id)}
+      onDrop=${(/** @type {DragEvent} */ e) => drop(e, folder.id)}
       onDragEnd=${() => {
         setDragging(null);
         setOver(null);
@@ -109,12 +116,17 @@ export function FolderList({ activeId }) {
   </ul>`;
 }
 
+/**
+ * A folder: its head (toggle, menu) and, open, its chats. `drag` holds the drag and drop handlers.
+ * @param {{ folder: Folder, activeId: string | null, over: boolean, moveUp: (() => void) | null,
+ *   moveDown: (() => void) | null, [handler: string]: unknown }} props
+ */
 function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
   const [renaming, setRenaming] = useState(false);
   const collapsed = folderCollapsed(folder.id);
   const toggle = () => setCollapsed("folder", folder.id, !collapsed);
 
-  async function update(changes) {
+  async function update(/** @type {{ name?: string, color?: string }} */ changes) {
     try {
       await api.patch(`/folders/${folder.id}`, changes);
       await loadFolders();
@@ -135,6 +147,7 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
     }
   }
 
+  /** @type {import("./menu.js").MenuItem[]} */
   const items = [
     { label: "Rename", run: () => setRenaming(true) },
     {
@@ -157,7 +170,7 @@ function Folder({ folder, activeId, over, moveUp, moveDown, ...drag }) {
       ${
         renaming
           ? html`<${RenameForm} title=${folder.name} label="Folder name"
-            onDone=${(v) => {
+            onDone=${(/** @type {string | null} */ v) => {
               setRenaming(false);
               if (v) update({ name: v });
             }} />`
@@ -184,9 +197,10 @@ export function useDropOut() {
   const ref = useRef(null);
   return {
     ref,
-    onDragOver: (e) => e.dataTransfer.types.includes("application/x-eonyx-session") && e.preventDefault(),
-    onDrop: (e) => {
-      const session = e.dataTransfer.getData("application/x-eonyx-session");
+    onDragOver: (/** @type {DragEvent} */ e) =>
+      e.dataTransfer?.types.includes("application/x-eonyx-session") && e.preventDefault(),
+    onDrop: (/** @type {DragEvent} */ e) => {
+      const session = e.dataTransfer?.getData("application/x-eonyx-session");
       if (!session) return;
       e.preventDefault();
       if (sessions.peek().get(session)?.folder_id) actions.moveTo(session, null);
