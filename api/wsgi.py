@@ -6,7 +6,7 @@ queue the API sends jobs to and hands it to the app factory.
 
 import gc
 
-from api import create_app
+from api.app import create_app
 from shared.core import logs
 from shared.core.settings import load_settings
 from shared.files import permissions

@@ -20,7 +20,7 @@ from _turn_driver import Driver, Model, prepare_sessions, run_rounds
 from _turn_steps import COUNTS, STEPS, Recorder, breakdown, instrument
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core.settings import load_settings
 from shared.infra.embedded_redis import EmbeddedRedis

@@ -30,7 +30,7 @@ from _common import (
 )
 from PIL import Image
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core.settings import load_settings
 from shared.index import sync

@@ -46,7 +46,7 @@ from _common import (
 )
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core import sse
 from shared.core.settings import load_settings

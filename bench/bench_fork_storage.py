@@ -18,7 +18,7 @@ import random
 from _common import base_parser, bench_account, make_history, print_header, verdict, workspace
 from PIL import Image
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.accounts import storage
 from shared.core.settings import load_settings

@@ -88,7 +88,7 @@ def reset_peak() -> None:
 
 def child(bundle_path: str, database_url: str | None) -> None:
     """Import one bundle in this (fresh) process and print its figures as JSON."""
-    from api import create_app
+    from api.app import create_app
     from api.context import runtime_of
     from shared.core.settings import load_settings
     from tests.conftest import create_account

@@ -28,7 +28,7 @@ from _common import (
     workspace,
 )
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core.settings import load_settings
 from shared.files.session_store import SessionState, SessionStore

@@ -51,7 +51,7 @@ from typing import Any
 
 from _common import ROOT, base_parser, bench_account, print_table, verdict, workspace
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.chat.compaction import estimate_tokens
 from shared.chat.prompt import AGENT_MEMORY_TAG, USER_PROFILE_TAG

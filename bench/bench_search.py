@@ -67,7 +67,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import text
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from api.extensions import FastJSONProvider
 from api.sessions.schemas import SessionPageSchema

@@ -201,7 +201,7 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
     session, so first-use imports and caches do not count)."""
     import tempfile
 
-    from api import create_app
+    from api.app import create_app
     from api.context import runtime_of
     from shared.accounts import people
     from shared.core.settings import load_settings

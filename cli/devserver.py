@@ -28,7 +28,7 @@ class RequestLogHandler(WSGIRequestHandler):
 
 
 def main(host: str, port: int) -> None:
-    from api import create_app
+    from api.app import create_app
     from shared.core import logs
     from shared.core.lifetime import die_with_parent
     from shared.core.settings import load_settings

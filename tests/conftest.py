@@ -26,7 +26,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import text
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.accounts import people
 from shared.core.settings import Settings, load_settings

@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core.settings import Settings
 from shared.db.orm import ApiToken

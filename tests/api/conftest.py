@@ -17,7 +17,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.runtime import Runtime
 from tests.conftest import Account, Backend, create_account, make_settings

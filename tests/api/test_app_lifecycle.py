@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from tests.conftest import make_settings
 
@@ -29,7 +29,7 @@ def test_the_runtime_is_closed_when_the_process_exits(tmp_path: Path) -> None:
         "from shared.runtime import Runtime\n"
         "close = Runtime.close\n"
         "Runtime.close = lambda self: (close(self), print('runtime closed'))\n"
-        "from api import create_app\n"
+        "from api.app import create_app\n"
         "from tests.conftest import make_settings\n"
         f"app = create_app(make_settings(Path({str(tmp_path / 'data')!r})))\n"
         "print('exiting')\n"

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core import job_names
 from shared.index import sync

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from flask.testing import FlaskClient
 from sqlalchemy import event
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from cli import main
 from shared.core.clock import utcnow

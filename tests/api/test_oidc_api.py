@@ -20,7 +20,7 @@ from flask import Flask
 from sqlalchemy import select
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.accounts import people
 from shared.core.settings import SettingsError, load_settings

@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from schemathesis.config import SchemathesisConfig
 
-from api import create_app
+from api.app import create_app
 from tests.conftest import Backend, make_settings
 from tests.fake_botframework import FakeBotFramework, fake_botframework
 from tests.fake_llm import FakeLLM

@@ -20,7 +20,7 @@ import pytest
 from openai import OpenAI, RateLimitError
 from werkzeug.serving import make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.core import job_names, logs
 from tests.api.conftest import API, Chat

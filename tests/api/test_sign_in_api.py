@@ -251,7 +251,7 @@ def test_signing_in_again_ends_the_previous_sign_in(client: FlaskClient, alice: 
 
 @pytest.mark.usefixtures("backend")
 def test_the_sign_in_lasts_web_session_ttl_hours(tmp_path, backend) -> None:  # type: ignore[no-untyped-def]
-    from api import create_app
+    from api.app import create_app
     from api.context import runtime_of
 
     app = create_app(make_settings(tmp_path / "data", backend, WEB_SESSION_TTL_HOURS="2"))

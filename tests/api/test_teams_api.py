@@ -22,7 +22,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.accounts import people
 from shared.core.job_names import TEAMS_TURN

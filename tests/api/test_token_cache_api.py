@@ -11,7 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import event, update
 
-from api import create_app
+from api.app import create_app
 from shared.core.clock import utcnow
 from shared.db.orm import ApiToken
 from tests.conftest import Account, Backend, make_settings, runtime, wait_for

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import sys
-from api import create_app
+from api.app import create_app
 from shared.core import tracing
 from shared.core.settings import load_settings
 

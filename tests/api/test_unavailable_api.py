@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from shared.chat.compaction import SUMMARIZER_INSTRUCTIONS
 from shared.chat.context import precompute_summary

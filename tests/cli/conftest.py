@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from flask import Flask
 from werkzeug.serving import make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from cli import main
 from shared.runtime import Runtime

@@ -21,7 +21,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.engine import make_url
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from cli import main
 from shared.backup import dumps

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from werkzeug.serving import make_server
 
-from api import create_app
+from api.app import create_app
 from api.context import runtime_of
 from cli import main
 from shared.core.release import eonyx_version
