@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import httpx
@@ -16,6 +17,7 @@ import redis
 from shared.accounts.live_settings import LiveSettings
 from shared.accounts.throttle import Throttle
 from shared.accounts.token_cache import TokenCache
+from shared.chat import context
 from shared.core.clock import Clock, SystemClock
 from shared.core.job_names import JobQueue
 from shared.core.settings import Settings
@@ -30,8 +32,11 @@ from shared.llm.client import LLMClient, ModelClient
 from shared.llm.offering_cache import OfferingCache
 from shared.llm.tools import ToolRegistry
 from shared.llm.usage import TokenMeter
+from shared.memory import extraction
 from shared.memory.files import MemoryStore
 from shared.memory.tools import register_memory_tools
+from shared.sessions import title_job
+from shared.sessions.turn_hooks import TurnHooks
 
 if TYPE_CHECKING:
     from shared.integrations.teams.channel import TeamsChannel
@@ -54,6 +59,7 @@ class Runtime:
     tokens: TokenCache  # recently checked tokens, forgotten when `auth_changed` says
     usage: TokenMeter  # each user's model tokens, counted by `llm`, and their budget
     live_settings: LiveSettings  # the switches an administrator sets at run time
+    turn_hooks: TurnHooks  # what follows a turn, registered by its packages (`build`)
     events: event_bus.EventHub | None = None  # with Redis: the process's events sockets' feed
     jobs: JobQueue | None = None
     teams: TeamsChannel | None = None  # with TEAMS_APP_ID: token checks and reply posting
@@ -77,7 +83,7 @@ class Runtime:
         tools = ToolRegistry()
         register_memory_tools(tools, memory, live_settings.settings)
         meter = TokenMeter(database, settings.monthly_token_budget)
-        return cls(
+        runtime = cls(
             settings=settings,
             db=database,
             store=SessionStore(
@@ -101,10 +107,15 @@ class Runtime:
             tokens=TokenCache(client),
             usage=meter,
             live_settings=live_settings,
+            turn_hooks=TurnHooks(),
             events=event_bus.EventHub(client) if client else None,
             jobs=jobs,
             teams=_teams_channel(settings),
         )
+        runtime.turn_hooks.add(partial(title_job.after_turn, runtime))
+        runtime.turn_hooks.add(partial(context.after_turn, runtime))
+        runtime.turn_hooks.add(partial(extraction.after_turn, runtime))
+        return runtime
 
     @property
     def identity(self) -> str:

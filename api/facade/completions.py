@@ -8,19 +8,17 @@ OpenAI's delta form; `usage` is on every body, and ends a stream that asked for 
 
 from __future__ import annotations
 
-import logging
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from api.errors import render_error
+from api.facade.errors import openai_error
 from shared.chat import turns
+from shared.chat.turns import TurnEvent
 from shared.core import sse
 from shared.core.errors import EonyxError
 from shared.integrations import facade
-
-log = logging.getLogger(__name__)
 
 
 def completion_id() -> str:
@@ -58,15 +56,9 @@ def completion_body(model: str, result: turns.TurnResult) -> dict[str, Any]:
 
 
 def completion_chunks(
-    model: str,
-    first: Any,
-    rest: Iterator[Any],
-    *,
-    include_usage: bool,
-    done: Callable[[turns.TurnResult], None],
-    error_body: Callable[[int, str, str], dict[str, Any]],
+    model: str, events: Iterator[TurnEvent], *, include_usage: bool
 ) -> Iterator[str]:
-    """The turn's events as chunks; an error event if the turn fails once they have begun."""
+    """The turn's events as chunks (a failure is the caller's: api/streaming.py)."""
     base = {"id": completion_id(), "object": "chat.completion.chunk", "model": model}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
@@ -74,27 +66,24 @@ def completion_chunks(
         return sse.encode({**base, "created": int(time.time()), "choices": [choice]})
 
     yield chunk({"role": "assistant", "content": ""})
-    item = first
-    try:
-        while not isinstance(item, turns.TurnResult):
-            if isinstance(item, turns.TextDelta):  # steps have no place in OpenAI's chunks
-                yield chunk({"content": item.text})
-            item = next(rest)
-        done(item)
-        closing = []  # written together, as one piece
-        if item.client_tool_calls:
-            calls = [{"index": i, **call} for i, call in enumerate(item.client_tool_calls)]
-            closing.append(chunk({"tool_calls": calls}))
-        closing.append(chunk({}, item.finish_reason))
-        if include_usage:
-            usage = facade.usage(item)
-            closing.append(
-                sse.encode({**base, "created": int(time.time()), "choices": [], "usage": usage})
-            )
-        yield "".join([*closing, sse.frame("[DONE]")])
-    except EonyxError as exc:
-        body, status = render_error(exc)
-        yield sse.encode(error_body(status, body["error"]["code"], body["error"]["message"]))
-    except Exception:  # the headers are sent: the stream itself must say what went wrong
-        log.exception("a streamed facade turn failed")
-        yield sse.encode(error_body(500, "internal_error", "the turn failed on the server"))
+    for item in events:
+        if isinstance(item, turns.TextDelta):  # steps have no place in OpenAI's chunks
+            yield chunk({"content": item.text})
+        elif isinstance(item, turns.TurnResult):
+            closing = []  # written together, as one piece
+            if item.client_tool_calls:
+                calls = [{"index": i, **call} for i, call in enumerate(item.client_tool_calls)]
+                closing.append(chunk({"tool_calls": calls}))
+            closing.append(chunk({}, item.finish_reason))
+            if include_usage:
+                usage = facade.usage(item)
+                closing.append(
+                    sse.encode({**base, "created": int(time.time()), "choices": [], "usage": usage})
+                )
+            yield "".join([*closing, sse.frame("[DONE]")])
+
+
+def error_chunk(status: int, body: dict[str, Any], exc: EonyxError | None) -> str:
+    """The chunk that ends a failed stream: the error in OpenAI's shape."""
+    error = body["error"]
+    return sse.encode(openai_error(status, error["code"], error["message"]))

@@ -216,6 +216,14 @@ class TurnSchema(StrictSchema):
     )
 
 
+class FirstTurnSchema(TurnSchema, NewSessionSchema):
+    """A turn that makes its session: a turn's fields (nothing to answer again) and a new
+    session's."""
+
+    class Meta:
+        exclude = ("retry",)
+
+
 class UsageSchema(Schema):
     tokens = ma.fields.Integer()
     window = ma.fields.Integer(allow_none=True)
@@ -223,6 +231,7 @@ class UsageSchema(Schema):
 
 
 class TurnResultSchema(Schema):
+    session_id = ma.fields.String()
     user_message = ma.fields.Nested(MessageSchema)
     assistant_message = ma.fields.Nested(MessageSchema)
     steps = ma.fields.List(ma.fields.Nested(MessageSchema))

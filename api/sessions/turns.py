@@ -2,35 +2,47 @@
 
 from __future__ import annotations
 
-import logging
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
 import marshmallow as ma
-from flask import Response, g, request, stream_with_context
+from flask import request, url_for
 from flask.views import MethodView
 
 from api.context import body_limit, login_required, principal, runtime
-from api.errors import render_error
-from api.extensions import Blueprint, error_payload, validation_message
+from api.extensions import Blueprint, validation_message
 from api.ratelimit import counts_as_turn
-from api.sessions.schemas import ContextViewSchema, MessageSchema, TurnResultSchema, TurnSchema
+from api.sessions.schemas import (
+    ContextViewSchema,
+    FirstTurnSchema,
+    MessageSchema,
+    TurnResultSchema,
+    TurnSchema,
+)
+from api.streaming import event_stream
 from shared.chat import turns
 from shared.chat.context import describe_context
 from shared.core import sse
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
-from shared.sessions import title_job
 
-log = logging.getLogger(__name__)
 # One server-sent event of a streamed turn; `data` is JSON (see STREAM_EVENTS).
 SSE_EVENT = {
     "type": "object",
     "properties": {
         "event": {
             "type": "string",
-            "enum": ["token", "tool_call", "tool_result", "memory_write", "done", "error"],
+            "enum": [
+                "session",
+                "token",
+                "tool_call",
+                "tool_result",
+                "memory_write",
+                "done",
+                "error",
+            ],
         },
         "data": {"type": "string", "description": "JSON"},
     },
@@ -52,13 +64,32 @@ STREAM_EVENTS = """With `stream: true`: `text/event-stream`, one JSON object per
 - `error` `{error: {code, message}, status}`: the turn failed after the stream began; what
   was saved stays saved (a model failure, status 502, can be answered again with `retry`).
 
-Errors found before the model is called are plain JSON errors with their HTTP status."""
+Errors found before the model answers are plain JSON errors with their HTTP status."""
+FIRST_TURN = f"""201: the turn's JSON, with `session_id`, and `Location` naming the session.
+
+{STREAM_EVENTS}
+
+Streamed, the first event is `session` `{{session_id}}`: the message was accepted and the
+session made. A refused message is a plain JSON error and leaves no session. A model that
+fails after the session was made leaves it with the message saved: the error's
+`details.session_id` names it, for a `retry` there."""
 
 
 def turn_body_limit(settings: Settings) -> int:
     """A turn's body: the text, and the images it may carry (base64 in JSON: 4/3 larger)."""
     images = settings.max_images_per_message * (settings.max_image_bytes * 4 // 3 + 1024)
     return settings.max_request_bytes + images
+
+
+def _streamed_turn_doc(view: Any) -> Any:
+    """The stream's answer in the API docs, beside the JSON one (with `stream: true`)."""
+    return blp.alt_response(
+        200,
+        schema=SSE_EVENT,
+        content_type="text/event-stream",
+        description=STREAM_EVENTS,
+        success=True,
+    )(view)
 
 
 @blp.route("/sessions/<session_id:session_id>/turns")
@@ -68,51 +99,56 @@ class Turns(MethodView):
     @body_limit(turn_body_limit)
     @blp.arguments(TurnSchema, multipart=True)
     @blp.response(200, TurnResultSchema, description=STREAM_EVENTS)
-    @blp.alt_response(
-        200,
-        schema=SSE_EVENT,
-        content_type="text/event-stream",
-        description=STREAM_EVENTS,
-        success=True,
-    )
+    @_streamed_turn_doc
     def post(self, body: dict[str, Any], session_id: str) -> Any:
         """A chat turn. JSON, or multipart/form-data with the same fields (project_context
         as JSON text) and image files in `images`."""
-        if request.mimetype == "multipart/form-data":
-            body = _multipart_turn()
+        body = _multipart_turn(TurnSchema) if request.mimetype == "multipart/form-data" else body
         stream = body.pop("stream")
-        turn_request = turns.TurnRequest(**body)
-        rt, who = runtime(), principal()
+        rt, who, turn_request = runtime(), principal(), turns.TurnRequest(**body)
         if not stream:
             return turns.run_turn(rt, who, session_id, turn_request)
-        events = turns.iter_turn(rt, who, session_id, turn_request, stream=True)
-        first = next(events)  # errors before the model speaks are plain JSON errors
-        return Response(
-            stream_with_context(_sse(first, events)),
-            mimetype="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        started = turns.start_streamed(rt, who, session_id, turn_request)
+        return event_stream(_sse(started.events), _error_event)
 
 
-REFUSED_AS_SENT = (400, 413, 422)  # the message can never be taken as it is (not 409, 429)
+@blp.route("/sessions/turns")
+class FirstTurns(MethodView):
+    @counts_as_turn
+    @login_required
+    @body_limit(turn_body_limit)
+    @blp.arguments(FirstTurnSchema, multipart=True)
+    @blp.response(201, TurnResultSchema, description=FIRST_TURN)
+    @_streamed_turn_doc
+    def post(self, body: dict[str, Any]) -> Any:
+        """A new session's first turn: the session is made once its message is accepted
+        (a refused one leaves nothing). The same body as a turn, and a new session's
+        fields; the answer names the session (`session_id`, or a first `session` event)."""
+        if request.mimetype == "multipart/form-data":
+            body = _multipart_turn(FirstTurnSchema)
+        stream = body.pop("stream")
+        new = turns.NewSession(**{k: body.pop(k) for k in NEW_SESSION_FIELDS})
+        rt, who, turn_request = runtime(), principal(), turns.TurnRequest(**body)
+        if not stream:
+            result = turns.run_turn(rt, who, new, turn_request)
+            return result, 201, {"Location": _location(result.session_id)}
+        started = turns.start_streamed(rt, who, new, turn_request)
+        made = sse.encode({"session_id": started.session_id}, "session")
+        events = itertools.chain([made], _sse(started.events))
+        return event_stream(events, _error_event, {"Location": _location(started.session_id)})
 
 
-@blp.after_request
-def _end_the_title_of_a_refused_first_message(response: Response) -> Response:
-    """A session whose first message was refused has no title coming: its pending state
-    ends (and is pushed), so no client shows a spinner for it, even after a reload. The
-    session stays for the client to send a message it can take (or to delete)."""
-    session_id = (request.view_args or {}).get("session_id")
-    who = g.get("principal")
-    if request.method == "POST" and response.status_code in REFUSED_AS_SENT and session_id and who:
-        title_job.finish(runtime(), who.user_id, session_id, None, unused_only=True)
-    return response
+NEW_SESSION_FIELDS = ("title", "folder_id", "temporary", "source")
 
 
-def _multipart_turn() -> dict[str, Any]:
+def _location(session_id: str) -> str:
+    return url_for("sessions.SessionById", session_id=session_id)
+
+
+def _multipart_turn(schema: type[ma.Schema]) -> dict[str, Any]:
     """A turn sent as a form: its fields through the same schema, its files as images."""
     fields: dict[str, Any] = {k: v for k, v in request.form.items() if k != "project_context"}
-    for flag in ("stream", "retry"):
+    for flag in ("stream", "retry", "temporary"):
         if flag in fields:
             fields[flag] = fields[flag].strip().lower() in ("1", "true", "yes", "on")
     if "project_context" in request.form:
@@ -123,7 +159,7 @@ def _multipart_turn() -> dict[str, Any]:
         except InvalidJSON as exc:
             raise InvalidInput(exc.message, code="invalid_request") from None
     try:
-        body = TurnSchema().load(fields)
+        body: dict[str, Any] = schema().load(fields)
     except ma.ValidationError as exc:
         raise InvalidInput(validation_message(exc.messages), code="invalid_request") from None
     cap = runtime().settings.max_image_bytes + 1  # one byte more tells "too large"
@@ -135,28 +171,21 @@ def _multipart_turn() -> dict[str, Any]:
     return body
 
 
-def _sse(first: Any, rest: Iterator[Any]) -> Iterator[str]:
+def _sse(events: Iterator[turns.TurnEvent]) -> Iterator[str]:
     """`token` events with text and the steps as they happen, then `done` with the whole
-    turn, or `error` (see STREAM_EVENTS)."""
-    item = first
-    try:
-        while True:
-            if isinstance(item, turns.TurnResult):
-                yield sse.encode(RESULT.dump(item), "done")
-                return
-            if isinstance(item, turns.StepEvent):
-                data = MessageSchema().dump(item.data) if item.kind == "tool_result" else item.data
-                yield sse.encode(data, item.kind)
-            else:
-                yield sse.encode({"text": item.text}, "token")
-            item = next(rest)
-    except EonyxError as exc:
-        body, status = render_error(exc)
-        yield sse.encode({**body, "status": status}, "error")
-    except Exception:  # the headers are sent: the stream itself must say what went wrong
-        log.exception("a streamed turn failed")
-        body = error_payload("internal_error", "the turn failed on the server")
-        yield sse.encode({**body, "status": 500}, "error")
+    turn (see STREAM_EVENTS; a failure ends it with `_error_event`)."""
+    for item in events:
+        if isinstance(item, turns.TurnResult):
+            yield sse.encode(RESULT.dump(item), "done")
+        elif isinstance(item, turns.StepEvent):
+            data = MessageSchema().dump(item.data) if item.kind == "tool_result" else item.data
+            yield sse.encode(data, item.kind)
+        else:
+            yield sse.encode({"text": item.text}, "token")
+
+
+def _error_event(status: int, body: dict[str, Any], exc: EonyxError | None) -> str:
+    return sse.encode({**body, "status": status}, "error")
 
 
 @blp.route("/sessions/<session_id:session_id>/context")

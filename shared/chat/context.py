@@ -35,15 +35,18 @@ from shared.chat.compaction import (
     to_model_messages,
 )
 from shared.chat.needs import ChatRuntime
-from shared.chat.project_context import ContextFile
+from shared.chat.project_context import ContextFile, project_context_of
 from shared.chat.prompt import build_system_prompt
 from shared.core.errors import TooLarge
+from shared.core.job_names import PRECOMPUTE_SUMMARY
 from shared.core.messages import is_model_message
 from shared.files.session_store import SessionState
 from shared.llm import models
 from shared.llm.client import LLMError, LLMInvalidResponse, Offering
+from shared.memory.files import snapshot_of
 from shared.sessions import image_store
 from shared.sessions import service as session_service
+from shared.sessions.turn_hooks import EndedTurn
 from shared.sessions.turn_lock import hold_turn_lock
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -131,7 +134,7 @@ def session_prompt(
     """The session's system prompt: the identity as IDENTITY.md holds it now, then the memory
     snapshot the session took when it started (none for a temporary chat, and none for a part
     that is switched off), the project part and the summary."""
-    snapshot = {} if state.temporary else (state.snapshot or {})
+    snapshot = {} if state.temporary else (snapshot_of(state) or {})
     switches = rt.live_settings.settings()
     return build_system_prompt(
         identity=rt.identity,
@@ -200,6 +203,13 @@ def summarize_plan(rt: ChatRuntime, state: SessionState, plan: CompactionPlan) -
     return summary
 
 
+def after_turn(rt: ChatRuntime, ended: EndedTurn) -> None:
+    """An answer that took the history near the window: a worker prepares the summary the
+    next turn needs, so that turn does not wait for it."""
+    if ended.answered and ended.context_over_threshold:
+        rt.hint(PRECOMPUTE_SUMMARY, ended.user_id, ended.state.id)
+
+
 def precompute_summary(rt: ChatRuntime, user_id: str, session_id: str) -> bool:
     """The worker's half of compaction: summarize now so the next turn need not wait.
     Idempotent: with nothing to compact (or already done) it does nothing, and nothing for
@@ -212,7 +222,7 @@ def precompute_summary(rt: ChatRuntime, user_id: str, session_id: str) -> bool:
         # The turn lock: a turn that arrives meanwhile waits for this summary, not redoing it.
         with hold_turn_lock(rt, session_id):
             state, _ = rt.store.load(user_id, session_id)
-            project = ProjectInput.from_record(state.project_context)
+            project = ProjectInput.from_record(project_context_of(state))
             before = rt.store.read_summary(user_id, session_id)
             assemble_context(rt, state, project, offering, summarize=True)
             return rt.store.read_summary(user_id, session_id) != before
@@ -248,7 +258,7 @@ def describe_context(rt: ChatRuntime, principal: Principal, session_id: str) -> 
     """What the model would be sent on the next turn (no compaction is run for a look)."""
     session_service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
-    project = ProjectInput.from_record(state.project_context)
+    project = ProjectInput.from_record(project_context_of(state))
     try:
         offering: Offering | None = models.offering_for(rt, "chat")
     except models.NoModel:

@@ -7,10 +7,12 @@ from typing import Protocol
 
 from shared.llm.tools import ToolRegistry
 from shared.memory.needs import MemoryRuntime
+from shared.sessions.turn_hooks import TurnHooks
 
 
 class ChatRuntime(MemoryRuntime, Protocol):
     tools: ToolRegistry
+    turn_hooks: TurnHooks
 
     @property
     def identity(self) -> str:

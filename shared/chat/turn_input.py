@@ -13,7 +13,7 @@ it out of the state, so the transcript and the next prompt show only the new one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,32 +21,46 @@ from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput
 from shared.core.messages import CHAT_ROLES, MessageRecord
 from shared.files.session_state import SessionState
-
-AnswerMeta = Callable[[dict[str, Any]], dict[str, Any]]
+from shared.files.session_store import new_message_id
 
 
 @dataclass(frozen=True)
 class ClientTurn:
-    """What an OpenAI-style client brings to a turn beside its message.
+    """What an OpenAI-style client brings to a turn beside its message; a plain turn has
+    the empty one. The turn asks it at fixed points, and a client that keeps bookkeeping of
+    its own (the facade's session head) overrides `answer_meta`.
 
     `instructions` are its system and developer messages (a section of the system prompt);
     `tools` are offered beside Eonyx's own, and a call of one ends the turn, for the client
-    to run; `options` are model parameters sent as given (`temperature`, `response_format`,
-    `tool_choice`...). `messages` are records to save before the turn's own message: what
-    the client sent that the session has not seen (tool results, an opening it wrote
-    itself). `answer_meta` gives metadata to save with the answer, in the same write: it is
-    called with the answer as the client sees it (its text and the client's calls)."""
+    to run (`runs`); `options` are model parameters sent as given (`temperature`,
+    `response_format`, `tool_choice`...). `messages` are records to save before the turn's
+    own message: what the client sent that the session has not seen (tool results, an
+    opening it wrote itself)."""
 
     instructions: str | None = None
     tools: tuple[dict[str, Any], ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     messages: tuple[dict[str, Any], ...] = ()
     include_usage: bool = False
-    answer_meta: AnswerMeta | None = None
 
     @property
     def tool_names(self) -> frozenset[str]:
         return frozenset(tool["function"]["name"] for tool in self.tools)
+
+    def runs(self, tool_name: str) -> bool:
+        """Whether a call of `tool_name` is the client's to run."""
+        return tool_name in self.tool_names
+
+    def answer_meta(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        """Metadata to save with the answer, in the same write; `answer` is the answer as the
+        client sees it (its text and the client's tool calls)."""
+        return {}
+
+
+def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
+    record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
+    record["created_at"] = isoformat(utcnow())
+    return record | {k: v for k, v in extra.items() if v is not None}
 
 
 def unanswered_calls(state: SessionState) -> list[str]:

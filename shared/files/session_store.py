@@ -146,15 +146,17 @@ class SessionStore:
         temporary: bool = False,
         extra: dict[str, Any] | None = None,
         records: Sequence[Mapping[str, Any]] | None = None,
+        session_id: str | None = None,
     ) -> tuple[SessionState, FileInfo]:
-        """A new session file: the header and `records` (a fork's copy) in one durable write."""
+        """A new session file: the header and `records` (a fork's copy, a turn's opening) in
+        one durable write; `session_id` when the caller chose it (under its turn lock)."""
         moment = utcnow()
         directory = self.sessions_dir(user_id)
         directory.mkdir(parents=True, exist_ok=True)
         header: dict[str, Any] = {
             "type": "session",
             "v": FORMAT_VERSION,
-            "id": new_session_id(moment),
+            "id": session_id or new_session_id(moment),
             "user_id": user_id,
             "created_at": isoformat(moment),
             "source": source,
@@ -304,22 +306,6 @@ class SessionStore:
         remove_tree(path.with_suffix(""))
         self.usage.forget(user_id)
         return True
-
-    def delete_if_empty(self, user_id: str, session_id: str, older_than: datetime) -> bool:
-        """Delete a session that never had a message and is unchanged since `older_than` (a
-        cleared session had some: it stays)."""
-        return self.delete_if(
-            user_id,
-            session_id,
-            lambda state: (
-                not (
-                    state.message_count
-                    or state.image_count
-                    or state.updated_at > older_than
-                    or state.cleared_at is not None
-                )
-            ),
-        )
 
     def sidecar_dir(self, user_id: str, session_id: str) -> Path:
         """The directory beside the JSONL for the files a session references (images) and

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared.accounts.people import Principal
+from shared.chat import turns
 from shared.chat.compaction import CHARS_PER_TOKEN
-from shared.chat.turn_input import ClientTurn
-from shared.chat.turns import TurnRequest, TurnResult, message_record
+from shared.chat.turn_input import ClientTurn, message_record
+from shared.chat.turns import NewSession, TurnEvent, TurnRequest, TurnResult
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import content_text, message_chars, tool_call_parts
@@ -40,8 +41,6 @@ from shared.files.session_store import SessionState, check_session_id
 from shared.integrations import bindings
 from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest
-from shared.llm import models
-from shared.sessions import service as session_service
 
 SOURCE = CHANNEL = "api"
 HEAD, PARENT, INPUT = "api_head", "api_parent", "api_input"  # meta keys of the session
@@ -107,15 +106,15 @@ def _candidates(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, st
 
 @dataclass(frozen=True)
 class Continuation:
-    """Where a request goes: the session, the request's messages that are new to it, the
-    head they follow (None for a new session), and whether the request is a regenerate."""
+    """Where a request goes: the session (None: a new one, made by the turn once its
+    message is accepted), the request's messages that are new to it, the head they follow
+    (None for a new session), and whether the request asks its last question again."""
 
-    session_id: str
+    session_id: str | None
     new: tuple[Mapping[str, Any], ...]
     parent: str | None
     regenerate: bool = False  # the last question again, its answer superseded
     retry: bool = False  # the last question again, after its answer failed
-    created: bool = False
 
 
 def _follows(
@@ -149,15 +148,9 @@ def _load(rt: IntegrationsRuntime, principal: Principal, session_id: str) -> Ses
 
 
 def choose_session(
-    rt: IntegrationsRuntime,
-    principal: Principal,
-    request: ChatRequest,
-    header: str | None,
-    *,
-    temporary: bool = False,
+    rt: IntegrationsRuntime, principal: Principal, request: ChatRequest, header: str | None
 ) -> Continuation:
-    """The session the request continues, or a new one (made only once the model is known
-    to name an offering, so a refused request leaves nothing behind)."""
+    """The session the request continues, or None for a new one."""
     messages = request.messages
     candidates = _candidates(messages)
     if header:
@@ -176,9 +169,7 @@ def choose_session(
         if found is not None:
             return found
         break  # an older answer of a session: the client changed its past; start anew
-    models.offering_named(rt, request.model)  # NotFound (model_not_found) makes nothing
-    created = session_service.create_session(rt, principal, rt.memory, temporary=temporary)
-    return Continuation(created.id, tuple(messages), None, created=True)
+    return Continuation(None, tuple(messages), None)
 
 
 # -- the turn -----------------------------------------------------------------------------
@@ -202,20 +193,44 @@ def _record(message: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
+class FacadeClient(ClientTurn):
+    """The facade's part of a turn: it saves, with the answer, the session's new head (the
+    key of the answer and what asked for it) and what the request said of itself."""
+
+    asked: tuple[Mapping[str, Any], ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def head(self, answer: Mapping[str, Any]) -> str:
+        return head_key(self.asked, answer)
+
+    def answer_meta(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        return {**self.meta, HEAD: self.head(answer)}
+
+
+@dataclass(frozen=True)
 class PlannedTurn:
-    """The turn a request makes, and, once it is answered, the session's new head."""
+    """The turn a request makes, on its session or on a new one."""
 
     continuation: Continuation
     request: TurnRequest
-    head: str | None = None
+    client: FacadeClient
+    temporary: bool = False
 
     @property
-    def session_id(self) -> str:
-        return self.continuation.session_id
+    def target(self) -> str | NewSession:
+        """The session, or the one to make: gone again if its first turn is not answered
+        (the client sends the whole request again, which would make another)."""
+        session_id = self.continuation.session_id
+        return session_id or NewSession(temporary=self.temporary, keep_unanswered=False)
+
+    def head(self, result: TurnResult) -> str:
+        """The session's head once `result` is saved (what `answer_meta` saved with it)."""
+        answer = {**result.assistant_message, "tool_calls": result.client_tool_calls or None}
+        return self.client.head(answer)
 
 
-def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
+def plan_turn(chat: ChatRequest, continuation: Continuation, *, temporary: bool) -> PlannedTurn:
     """The turn for the request's new messages: the last one, when it is the user's, is the
     turn's message; the others are saved before it (tool results, an opening of the
     client's own); its answer is saved with the session's new head."""
@@ -235,18 +250,14 @@ def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
         meta["api_user"] = chat.user
     if chat.metadata:
         meta["api_metadata"] = dict(chat.metadata)
-
-    def answer_meta(answer: dict[str, Any]) -> dict[str, Any]:
-        planned.head = head_key(asked, answer)
-        return {**meta, HEAD: planned.head}
-
-    client = ClientTurn(
+    client = FacadeClient(
         instructions=chat.instructions,
         tools=chat.tools,
         options=chat.options,
         messages=() if again else tuple(_record(m) for m in new),
         include_usage=chat.include_usage,
-        answer_meta=answer_meta,
+        asked=tuple(asked),
+        meta=meta,
     )
     turn = TurnRequest(
         content=content,
@@ -255,23 +266,71 @@ def plan_turn(chat: ChatRequest, continuation: Continuation) -> PlannedTurn:
         regenerate=continuation.regenerate,
         client=client,
     )
-    planned = PlannedTurn(continuation, turn)
-    return planned
+    return PlannedTurn(continuation, turn, client, temporary)
 
 
-def remember(rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn) -> None:
+def remember(
+    rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn, result: TurnResult
+) -> None:
     """Bind the session's new head, so the client's next request, which resends it, lands
     in the same session."""
-    if planned.head:
-        bindings.bind(rt, principal.user_id, CHANNEL, planned.head, planned.session_id)
+    bindings.bind(rt, principal.user_id, CHANNEL, planned.head(result), result.session_id)
 
 
-def forget_unused(
-    rt: IntegrationsRuntime, principal: Principal, continuation: Continuation
-) -> None:
-    """A session made for a request that failed goes again unless an answer was saved."""
-    if continuation.created:
-        session_service.discard_unanswered(rt, principal.user_id, continuation.session_id)
+# -- the request, from start to end -------------------------------------------------------
+
+
+@dataclass
+class FacadeRun:
+    """A request's turn under way: its session, and its result (without stream) or its
+    events (with stream: the result last, its head bound before it is yielded)."""
+
+    session_id: str
+    result: TurnResult | None = None
+    events: Iterator[TurnEvent] = iter(())
+
+
+def plan_request(
+    rt: IntegrationsRuntime,
+    principal: Principal,
+    chat: ChatRequest,
+    header: str | None,
+    *,
+    temporary: bool,
+) -> PlannedTurn:
+    """The session a request continues (`X-Eonyx-Session` names it outright), and its turn.
+    A new session is temporary when the request or its header asks."""
+    continuation = choose_session(rt, principal, chat, header)
+    return plan_turn(chat, continuation, temporary=chat.temporary or temporary)
+
+
+def run_chat(
+    rt: IntegrationsRuntime,
+    principal: Principal,
+    planned: PlannedTurn,
+    *,
+    stream: bool,
+    done: Callable[[TurnResult], None] | None = None,
+) -> FacadeRun:
+    """Run a planned request's turn; `done(result)` (by default: bind the new head) once the
+    answer is saved, before a stream yields it. A streamed turn runs up to its first
+    answer event here, so errors before the model speaks are plain errors."""
+    finish = done or (lambda result: remember(rt, principal, planned, result))
+    if not stream:
+        result = turns.run_turn(rt, principal, planned.target, planned.request)
+        finish(result)
+        return FacadeRun(result.session_id, result)
+    started = turns.start_streamed(rt, principal, planned.target, planned.request)
+    return FacadeRun(started.session_id, events=_finished_with(started.events, finish))
+
+
+def _finished_with(
+    events: Iterator[TurnEvent], finish: Callable[[TurnResult], None]
+) -> Iterator[TurnEvent]:
+    for item in events:
+        if isinstance(item, TurnResult):
+            finish(item)
+        yield item
 
 
 def usage(result: TurnResult) -> dict[str, int]:

@@ -21,19 +21,22 @@ import json
 import re
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select
 
 from shared.accounts.people import Principal
+from shared.chat.turns import TurnResult
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
 from shared.core.messages import image_part, text_part
 from shared.db.orm import ApiResponse
 from shared.integrations import bindings, facade
-from shared.integrations.facade import PlannedTurn
+from shared.integrations.facade import FacadeRun, PlannedTurn
 from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
+from shared.integrations.response_object import finished, item_id, skeleton
 
 # Responses field -> Chat Completions field, for the fields that only change their name.
 RENAMED = {"max_output_tokens": "max_tokens"}
@@ -236,14 +239,17 @@ def session_of(rt: IntegrationsRuntime, principal: Principal, response_id: str) 
 
 
 def keep(
-    rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn, response: Mapping[str, Any]
+    rt: IntegrationsRuntime,
+    principal: Principal,
+    planned: PlannedTurn,
+    result: TurnResult,
+    response: Mapping[str, Any],
 ) -> None:
     """Bind the session's new head (as `facade.remember` does) and keep the response unless
     it was asked not to be stored, in one transaction."""
-    session_id = planned.session_id
+    session_id = result.session_id
     with rt.db.transaction() as db:
-        if planned.head:
-            bindings.bind_in(db, principal.user_id, facade.CHANNEL, planned.head, session_id)
+        bindings.bind_in(db, principal.user_id, facade.CHANNEL, planned.head(result), session_id)
         if response.get("store") is False:
             return
         row = {
@@ -254,6 +260,40 @@ def keep(
             "created_at": utcnow(),
         }
         db.execute(_KEEP, [row])
+
+
+@dataclass
+class ResponseRun:
+    """A Responses request under way: the response as it starts, the id of its message
+    item, and its turn; `answer` is the finished response, kept, once the turn answered."""
+
+    response: dict[str, Any]
+    message_id: str
+    turn: FacadeRun = field(default_factory=lambda: FacadeRun(""))
+    answer: dict[str, Any] | None = None
+
+
+def run_response(
+    rt: IntegrationsRuntime,
+    principal: Principal,
+    body: Mapping[str, Any],
+    header: str | None,
+    *,
+    temporary: bool,
+) -> ResponseRun:
+    """Read the request, choose its session (`previous_response_id`'s, the header's, or a
+    new one), run its turn, and keep the finished response once it is answered."""
+    chat, previous = read_responses_request(body)
+    session = session_of(rt, principal, previous) if previous else header
+    planned = facade.plan_request(rt, principal, chat, session, temporary=temporary)
+    run = ResponseRun(skeleton(new_response_id(), body, chat.model), item_id("msg"))
+
+    def done(result: TurnResult) -> None:
+        run.answer = finished(run.response, result, run.message_id)
+        keep(rt, principal, planned, result, run.answer)
+
+    run.turn = facade.run_chat(rt, principal, planned, stream=chat.stream, done=done)
+    return run
 
 
 def stored(rt: IntegrationsRuntime, principal: Principal, response_id: str) -> dict[str, Any]:

@@ -37,9 +37,11 @@ from datetime import timedelta
 
 from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.events import MemoryUpdated
 from shared.core.job_names import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import Exchange, JobMessage, count_answered, exchanges, job_prompt
 from shared.core.settings import Settings
+from shared.files.session_state import meta_count
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
@@ -49,6 +51,7 @@ from shared.memory.files import USER_PROFILE, MemoryRefused, StaleVersion, rende
 from shared.memory.needs import MemoryRuntime
 from shared.safety.checks import check_text
 from shared.sessions import service as session_service
+from shared.sessions.turn_hooks import EndedTurn
 
 log = logging.getLogger(__name__)
 MARKER = "extracted_turns"
@@ -77,8 +80,9 @@ characters. If nothing needs to change, return the current entries as they are.
 Answer with JSON only: {{"entries": ["...", "..."]}}"""
 
 
-def extracted_upto(state: SessionState) -> int:
-    return state.extracted_turns or 0
+def extracted_turns(state: SessionState) -> int | None:
+    """The session's user turns already reconciled into the profile (its MARKER), if any."""
+    return meta_count(state, MARKER)
 
 
 # -- when to run -------------------------------------------------------------------------------
@@ -88,6 +92,12 @@ def extraction_enabled(settings: Settings) -> bool:
     return (
         settings.user_memory_extraction and settings.user_profile_enabled and not settings.demo_mode
     )
+
+
+def after_turn(rt: MemoryRuntime, ended: EndedTurn) -> None:
+    """An answered turn may complete the N user messages that call for an extraction."""
+    if ended.answered:
+        maybe_enqueue_extraction(rt, ended.state)
 
 
 def maybe_enqueue_extraction(rt: MemoryRuntime, state: SessionState) -> bool:
@@ -152,7 +162,7 @@ def extract_user_profile(
             state, _ = rt.store.load(user_id, session_id)
         except NotFound:
             return Outcome("skipped", "the session is gone")
-        done = extracted_upto(state)
+        done = extracted_turns(state) or 0
         if state.temporary:
             return Outcome("skipped", "temporary chats never shape the user profile", done)
         turns = exchanges(state.messages)
@@ -201,12 +211,7 @@ def _reconcile(rt: MemoryRuntime, user_id: str, turns: list[Exchange]) -> Outcom
     event_bus.publish(
         rt.redis,
         user_id,
-        {
-            "type": registry.EVENT_MEMORY_UPDATED,
-            "file": "USER.md",
-            "action": "reconciled",
-            "entries": len(entries),
-        },
+        MemoryUpdated("USER.md", "reconciled", entries=len(entries)),
     )
     return Outcome("saved", f"USER.md now has {len(entries)} entries{left_out}")
 
@@ -231,7 +236,7 @@ def sweep_extraction(rt: MemoryRuntime, jobs: JobQueue) -> int:
         except (NotFound, InvalidInput):
             continue
         answered = count_answered(exchanges(state.messages))
-        done = extracted_upto(state)
+        done = extracted_turns(state) or 0
         lost = answered >= done + every and state.updated_at <= lost_since
         due = lost or (answered > done and state.updated_at <= quiet_since)
         if state.temporary or not due or job_running(rt.locks, extract_lock(session_id)):

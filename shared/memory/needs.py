@@ -13,7 +13,3 @@ from shared.sessions.needs import SessionsRuntime
 class MemoryRuntime(SessionsRuntime, Protocol):
     memory: MemoryStore
     jobs: JobQueue | None
-
-    def hint(self, job: str, *args: object) -> bool:
-        """Send a job that a periodic sweep would redo if lost (Runtime.hint)."""
-        ...

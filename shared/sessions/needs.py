@@ -23,3 +23,7 @@ class SessionsRuntime(LlmRuntime, Protocol):
     llm: ModelClient
     clock: Clock
     live_settings: LiveSettings  # read the run-time switches here, not in `settings`
+
+    def hint(self, job: str, *args: object) -> bool:
+        """Send a job that a periodic sweep would redo if lost (Runtime.hint)."""
+        ...

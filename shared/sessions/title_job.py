@@ -22,6 +22,7 @@ from sqlalchemy import select, true
 
 from shared.core import registry
 from shared.core.clock import parse_time
+from shared.core.events import SessionTitle
 from shared.core.errors import NotFound, StorageError
 from shared.core.job_names import SESSION_TITLE, JobQueue
 from shared.db.orm import SessionRow
@@ -34,6 +35,7 @@ from shared.llm.client import LLMError
 from shared.sessions import service
 from shared.sessions.needs import SessionsRuntime
 from shared.sessions.titles import clean_reply, is_locked, opening_exchange, title_request
+from shared.sessions.turn_hooks import EndedTurn
 
 log = logging.getLogger(__name__)
 GIVE_UP_AFTER = timedelta(minutes=6)  # a title pending this long keeps the truncated title
@@ -79,19 +81,13 @@ def finish(
     user_id: str,
     session_id: str,
     title: str | None,
-    *,
-    unused_only: bool = False,
 ) -> bool:
     """End a pending title, with `title` or (None) keeping the one the session has; only if
-    it is still pending and not renamed, decided under the file's lock. Pushes the result.
-    `unused_only`: only in a session that holds no message yet (its first one was refused:
-    the spinner ends, and the next first message starts a title of its own)."""
+    it is still pending and not renamed, decided under the file's lock. Pushes the result."""
     final: dict[str, Any] = {}
 
     def decide(state: SessionState) -> list[MetaRecord] | None:
         if not state.title_pending or is_locked(state):
-            return None
-        if unused_only and state.message_count:
             return None
         changes: dict[str, Any] = {"title_pending": False}
         if title:
@@ -110,15 +106,24 @@ def finish(
     return True
 
 
+def after_turn(rt: SessionsRuntime, ended: EndedTurn) -> None:
+    """The session's first answer is saved: a worker names the session (an answer without
+    text, or no queue to send the job to, keeps the truncated title at once rather than a
+    spinner). The first answer failed or was stopped: the spinner ends, the truncated
+    title stays."""
+    state = ended.state
+    if ended.answered_before or not state.title_pending:
+        return
+    named = ended.answered and opening_exchange(state) is not None
+    if named and rt.hint(SESSION_TITLE, ended.user_id, state.id):
+        return
+    finish(rt, ended.user_id, state.id, None)
+
+
 def publish_title(rt: SessionsRuntime, user_id: str, session_id: str, title: str | None) -> None:
     """Tell the user's clients the title a session keeps now that it is no longer pending
     (named by the job, kept by the sweep, or ended by a turn whose first answer failed)."""
-    event = {
-        "type": registry.EVENT_SESSION_TITLE,
-        "session_id": session_id,
-        "title": title,
-        "title_pending": False,
-    }
+    event = SessionTitle(session_id, title)
     event_bus.publish(rt.redis, user_id, event)
 
 

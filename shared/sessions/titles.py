@@ -76,14 +76,14 @@ def mode_for(settings: Settings, source: str) -> str:
 
 def for_new_session(
     rt: SessionsRuntime, user_id: str, title: str | None, temporary: bool, source: str
-) -> tuple[str | None, bool]:
-    """(title, title_pending) of a session being created without or with a title."""
+) -> str | None:
+    """The title of a session being created without or with a title. None waits for the
+    first message (`first_message_changes`: truncated, or pending the model's in `llm`
+    mode); a session waiting for its first message has no title pending."""
     mode = mode_for(rt.live_settings.settings(), source)
-    if title is not None or temporary:
-        return title, False
-    if mode == "sequential":
-        return str(next_number(rt, user_id)), False
-    return None, mode == "llm"
+    if title is None and not temporary and mode == "sequential":
+        return str(next_number(rt, user_id))
+    return title
 
 
 def next_number(rt: SessionsRuntime, user_id: str) -> int:

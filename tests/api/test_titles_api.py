@@ -63,13 +63,15 @@ def test_llm_mode_lists_a_session_as_pending_then_names_it_and_pushes_the_title(
     make_chat: Callable[..., Chat],
 ) -> None:
     chat = llm_chat(make_chat)
-    session_id = chat.new_session()
-    assert [(s["id"], s["title"], s["title_pending"]) for s in listed(chat)] == [
-        (session_id, None, True)
-    ]
     chat.llm.script(text("Start with the Jardin du Luxembourg."))
-    assert chat.turn(session_id, content=OPENING).status_code == 200
-    assert title_of(chat, session_id) == (TRUNCATED, True)
+    made = chat.client.post(
+        f"{API}/sessions/turns", json={"content": OPENING}, headers=chat.user.headers
+    )
+    assert made.status_code == 201, made.get_json()
+    session_id = made.get_json()["session_id"]
+    assert [(s["id"], s["title"], s["title_pending"]) for s in listed(chat)] == [
+        (session_id, TRUNCATED, True)
+    ]
     jobs = chat.rt.jobs
     assert isinstance(jobs, RecordingJobs)
     assert jobs.of(SESSION_TITLE) == [(chat.user.user_id, session_id)]
@@ -125,36 +127,47 @@ def test_a_failing_title_job_keeps_the_truncated_title_and_ends_pending(
 
 
 @pytest.mark.parametrize("how", ["too-long-for-the-window", "over-the-api-limit-as-a-form"])
-def test_a_refused_first_message_ends_pending_at_once(
+def test_a_refused_first_message_leaves_no_title_pending(
     make_chat: Callable[..., Chat], how: str
 ) -> None:
     """Seen before: after a 413 the session stayed `title_pending` with no message, and every
-    client spun on it for good, across reloads. The refusal ends it and pushes that; the next
-    first message starts a title of its own."""
+    client spun on it for good, across reloads. A first message sent to make its session
+    leaves nothing when refused; a session made empty on purpose waits for its first message
+    without a title pending, and a refusal changes nothing of it. The next first message
+    starts a title of its own."""
     chat = make_chat(SESSION_TITLE_MODE="llm", EONYX_LLM_CONTEXT_WINDOW="2000")
     chat.rt.jobs = RecordingJobs()
-    session_id = chat.new_session()
-    assert title_of(chat, session_id) == (None, True)
-    with live_events(chat) as pushed:
+
+    def refused(path: str) -> None:
         if how == "too-long-for-the-window":
-            refused = chat.turn(session_id, content="word " * 2_000)
-            assert (refused.status_code, refused.get_json()["error"]["code"]) == (
+            answer = chat.client.post(
+                path, json={"content": "word " * 2_000}, headers=chat.user.headers
+            )
+            assert (answer.status_code, answer.get_json()["error"]["code"]) == (
                 413,
                 "message_too_long",
             )
-        else:
-            refused = chat.client.post(
-                f"{API}/sessions/{session_id}/turns",
-                data={"content": "x" * 300_000},
-                headers=chat.user.headers,
-                content_type="multipart/form-data",
-            )
-            assert refused.status_code == 400
-            assert refused.get_json()["error"]["message"] == (
-                "content: longer than maximum length 200000"  # a sentence, not a dict
-            )
+            return
+        answer = chat.client.post(
+            path,
+            data={"content": "x" * 300_000},
+            headers=chat.user.headers,
+            content_type="multipart/form-data",
+        )
+        assert answer.status_code == 400
+        assert answer.get_json()["error"]["message"] == (
+            "content: longer than maximum length 200000"  # a sentence, not a dict
+        )
+
+    with live_events(chat) as pushed:
+        refused(f"{API}/sessions/turns")
+    assert listed(chat) == []
+    session_id = chat.new_session()
     assert title_of(chat, session_id) == (None, False)
-    assert [(e["title"], e["title_pending"]) for e in pushed] == [(None, False)]
+    with live_events(chat) as pushed:
+        refused(f"{API}/sessions/{session_id}/turns")
+    assert title_of(chat, session_id) == (None, False)
+    assert pushed == []
     assert [(s["id"], s["title_pending"]) for s in listed(chat)] == [(session_id, False)]
 
     chat.llm.script(text("Start with the Jardin du Luxembourg."))
