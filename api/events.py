@@ -50,8 +50,8 @@ from wsproto.utilities import LocalProtocolError
 from api.context import authenticate, check_scope, presented_token, runtime, runtime_of
 from api.extensions import error_payload
 from api.observability import socket_closed, socket_opened
-from shared.core import registry
 from shared.core.errors import Forbidden, Unauthorized
+from shared.core.events import ErrorBody, Ready, SocketError
 from shared.infra import event_bus
 from shared.infra.change_listener import LOST
 from shared.infra.socket_quota import USER, SocketQuota
@@ -182,7 +182,7 @@ def _serve(ws, token: str | None, quota: SocketQuota | None) -> None:  # type: i
     OPEN.add(ws.event.set)
     socket_opened()  # counted before "ready", so whoever reads the gauge after it sees it
     try:
-        ws.send(json.dumps({"type": registry.EVENT_READY}))
+        ws.send(json.dumps(Ready().as_json()))
         _relay(ws, listener, token, lambda: quota.renew(user_id, token_id, socket_id))
     finally:
         socket_closed()
@@ -274,4 +274,4 @@ def _close(ws, status: int, code: str, message: str) -> None:  # type: ignore[no
 
 
 def _error(code: str, message: str) -> str:
-    return json.dumps({"type": registry.EVENT_ERROR, "error": {"code": code, "message": message}})
+    return json.dumps(SocketError(ErrorBody(code, message)).as_json())

@@ -36,8 +36,7 @@ from shared.chat.turn_plan import (
     plan_turn,
 )
 from shared.chat.turn_rounds import StepEvent, TextDelta, Turn, TurnResult, rounds
-from shared.core import observability, registry
-from shared.core.events import SessionUpdated
+from shared.core import observability
 from shared.core.errors import (
     Conflict,
     EonyxError,
@@ -48,6 +47,7 @@ from shared.core.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from shared.core.events import SessionUpdated
 from shared.infra import event_bus
 from shared.llm.client import LLMError
 from shared.sessions import service as session_service

@@ -30,11 +30,11 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import redis
 
 from shared.core import registry
+from shared.core.events import LiveEvent
 from shared.infra.change_listener import ChangeListener
 
 log = logging.getLogger(__name__)
@@ -64,14 +64,14 @@ def publish_auth_change(client: redis.Redis | None, user_id: str) -> None:
         log.warning("could not announce a sign-in change of %s: %s", user_id, exc)
 
 
-def publish(client: redis.Redis | None, user_id: str, event: dict[str, Any]) -> None:
-    """Push `event` ({"type": ..., ...}) to the user's listeners; never fails the caller."""
+def publish(client: redis.Redis | None, user_id: str, event: LiveEvent) -> None:
+    """Push `event` to the user's listeners; never fails the caller."""
     if client is None:
         return
     try:
-        client.publish(channel(user_id), json.dumps(event, ensure_ascii=False))
+        client.publish(channel(user_id), json.dumps(event.as_json(), ensure_ascii=False))
     except redis.RedisError as exc:
-        log.warning("could not publish a %s event: %s", event.get("type"), exc)
+        log.warning("could not publish a %s event: %s", event.TYPE, exc)
 
 
 class Listener:

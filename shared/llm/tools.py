@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from shared.accounts.people import Principal
 from shared.core.encoding import InvalidJSON, decode_json
+from shared.core.events import LiveEvent
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +30,13 @@ class ToolContext:
     principal: Principal
     session_id: str
     temporary: bool = False
-    events: list[dict[str, Any]] = field(default_factory=list)  # e.g. memory writes done
+    events: list[dict[str, object]] = field(default_factory=list)  # their JSON, for the turn
     refusals: int = 0
-    notify: Callable[[dict[str, Any]], None] = lambda _event: None  # push one live event
+    notify: Callable[[LiveEvent], None] = lambda _event: None  # push one live event
 
-    def record(self, event: dict[str, Any]) -> None:
+    def record(self, event: LiveEvent) -> None:
         """Keep an event for the turn's response and push it to the user's clients now."""
-        self.events.append(event)
+        self.events.append(event.as_json())
         self.notify(event)
 
 

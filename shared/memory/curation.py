@@ -30,6 +30,7 @@ from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from shared.core.events import LikeUpdated, MemoryUpdated
 from shared.core.job_names import CURATE_MEMORY, JobQueue
 from shared.core.messages import Exchange, JobMessage, exchanges, in_tool_step, job_prompt
 from shared.files.session_store import SessionState
@@ -106,12 +107,7 @@ def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
 def _push(
     rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
 ) -> None:
-    event = {
-        "type": registry.EVENT_LIKE_UPDATED,
-        "session_id": session_id,
-        **_public(exchange_id, like),
-    }
-    event_bus.publish(rt.redis, user_id, event)
+    event_bus.publish(rt.redis, user_id, LikeUpdated(session_id, **_public(exchange_id, like)))
 
 
 def _set_like(
@@ -288,9 +284,7 @@ def _curate(rt: MemoryRuntime, user_id: str, turn: Exchange) -> Outcome:
     except (MemoryRefused, InvalidInput, StaleVersion) as exc:
         return Outcome("failed", f"not saved: {exc.message}")
     for what in done:
-        event_bus.publish(
-            rt.redis, user_id, {"type": registry.EVENT_MEMORY_UPDATED, "file": "MEMORY.md", **what}
-        )
+        event_bus.publish(rt.redis, user_id, MemoryUpdated.written("MEMORY.md", what))
     if not done:
         return Outcome("unchanged", "nothing in this turn was worth keeping")
     return Outcome("saved", f"{len(done)} change(s) to MEMORY.md", changes=len(done))

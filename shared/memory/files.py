@@ -35,6 +35,7 @@ import redis
 from shared.accounts.people import Principal
 from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageError
+from shared.core.events import MemoryUpdated
 from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
 from shared.infra import event_bus
@@ -375,8 +376,4 @@ def _announce(
     client: redis.Redis | None, user_id: str | None, file: MemoryFile, action: str
 ) -> None:
     if user_id is not None:  # the identity has no user to tell (it applies after a restart)
-        event_bus.publish(
-            client,
-            user_id,
-            {"type": registry.EVENT_MEMORY_UPDATED, "file": file.name, "action": action},
-        )
+        event_bus.publish(client, user_id, MemoryUpdated(file.name, action))

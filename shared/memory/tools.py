@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 import redis
 
 from shared.accounts.people import Principal
-from shared.core import registry
 from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from shared.core.events import MemoryUpdated
 from shared.core.settings import Settings
 from shared.infra import event_bus
 from shared.llm.tools import Tool, ToolContext, ToolError, ToolRegistry
@@ -184,7 +184,7 @@ def run_memory_write(store: MemoryStore, context: ToolContext, kind: Kind, compu
         stop = f" {STOP}" if context.refusals >= MAX_REFUSALS else ""
         raise ToolError(f"not saved: {exc.message}.{stop}") from None
     for what in done:
-        context.record({"type": registry.EVENT_MEMORY_UPDATED, "file": FILE_NAMES[kind], **what})
+        context.record(MemoryUpdated.written(FILE_NAMES[kind], what))
     return saved_line(kind, after, done)
 
 
@@ -210,8 +210,9 @@ def write_entry(
 
     after, done = apply_write(store, principal.user_id, file_kind, compute)
     for what in done:
-        event = {"type": registry.EVENT_MEMORY_UPDATED, "file": FILE_NAMES[file_kind], **what}
-        event_bus.publish(client, principal.user_id, event)
+        event_bus.publish(
+            client, principal.user_id, MemoryUpdated.written(FILE_NAMES[file_kind], what)
+        )
     return after, saved_line(file_kind, after, done)
 
 

@@ -22,8 +22,8 @@ from sqlalchemy import select, true
 
 from shared.core import registry
 from shared.core.clock import parse_time
-from shared.core.events import SessionTitle
 from shared.core.errors import NotFound, StorageError
+from shared.core.events import SessionTitle
 from shared.core.job_names import SESSION_TITLE, JobQueue
 from shared.db.orm import SessionRow
 from shared.files.session_state import MetaRecord, meta_record

@@ -18,7 +18,7 @@ from shared.core.clock import utcnow
 from shared.infra import change_listener, event_bus
 from shared.infra.embedded_redis import EmbeddedRedis
 from tests.api.conftest import API, Chat
-from tests.api.websockets import connect, live
+from tests.api.websockets import connect, live, publish_raw
 from tests.conftest import MovedClock, wait_for
 
 LOOPS = 50
@@ -54,7 +54,7 @@ def test_an_event_published_right_after_ready_arrives(chat: Chat) -> None:
             try:
                 assert ws.next_json() == {"type": "ready"}
                 event = {"type": "session.title", "session_id": "s", "n": number}
-                event_bus.publish(chat.rt.redis, chat.user.user_id, event)
+                publish_raw(chat.rt.redis, chat.user.user_id, event)
                 assert ws.next_json() == event
             finally:
                 ws.hang_up()
@@ -182,7 +182,7 @@ def test_open_sockets_are_capped_per_sign_in_and_per_user(make_chat: Callable[..
         )
         tabs.append(connect(f"{url}?token={chat.user.token}"))
         assert tabs[-1].next_json() == {"type": "ready"}
-        event_bus.publish(chat.rt.redis, chat.user.user_id, {"type": "ping"})
+        publish_raw(chat.rt.redis, chat.user.user_id, {"type": "ping"})
         assert [ws.next_json() for ws in tabs] == [{"type": "ping"}] * 3
         for ws in tabs:
             ws.hang_up()

@@ -30,12 +30,11 @@ from shared.db.orm import (
     User,
 )
 from shared.index import sync
-from shared.infra import event_bus
 from shared.integrations import bindings
 from shared.integrations.teams import links
 from tests.api.conftest import API, Chat
 from tests.api.test_images_api import data_url, image
-from tests.api.websockets import EventsClient, connect, live
+from tests.api.websockets import EventsClient, connect, live, publish_raw
 from tests.conftest import Account, create_account
 from tests.fake_llm import text
 
@@ -184,7 +183,7 @@ def test_changing_your_password_ends_your_other_sign_ins_but_not_this_one(
     assert status(chat, alice.token) == 200  # the request's own token stays
     assert_cut_off(chat, key, browser, other_socket, "invalid_token")
     event = {"type": "session.title", "session_id": "s", "title": "still here"}
-    event_bus.publish(chat.rt.redis, alice.user_id, event)
+    publish_raw(chat.rt.redis, alice.user_id, event)
     assert own_socket.next_json() == event  # the socket of the request's token is still open
 
 
@@ -203,9 +202,7 @@ def test_wrong_current_passwords_are_throttled_like_failed_logins(
     chat: Chat, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Blocks long enough that the test never races their end.
-    monkeypatch.setattr(
-        people, "ACCOUNT_POLICY", Policy(free=5, window=900, base=600, ceiling=900)
-    )
+    monkeypatch.setattr(people, "ACCOUNT_POLICY", Policy(free=5, window=900, base=600, ceiling=900))
     alice = chat.user
     body = {"current_password": "guess", "new_password": NEW_PASSWORD}
     answers = [
@@ -275,7 +272,7 @@ def test_revoking_a_token_closes_its_socket_at_once(
     assert code == api.events.POLICY_VIOLATION
     assert [m["error"]["code"] for m in seen] == ["invalid_token"]
     event = {"type": "memory.updated", "kind": "user"}
-    event_bus.publish(chat.rt.redis, alice.user_id, event)
+    publish_raw(chat.rt.redis, alice.user_id, event)
     assert kept.next_json() == event
 
 

@@ -28,6 +28,7 @@ from simple_websocket import ConnectionError as Refused
 from werkzeug.serving import make_server
 from wsproto.utilities import LocalProtocolError
 
+from shared.infra import event_bus
 from tests.api.conftest import API
 
 WAIT = 10.0  # seconds a closed socket may take to notice (many times the rechecks used)
@@ -86,6 +87,12 @@ def hang_up(ws: Client) -> None:
 
 def connect(url: str, **kwargs: Any) -> EventsClient:
     return EventsClient(url, **kwargs)
+
+
+def publish_raw(redis: Any, user_id: str, event: dict[str, Any]) -> None:
+    """`event` on the user's channel as event_bus.publish sends one: the tests' own shapes
+    (unknown types, extra fields) that no event class builds."""
+    redis.publish(event_bus.channel(user_id), json.dumps(event))
 
 
 @contextmanager

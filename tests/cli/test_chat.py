@@ -25,6 +25,7 @@ from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
 from cli.run import project_part
+from shared.core.events import SessionTitle
 from shared.core.messages import MAX_MESSAGE_CHARS
 from shared.infra import event_bus
 from shared.llm.tools import Tool
@@ -797,8 +798,7 @@ def titled(live: Live, session_id: str, title: str) -> None:
     session_service.append_meta(
         live.rt, live.user.user_id, session_id, {"title": title, "title_pending": False}
     )
-    event = {"type": "session.title", "session_id": session_id, "title": title}
-    event_bus.publish(live.rt.redis, live.user.user_id, event)
+    event_bus.publish(live.rt.redis, live.user.user_id, SessionTitle(session_id, title))
 
 
 def test_a_pending_title_updates_live_from_the_events_socket(live: Live) -> None:
