@@ -163,7 +163,7 @@ class AdminUsage(MethodView):
     @admin_required
     @blp.arguments(MonthArgsSchema, location="query")
     @blp.response(200, AllTokenUsageSchema)
-    def get(self, args: dict[str, Any]) -> dict[str, Any]:
+    def get(self, args: dict[str, Any]) -> token_usage.AllUsage:
         """Every user's model tokens in a month (default: this one), per offering and role,
         with their budget (administrators only). Users who used none are listed with 0."""
         return token_usage.all_usage(runtime().usage, args.get("month"))

@@ -482,8 +482,9 @@ class LLMClient:
         tool_choice: str | Mapping[str, Any] | None,
         temperature: float | None,
         max_tokens: int | None,
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    ) -> dict[str, object]:
+        """The request's JSON body: Eonyx's fields, which a caller's `options` then extend."""
+        body: dict[str, object] = {
             "model": offering.model,
             "messages": [_encoded(message) for message in messages],
         }
@@ -499,7 +500,7 @@ class LLMClient:
         return body
 
     @staticmethod
-    def _add_options(body: dict[str, Any], options: Mapping[str, Any] | None) -> None:
+    def _add_options(body: dict[str, object], options: Mapping[str, object] | None) -> None:
         """The caller's request fields over the defaults. A limit of the caller's own replaces
         the offering's; a tool choice needs tools to choose from."""
         if not options:
@@ -511,7 +512,7 @@ class LLMClient:
             body.pop("tool_choice", None)
             body.pop("parallel_tool_calls", None)
 
-    def _request(self, offering: Offering, body: dict[str, Any]) -> httpx.Request:
+    def _request(self, offering: Offering, body: Mapping[str, object]) -> httpx.Request:
         headers = {
             "Accept": "text/event-stream" if body.get("stream") else "application/json",
             "Content-Type": "application/json",
@@ -527,7 +528,7 @@ class LLMClient:
                 offering.id, f"has an unusable base_url {offering.base_url!r}: {exc}"
             ) from exc
 
-    def _send(self, offering: Offering, body: dict[str, Any], *, streaming: bool) -> _Answer:
+    def _send(self, offering: Offering, body: Mapping[str, object], *, streaming: bool) -> _Answer:
         """Make the request, retrying as long as nothing of the body has been consumed.
 
         Not streaming, the answer holds the whole body and the response is closed. Streaming,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import orjson
 from sqlalchemy import Table, func, select
@@ -88,6 +88,53 @@ def counts(
     return prompt, completion
 
 
+# -- what the reports say ------------------------------------------------------------------
+
+
+class BudgetView(TypedDict):
+    limit: int | None
+    used: int
+    remaining: int | None
+    resets_at: str
+
+
+class UsageTotals(TypedDict):
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class UsageLine(UsageTotals):
+    """One offering and role's calls in a month."""
+
+    offering: str
+    role: str
+
+
+class MonthReport(UsageTotals):
+    """A user's month (`GET /me/usage`'s `tokens`, `eonyx users budget`)."""
+
+    month: str
+    by_offering: list[UsageLine]
+    budget: BudgetView
+
+
+class UserUsage(UsageTotals):
+    """One user's line in the administrators' view."""
+
+    user_id: str
+    username: str
+    monthly_token_budget: int | None
+    by_offering: list[UsageLine]
+    budget: BudgetView
+
+
+class AllUsage(TypedDict):
+    month: str
+    users: list[UserUsage]
+
+
 # -- the budget -----------------------------------------------------------------------------
 
 
@@ -107,7 +154,7 @@ class Budget:
     def exceeded(self) -> bool:
         return self.limit is not None and self.used >= self.limit
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BudgetView:
         return {
             "limit": self.limit,
             "used": self.used,
@@ -129,7 +176,7 @@ class BudgetExceeded(TooManyRequests):
             retry_after=wait,
         )
         self.budget = budget
-        self.details = budget.to_dict()
+        self.details = dict(budget.to_dict())
 
 
 def effective_limit(own: int | None, default: int) -> int | None:
@@ -239,7 +286,7 @@ def used_in(db: Session, user_id: str, month: str) -> int:
 # -- reports --------------------------------------------------------------------------------
 
 
-def _line(row: TokenUsage) -> dict[str, Any]:
+def _line(row: TokenUsage) -> UsageLine:
     return {
         "offering": row.offering,
         "role": row.role,
@@ -250,14 +297,18 @@ def _line(row: TokenUsage) -> dict[str, Any]:
     }
 
 
-def _totals(lines: list[dict[str, Any]]) -> dict[str, int]:
-    keys = ("calls", "prompt_tokens", "completion_tokens", "total_tokens")
-    return {key: sum(line[key] for line in lines) for key in keys}
+def _totals(lines: list[UsageLine]) -> UsageTotals:
+    return {
+        "calls": sum(line["calls"] for line in lines),
+        "prompt_tokens": sum(line["prompt_tokens"] for line in lines),
+        "completion_tokens": sum(line["completion_tokens"] for line in lines),
+        "total_tokens": sum(line["total_tokens"] for line in lines),
+    }
 
 
 def month_report(
     db: Session, user_id: str, month: str, limit: int | None, now: datetime
-) -> dict[str, Any]:
+) -> MonthReport:
     """A user's month: totals, per offering and role, and the budget (for `GET /me/usage`)."""
     rows = db.scalars(
         select(TokenUsage)
@@ -270,7 +321,7 @@ def month_report(
     return {"month": month, **totals, "by_offering": lines, "budget": budget.to_dict()}
 
 
-def my_usage(meter: TokenMeter, user_id: str) -> dict[str, Any]:
+def my_usage(meter: TokenMeter, user_id: str) -> MonthReport:
     """This month's tokens of a user and their budget, read now (not from the cache)."""
     now = meter.clock.now()
     with meter.db.session() as db:
@@ -280,7 +331,7 @@ def my_usage(meter: TokenMeter, user_id: str) -> dict[str, Any]:
         )
 
 
-def all_usage(meter: TokenMeter, month: str | None = None) -> dict[str, Any]:
+def all_usage(meter: TokenMeter, month: str | None = None) -> AllUsage:
     """Every user's tokens in `month` (default: this one), per offering and role, with their
     budget: the administrators' view. Users who used nothing are listed with zeros."""
     now = meter.clock.now()
@@ -294,12 +345,12 @@ def all_usage(meter: TokenMeter, month: str | None = None) -> dict[str, Any]:
             .where(TokenUsage.month == month)
             .order_by(TokenUsage.offering, TokenUsage.role)
         ).all()
-    by_user: dict[str, list[dict[str, Any]]] = {}
+    by_user: dict[str, list[UsageLine]] = {}
     for row in rows:
         by_user.setdefault(row.user_id, []).append(_line(row))
     # A past month's budget has reset: its figures are shown against the limit set now.
     reset = resets_at(datetime.strptime(month + "-01", "%Y-%m-%d").replace(tzinfo=UTC))
-    listed = []
+    listed: list[UserUsage] = []
     for user_id, username, own in users:
         lines = by_user.get(user_id, [])
         totals = _totals(lines)

@@ -11,8 +11,9 @@ client.py does those.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import httpx
 
@@ -21,18 +22,43 @@ from shared.core.messages import answer_text, arguments_text
 PROVIDER_MESSAGE_LIMIT = 500
 
 
+class FunctionCall(TypedDict):
+    name: str
+    arguments: str
+
+
+class OpenAIToolCall(TypedDict):
+    """A tool call as an assistant message carries it."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class AssistantMessage(TypedDict):
+    """An answer as the conversation takes it back (OpenAI's format)."""
+
+    role: Literal["assistant"]
+    content: str | None
+    tool_calls: NotRequired[list[OpenAIToolCall]]
+
+
 @dataclass(frozen=True)
 class ToolCall:
     id: str
     name: str
     arguments: str  # JSON text, as the model wrote it (it may be malformed)
 
-    def as_openai(self) -> dict[str, Any]:
+    def openai(self) -> OpenAIToolCall:
         return {
             "id": self.id,
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+    def as_openai(self) -> dict[str, object]:
+        """`openai()` as a plain dict, for the turn's records and events that extend it."""
+        return dict(self.openai())
 
 
 @dataclass(frozen=True)
@@ -40,14 +66,14 @@ class Completion:
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
-    usage: dict[str, Any] | None = None
+    usage: Mapping[str, object] | None = None  # the provider's counts, as it sent them
     raw: Any = field(default=None, repr=False)  # the response body; for a stream, its chunks
 
-    def message(self) -> dict[str, Any]:
+    def message(self) -> AssistantMessage:
         """The assistant message to append to the conversation, in OpenAI's format."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        message: AssistantMessage = {"role": "assistant", "content": self.content}
         if self.tool_calls:
-            message["tool_calls"] = [call.as_openai() for call in self.tool_calls]
+            message["tool_calls"] = [call.openai() for call in self.tool_calls]
         return message
 
 
@@ -59,14 +85,14 @@ class UsageSum:
     def __init__(self) -> None:
         self.total: dict[str, int] | None = dict.fromkeys(self.KEYS, 0)
 
-    def add(self, usage: dict[str, Any] | None) -> None:
+    def add(self, usage: Mapping[str, object] | None) -> None:
         if self.total is None:
             return
         counts = [usage.get(key) if usage else None for key in self.KEYS[:2]]
-        if not all(isinstance(count, int) for count in counts):
+        prompt, completion = (count if isinstance(count, int) else None for count in counts)
+        if prompt is None or completion is None:
             self.total = None
             return
-        prompt, completion = (int(count or 0) for count in counts)
         self.total["prompt_tokens"] += prompt
         self.total["completion_tokens"] += completion
         self.total["total_tokens"] += prompt + completion
@@ -143,52 +169,73 @@ def parse_completion(data: Any) -> Completion:
     )
 
 
+@dataclass
+class _PartialCall:
+    """A streamed tool call while its deltas arrive."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+def _object(value: object) -> Mapping[str, object]:
+    """`value` when it is a JSON object, else an empty one (servers differ in what they omit)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 class StreamAssembler:
     """Folds `chat.completion.chunk` objects into text deltas and, in the end, a Completion."""
 
     def __init__(self) -> None:
         self.content: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, _PartialCall] = {}
         self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
+        self.usage: Mapping[str, object] | None = None
         self.chunks: list[Any] = []
 
-    def feed(self, chunk: dict[str, Any]) -> str:
+    def feed(self, chunk: Mapping[str, object]) -> str:
         """Take one chunk; return the text it adds."""
         self.chunks.append(chunk)
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        choices = chunk.get("choices") or []
-        if not choices or not isinstance(choices[0], dict):
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return ""
-        choice = choices[0]
+        choice: Mapping[str, object] = choices[0]
         if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
-        delta = choice.get("delta") or {}
-        for call in delta.get("tool_calls") or []:
-            self._tool_call(call)
+            self.finish_reason = str(choice["finish_reason"])
+        delta = _object(choice.get("delta"))
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            self._tool_call(_object(call))
         text = answer_text(delta.get("content")) or ""
         if text:
             self.content.append(text)
         return text
 
-    def _tool_call(self, delta: dict[str, Any]) -> None:
+    def _tool_call(self, delta: Mapping[str, object]) -> None:
         index = delta.get("index")
+        call_id = _text(delta.get("id"))
         if not isinstance(index, int):  # some servers send whole calls without an index
-            by_id = [i for i, c in self.calls.items() if delta.get("id") and c["id"] == delta["id"]]
+            by_id = [i for i, c in self.calls.items() if call_id and c.id == call_id]
             if by_id:
                 index = by_id[0]
-            elif delta.get("id") or not self.calls:
+            elif call_id or not self.calls:
                 index = len(self.calls)
             else:
                 index = max(self.calls)
-        call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
-        function = delta.get("function") or {}
-        if delta.get("id") and not call["id"]:
-            call["id"] = delta["id"]
-        if function.get("name") and not call["name"]:
-            call["name"] = function["name"]
-        call["arguments"].append(arguments_text(function.get("arguments")))
+        call = self.calls.setdefault(index, _PartialCall())
+        function = _object(delta.get("function"))
+        if call_id and not call.id:
+            call.id = call_id
+        if function.get("name") and not call.name:
+            call.name = _text(function["name"])
+        call.arguments.append(arguments_text(function.get("arguments")))
 
     @property
     def started(self) -> bool:
@@ -199,9 +246,9 @@ class StreamAssembler:
             content="".join(self.content) if self.content or not self.calls else None,
             tool_calls=[
                 ToolCall(
-                    id=call["id"] or f"call_{index}",
-                    name=call["name"],
-                    arguments="".join(call["arguments"]),
+                    id=call.id or f"call_{index}",
+                    name=call.name,
+                    arguments="".join(call.arguments),
                 )
                 for index, call in sorted(self.calls.items())
             ],

@@ -8,8 +8,9 @@ built as Activities and serialised in the Bot Framework's wire format.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from microsoft_agents.activity import (
     Activity,
@@ -60,6 +61,20 @@ def tenant_of(activity: Activity) -> str | None:
     return tenant.get("id") if isinstance(tenant, dict) else None
 
 
+class InboundJob(TypedDict):
+    """An `Inbound` as a job argument (JSON)."""
+
+    activity_id: str
+    service_url: str
+    conversation_id: str
+    user_id: str
+    user_name: str | None
+    aad_object_id: str | None
+    bot_id: str
+    bot_name: str | None
+    text: str
+
+
 @dataclass(frozen=True)
 class Inbound:
     """A message to answer: where it came from, who sent it, and its text."""
@@ -74,11 +89,12 @@ class Inbound:
     bot_name: str | None
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> InboundJob:
+        return cast(InboundJob, asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Inbound:
+    def from_dict(cls, data: Mapping[str, Any]) -> Inbound:
+        """From a job's argument: `to_dict()`'s JSON, fields checked by the constructor."""
         return cls(**data)
 
 
@@ -123,7 +139,8 @@ def _account(account_id: str, name: str | None) -> ChannelAccount:
     return ChannelAccount(id=account_id, name=name) if name else ChannelAccount(id=account_id)
 
 
-def _outgoing(inbound: Inbound, **fields: Any) -> dict[str, Any]:
+def _outgoing(inbound: Inbound, **fields: Any) -> dict[str, object]:
+    """An activity to send, as the connector takes it (JSON in the wire's field names)."""
     activity = Activity(
         from_property=_account(inbound.bot_id, inbound.bot_name),
         recipient=_account(inbound.user_id, inbound.user_name),
@@ -133,7 +150,7 @@ def _outgoing(inbound: Inbound, **fields: Any) -> dict[str, Any]:
     return activity.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def reply_activity(inbound: Inbound, text: str) -> dict[str, Any]:
+def reply_activity(inbound: Inbound, text: str) -> dict[str, object]:
     return _outgoing(
         inbound,
         type=ActivityTypes.message,
@@ -143,7 +160,7 @@ def reply_activity(inbound: Inbound, text: str) -> dict[str, Any]:
     )
 
 
-def typing_activity(inbound: Inbound) -> dict[str, Any]:
+def typing_activity(inbound: Inbound) -> dict[str, object]:
     return _outgoing(inbound, type=ActivityTypes.typing)
 
 

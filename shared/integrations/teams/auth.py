@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import httpx
@@ -42,7 +43,8 @@ class VerifiedToken(NamedTuple):
     """A token's verified claims, and the channels its signing key endorses (None when the
     key lists none, as in the Bot Framework's SDKs, which then skip that check)."""
 
-    claims: dict[str, Any]
+    claims: Mapping[str, object]
+    expires: float  # its `exp`, which the decoder required and checked
     endorsements: frozenset[str] | None
 
 
@@ -79,7 +81,7 @@ class TokenVerifier:
         self.http = http
         self.jwks_cooldown = JWKS_COOLDOWN
         self._lock = threading.Lock()
-        self._metadata: dict[str, Any] | None = None
+        self._issuer: str | None = None
         self._metadata_at = 0.0
         self._jwks: EndorsedJWKClient | None = None
         self._verified: OrderedDict[str, VerifiedToken] = OrderedDict()
@@ -88,7 +90,7 @@ class TokenVerifier:
         """(issuer, JWKS client), from the metadata document fetched at most once a day."""
         with self._lock:
             stale = time.monotonic() - self._metadata_at > METADATA_TTL
-            if self._metadata is None or self._jwks is None or stale:
+            if self._issuer is None or self._jwks is None or stale:
                 try:
                     response = self.http.get(self.metadata_url)
                     response.raise_for_status()
@@ -107,11 +109,11 @@ class TokenVerifier:
                         timeout=10,
                         cooldown_duration=self.jwks_cooldown,
                     )
-                self._metadata, self._metadata_at = metadata, time.monotonic()
-            assert self._metadata is not None
+                self._issuer, self._metadata_at = metadata["issuer"], time.monotonic()
+            assert self._issuer is not None
             assert self._jwks is not None
             self._jwks.cooldown_duration = self.jwks_cooldown
-            return self._metadata["issuer"], self._jwks
+            return self._issuer, self._jwks
 
     def verify(self, authorization: str | None) -> VerifiedToken:
         """The verified claims of `Authorization: Bearer <jwt>` and its key's endorsements,
@@ -128,7 +130,7 @@ class TokenVerifier:
             )
         with self._lock:
             cached = self._verified.get(token)
-        if cached is not None and cached.claims["exp"] + CLOCK_SKEW > time.time():
+        if cached is not None and cached.expires + CLOCK_SKEW > time.time():
             return cached
         verified = self._verify(token)
         with self._lock:
@@ -171,7 +173,8 @@ class TokenVerifier:
             raise _invalid("the token's signature does not verify") from None
         except jwt.InvalidTokenError as exc:
             raise _invalid(f"the token is invalid ({exc})") from None
-        return VerifiedToken(claims, jwks.endorsements.get(header["kid"]))
+        expires = float(claims["exp"])
+        return VerifiedToken(claims, expires, jwks.endorsements.get(header["kid"]))
 
 
 def check_activity(

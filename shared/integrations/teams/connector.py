@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -121,8 +121,8 @@ class Connector:
             return self._token
 
     def post(
-        self, url: str, activity: dict[str, Any], *, attempts: int = MAX_ATTEMPTS
-    ) -> dict[str, Any]:
+        self, url: str, activity: Mapping[str, object], *, attempts: int = MAX_ATTEMPTS
+    ) -> Mapping[str, object]:
         """POST an activity with the bot token (renewed once if the connector refuses it)."""
         for renew in (False, True):
             headers = {"Authorization": f"Bearer {self.token(renew=renew)}"}
@@ -143,7 +143,7 @@ class Connector:
         base = inbound.service_url.rstrip("/")
         return f"{base}/v3/conversations/{quote(inbound.conversation_id, safe='')}/activities"
 
-    def reply(self, inbound: Inbound, text: str) -> dict[str, Any]:
+    def reply(self, inbound: Inbound, text: str) -> Mapping[str, object]:
         """Answer the message in its conversation (and thread)."""
         url = f"{self._conversation_url(inbound)}/{quote(inbound.activity_id, safe='')}"
         return self.post(url, reply_activity(inbound, text))
