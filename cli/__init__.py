@@ -2,7 +2,7 @@
 
 Server-side commands (serve, worker, users, index, db, backup, restore) read the same settings
 as the server; client commands (login, sessions, run, chat) talk HTTP to EONYX_URL with a
-saved token.
+saved token. What the API refuses (`ApiError`, free of click) prints as a click error.
 
 Each command's module is imported when the command is used, not when `eonyx` starts: the
 server's stack (SQLAlchemy, Celery, Flask) takes seconds to import, and a client command such
@@ -16,6 +16,7 @@ from importlib import import_module
 
 import click
 
+from cli.api_error import ApiError
 from shared.core.release import eonyx_version
 from shared.core.settings import SettingsError
 
@@ -33,10 +34,10 @@ COMMAND_PATHS = {
     "sessions": "cli.sessions:sessions",
     "run": "cli.run:run",
     "memory": "cli.memory:memory",
-    "chat": "cli.chat:chat",
+    "chat": "cli.chat.main:chat",
     "folders": "cli.folders:folders",
     "tokens": "cli.tokens:tokens",
-    "mcp": "cli.mcp_server:mcp",
+    "mcp": "cli.mcp_command:mcp",
 }
 
 
@@ -74,6 +75,8 @@ class EonyxGroup(click.Group):
             return super().invoke(ctx)
         except SettingsError as exc:
             raise click.ClickException(f"configuration error: {exc}") from None
+        except ApiError as exc:  # the API's refusal, as every click error prints (exit 1)
+            raise click.ClickException(str(exc)) from None
 
 
 @click.group(cls=EonyxGroup, commands=LazyCommands(COMMAND_PATHS))  # type: ignore[arg-type]

@@ -1,14 +1,15 @@
-"""The HTTP client of the console clients: every call `eonyx run`, `eonyx chat` and the
-other client commands make to the API, so each is a client of the API only (a remote team
-server works like a local one) and tests can drive it against a live server or a stand-in.
+"""The HTTP client of the console clients: every call `eonyx run`, `eonyx chat`, the other
+client commands and `eonyx mcp` make to the API, so each is a client of the API only (a
+remote team server works like a local one) and tests can drive it against a live server or a
+stand-in. The calls themselves, one method each, are in cli/api_resources.py.
 
 Two faces of one client, as httpx has them, sharing the base URL, the token, how errors
 read and how a streamed turn is read: `ApiClient` blocks, for the click commands, which run
-one call after another; `AsyncApiClient` is for the Textual app, whose event loop must not
-block. Errors come out as `ApiError`, a click error that prints as the server's
-`message (code)`, with a hint to log in again on a 401; status 0 when the server could not be
-reached or the connection broke mid-turn. `listen` reads the live events WebSocket
-(`/api/v1/events`); it blocks, so the app runs it in a thread.
+one call after another; `AsyncApiClient` is for the Textual app and the MCP server, whose
+event loops must not block. Errors come out as `ApiError` (cli/api_error.py). A turn without
+a session (`session_id` None) goes to `POST /sessions/turns`, which makes the session only
+once the message is accepted: a refused first message leaves nothing to clean up. `listen`
+reads the live events WebSocket (`/api/v1/events`); it blocks, so the app runs it in a thread.
 
 What they print of stored text (titles, names, the server's messages) goes through
 `shared.core.text.printable`: a control character or a bidirectional override shows as an
@@ -20,43 +21,27 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-import click
 import httpx
 
-from cli.stream import Event, turn_event
+from cli.api_error import ApiError
+from cli.api_resources import LIST_PAGE, SOURCE, Resources
+from cli.stream import MODEL_FAILED, Done, Event, SessionMade, turn_event
 from shared.core import sse
 from shared.core.text import printable
 
-LIST_PAGE = 50
+__all__ = ["LIST_PAGE", "MODEL_FAILED", "SOURCE", "ApiClient", "ApiError", "AsyncApiClient"]
+
 TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
 TIMEOUT = httpx.Timeout(30.0, read=60.0)
 TURN_TIMEOUT = httpx.Timeout(30.0, read=TURN_READ_TIMEOUT)
 # Idle connections are dropped before the server drops them (gunicorn's keep-alive is 5 s):
 # a request sent on a connection the server is closing fails with "Server disconnected".
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=2.0)
-MODEL_FAILED = 502  # the model failed: the user's message is saved, a retry answers it
 Page = dict[str, Any]
-
-
-SOURCE = "cli"  # the sessions the console clients make (shared.index.listing.CONSOLE_SOURCE)
-
-
-class ApiError(click.ClickException):
-    """A call the server refused (status, code, message) or could not answer (status 0);
-    `hint` says what the user can do next (log in again, retry the saved message)."""
-
-    def __init__(self, status: int, code: str, message: str, hint: str | None = None) -> None:
-        if hint is None:
-            hint = "; run `eonyx login`" if status == 401 else ""
-        super().__init__((f"{message} ({code})" if code else message) + hint)
-        self.status, self.code, self.reason, self.hint = status, code, message, hint
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def error_of(response: httpx.Response) -> tuple[str, str]:
@@ -67,6 +52,20 @@ def error_of(response: httpx.Response) -> tuple[str, str]:
         return printable(str(error["code"])), printable(str(error["message"]))
     except (ValueError, KeyError, TypeError):
         return "", printable(response.text[:200] or response.reason_phrase)
+
+
+def session_of(response: httpx.Response, session_id: str | None) -> str | None:
+    """The turn's session: the one asked, or the one a first message made (when the model
+    failed after the message was saved, the error names it: `details.session_id`, and so
+    does the `Location` header)."""
+    if session_id is not None:
+        return session_id
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        details = response.json()["error"].get("details") or {}
+        if details.get("session_id"):
+            return str(details["session_id"])
+    location = response.headers.get("location", "")
+    return location.rstrip("/").rpartition("/sessions/")[2] or None
 
 
 def counted(number: int, noun: str) -> str:
@@ -98,11 +97,19 @@ def latest_of(best: dict[str, Any] | None, page: Page) -> tuple[dict[str, Any] |
     return best, not page.get("next_cursor")
 
 
+def turn_request(session_id: str | None, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Where a turn goes and what it sends: a first message makes its session (as `cli`)."""
+    if session_id is None:
+        return "/sessions/turns", {"source": SOURCE, **body}
+    return f"/sessions/{session_id}/turns", body
+
+
 class TurnStream:
     """The events of a streamed turn from its body's bytes, `done` or `error` last; a body
-    that ends without either is a broken stream."""
+    that ends without either is a broken stream. `session_id` is known from the start, or
+    from the first event of a first message."""
 
-    def __init__(self, client: _Api, session_id: str) -> None:
+    def __init__(self, client: _Api, session_id: str | None) -> None:
         self.client, self.session_id = client, session_id
         self.decoder = sse.Decoder()
         self.finished = False
@@ -117,12 +124,24 @@ class TurnStream:
             raise self.client.broken(self.session_id, why)
 
     def _events(self, events: Iterable[sse.Event]) -> Iterator[Event]:
-        for event in events:
+        for raw in events:
             if self.finished:
                 return
-            name, data = turn_event(event)
-            self.finished = name in ("done", "error")
-            yield name, data
+            event = turn_event(raw)
+            if isinstance(event, SessionMade):
+                self.session_id = event.session_id
+            self.finished = raw.name in ("done", "error")
+            if event is not None:
+                yield event
+
+    def answered(self, response: httpx.Response) -> Iterator[Event]:
+        """A server that answered with JSON instead of a stream: one `done` with the turn
+        (after the session it made, for a first message)."""
+        turn = response.json()
+        self.finished = True
+        if self.session_id is None and turn.get("session_id"):
+            yield SessionMade(str(turn["session_id"]))
+        yield Done(turn)
 
 
 class _Api:
@@ -149,10 +168,17 @@ class _Api:
             hint = retry_hint(session_id)
         return ApiError(response.status_code, *error_of(response), hint)
 
+    def turn_refused(self, response: httpx.Response, session_id: str | None) -> ApiError:
+        """A turn's refusal; a first message saved before the model failed names its session."""
+        session_id = session_of(response, session_id)
+        error = self.refused(response, session_id)
+        error.session_id = session_id
+        return error
+
     def unreachable(self, exc: httpx.HTTPError) -> ApiError:
         return ApiError(0, "", f"cannot reach Eonyx at {self.url}: {exc or type(exc).__name__}")
 
-    def broken(self, session_id: str, why: str | httpx.HTTPError) -> ApiError:
+    def broken(self, session_id: str | None, why: str | httpx.HTTPError) -> ApiError:
         """A turn whose connection broke after it was sent: the message may be saved."""
         if isinstance(why, httpx.ConnectError):
             return self.unreachable(why)
@@ -160,15 +186,20 @@ class _Api:
             why = f"the connection to Eonyx at {self.url} failed during the turn: " + (
                 str(why) or type(why).__name__
             )
-        hint = retry_hint(session_id, saved=False) if self.retry_hints else ""
+        hint = retry_hint(session_id, saved=False) if self.retry_hints and session_id else ""
         return ApiError(0, "stream_broken", why, hint)
 
     @staticmethod
-    def body(response: httpx.Response) -> Any:
-        return response.json() if response.content else None
+    def body(response: httpx.Response, pick: str | None = None) -> Any:
+        found: Any = response.json() if response.content else None
+        return found[pick] if pick else found
+
+    @staticmethod
+    def is_stream(response: httpx.Response) -> bool:
+        return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
-class ApiClient(_Api):
+class ApiClient(_Api, Resources[Any]):
     """The blocking client, for the click commands (`eonyx run`, `eonyx sessions` ...)."""
 
     retry_hints = True
@@ -179,72 +210,68 @@ class ApiClient(_Api):
 
     @classmethod
     def from_config(cls) -> ApiClient:
-        from cli.client import saved_login
+        from cli.config import saved_login
 
         return cls(*saved_login())
 
-    def send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """The raw response of a successful call (a download)."""
+    def call(
+        self, method: str, path: str, *, pick: str | None = None, raw: bool = False, **kw: Any
+    ) -> Any:
+        """One call: the parsed body (None for an empty one), or with `raw` the response."""
         try:
-            response = self.http.request(method, path, **kwargs)
+            response = self.http.request(method, path, **kw)
         except httpx.HTTPError as exc:
             raise self.unreachable(exc) from None
         if response.status_code >= 400:
             raise self.refused(response)
-        return response
-
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """One JSON call; the parsed body, or None for an empty one."""
-        return self.body(self.send(method, path, **kwargs))
+        return response if raw else self.body(response, pick)
 
     def latest_session(self) -> dict[str, Any] | None:
         """The non-archived session updated last, pinned or not."""
         best, cursor = None, None
         while True:
-            page = self.request("GET", "/sessions", params=_page_params(cursor=cursor))
+            page = self.list_sessions(cursor=cursor)
             best, final = latest_of(best, page)
             if final:
                 return best
             cursor = page["next_cursor"]
 
-    def turn(self, session_id: str, body: dict[str, Any]) -> Any:
-        """A whole turn as one JSON request."""
-        path = f"/sessions/{session_id}/turns"
+    def turn(self, session_id: str | None, body: dict[str, Any]) -> Any:
+        """A whole turn as one JSON request (a first message's carries `session_id`)."""
+        path, request = turn_request(session_id, body)
         try:
-            response = self.http.post(path, json=body, timeout=TURN_TIMEOUT)
+            response = self.http.post(path, json=request, timeout=TURN_TIMEOUT)
         except httpx.HTTPError as exc:
             raise self.broken(session_id, exc) from None
         if response.status_code >= 400:
-            raise self.refused(response, session_id)
+            raise self.turn_refused(response, session_id)
         return self.body(response)
 
-    def stream_turn(self, session_id: str, body: dict[str, Any]) -> Iterator[Event]:
-        """The turn's server-sent events, `done` or `error` last; a server that answers with
-        JSON instead (no stream) gives one `done` with the turn."""
-        request = {**body, "stream": True}
+    def stream_turn(self, session_id: str | None, body: dict[str, Any]) -> Iterator[Event]:
+        """The turn's events, `Done` or `Failed` last (a first message's start with
+        `SessionMade`); a server that answers with JSON instead gives one `Done`."""
+        path, request = turn_request(session_id, {**body, "stream": True})
+        stream = TurnStream(self, session_id)
         try:
-            with self.http.stream(
-                "POST", f"/sessions/{session_id}/turns", json=request, timeout=TURN_TIMEOUT
-            ) as response:
-                if response.status_code >= 400:
+            with self.http.stream("POST", path, json=request, timeout=TURN_TIMEOUT) as response:
+                if response.status_code >= 400 or not self.is_stream(response):
                     response.read()
-                    raise self.refused(response, session_id)
-                if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    response.read()
-                    yield "done", response.json()
+                    if response.status_code >= 400:
+                        raise self.turn_refused(response, session_id)
+                    yield from stream.answered(response)
                     return
-                stream = TurnStream(self, session_id)
                 for chunk in response.iter_bytes():
                     yield from stream.feed(chunk)
                     if stream.finished:
                         return
                 yield from stream.end()
         except httpx.HTTPError as exc:
-            raise self.broken(session_id, exc) from None
+            raise self.broken(stream.session_id, exc) from None
 
 
-class AsyncApiClient(_Api):
-    """The same calls for the terminal app, whose event loop must not block."""
+class AsyncApiClient(_Api, Resources[Awaitable[Any]]):
+    """The same calls for the terminal app and the MCP server, whose event loops must not
+    block: each resource method gives an awaitable of what the blocking client returns."""
 
     def __init__(
         self, url: str, token: str, *, transport: httpx.AsyncBaseTransport | None = None
@@ -255,20 +282,17 @@ class AsyncApiClient(_Api):
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """One JSON call; the parsed body, or None for an empty one."""
+    async def call(
+        self, method: str, path: str, *, pick: str | None = None, raw: bool = False, **kw: Any
+    ) -> Any:
+        """One call: the parsed body (None for an empty one), or with `raw` the response."""
         try:
-            response = await self.http.request(method, path, **kwargs)
+            response = await self.http.request(method, path, **kw)
         except httpx.HTTPError as exc:
             raise self.unreachable(exc) from None
         if response.status_code >= 400:
             raise self.refused(response)
-        return self.body(response)
-
-    async def list_sessions(
-        self, query: str | None = None, cursor: str | None = None, limit: int = LIST_PAGE
-    ) -> Page:
-        return await self.request("GET", "/sessions", params=_page_params(query, cursor, limit))
+        return response if raw else self.body(response, pick)
 
     async def latest_session(self) -> dict[str, Any] | None:
         """The non-archived session updated last, pinned or not (as `eonyx run -c` picks)."""
@@ -280,66 +304,28 @@ class AsyncApiClient(_Api):
                 return best
             cursor = page["next_cursor"]
 
-    async def session(self, session_id: str) -> dict[str, Any]:
-        return await self.request("GET", f"/sessions/{session_id}")
-
-    async def create_session(self) -> dict[str, Any]:
-        return await self.request("POST", "/sessions", json={"source": SOURCE})
-
-    async def update_session(self, session_id: str, **changes: Any) -> dict[str, Any]:
-        """PATCH title, pinned, archived or folder_id."""
-        return await self.request("PATCH", f"/sessions/{session_id}", json=changes)
-
-    async def delete_session(self, session_id: str, *, purge: bool = False) -> None:
-        """To the trash; with `purge`, gone at once."""
-        params = {"purge": "true"} if purge else None
-        await self.request("DELETE", f"/sessions/{session_id}", params=params)
-
-    async def fork(self, session_id: str) -> dict[str, Any]:
-        return await self.request("POST", f"/sessions/{session_id}/fork")
-
-    async def clear(self, session_id: str) -> Any:
-        return await self.request("POST", f"/sessions/{session_id}/clear")
-
     async def export_markdown(self, session_id: str) -> str:
-        try:
-            response = await self.http.get(
-                f"/sessions/{session_id}/export", params={"format": "markdown"}
-            )
-        except httpx.HTTPError as exc:
-            raise self.unreachable(exc) from None
-        if response.status_code >= 400:
-            raise self.refused(response)
+        response = await self.export(session_id, "markdown")
         if response.headers.get("content-type", "").startswith("application/json"):
             body = response.json()  # a JSON wrapper, should the server send one
             return str(body.get("content", "")) if isinstance(body, dict) else str(body)
-        return response.text
+        return str(response.text)
 
-    async def messages(self, session_id: str) -> list[dict[str, Any]]:
-        return (await self.request("GET", f"/sessions/{session_id}/messages"))["items"]
-
-    async def context(self, session_id: str) -> dict[str, Any]:
-        """The context gauge's figures: tokens, window, percent."""
-        return await self.request("GET", f"/sessions/{session_id}/context")
-
-    async def like(self, session_id: str, message_id: str) -> dict[str, Any]:
-        return await self.request("POST", f"/sessions/{session_id}/messages/{message_id}/like")
-
-    async def unlike(self, session_id: str, message_id: str) -> None:
-        await self.request("DELETE", f"/sessions/{session_id}/messages/{message_id}/like")
-
-    async def stream_turn(self, session_id: str, body: dict[str, Any]) -> AsyncIterator[Event]:
-        """The turn's server-sent events, `done` or `error` last. A refusal before the stream
-        starts raises ApiError, and so does a stream that ends without `done` or `error`."""
-        request = {**body, "stream": True}
+    async def stream_turn(
+        self, session_id: str | None, body: dict[str, Any]
+    ) -> AsyncIterator[Event]:
+        """The turn's events, `Done` or `Failed` last (a first message's start with
+        `SessionMade`). A refusal before the stream starts raises ApiError, and so does a
+        stream that ends without `done` or `error`."""
+        path, request = turn_request(session_id, {**body, "stream": True})
+        stream = TurnStream(self, session_id)
         try:
             async with self.http.stream(
-                "POST", f"/sessions/{session_id}/turns", json=request, timeout=TURN_TIMEOUT
+                "POST", path, json=request, timeout=TURN_TIMEOUT
             ) as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    raise self.refused(response, session_id)
-                stream = TurnStream(self, session_id)
+                    raise self.turn_refused(response, session_id)
                 async for chunk in response.aiter_bytes():
                     for event in stream.feed(chunk):
                         yield event
@@ -348,7 +334,7 @@ class AsyncApiClient(_Api):
                 for event in stream.end():
                     yield event
         except httpx.HTTPError as exc:
-            raise self.broken(session_id, exc) from None
+            raise self.broken(stream.session_id, exc) from None
 
     # -- live events --
 
@@ -388,14 +374,3 @@ class AsyncApiClient(_Api):
             with contextlib.suppress(ConnectionClosed, OSError):  # closed by the server already
                 ws.close()
         return "stopped", True
-
-
-def _page_params(
-    query: str | None = None, cursor: str | None = None, limit: int = LIST_PAGE
-) -> dict[str, Any]:
-    params: dict[str, Any] = {"limit": limit}
-    if query:
-        params["q"] = query
-    if cursor:
-        params["cursor"] = cursor
-    return params

@@ -29,11 +29,7 @@ EXPORTS = Path(".eonyx") / "exports"
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 def export_session(session_id: str, fmt: str, output: Path | None) -> None:
     """Export a session to .eonyx/exports/eonyx-<id>.<md|zip>."""
-    response = ApiClient.from_config().send(
-        "GET",
-        f"/sessions/{session_id}/export",
-        params={"format": "markdown" if fmt == "md" else "zip"},
-    )
+    response = ApiClient.from_config().export(session_id, "markdown" if fmt == "md" else "zip")
     target = output or EXPORTS / f"eonyx-{session_id}.{fmt}"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(response.content)
@@ -45,12 +41,7 @@ def export_session(session_id: str, fmt: str, output: Path | None) -> None:
 def import_session(bundle: Path) -> None:
     """Import a zip bundle as a new session (never over an existing one)."""
     with bundle.open("rb") as data:
-        result = ApiClient.from_config().request(
-            "POST",
-            "/sessions/import",
-            content=data.read(),
-            headers={"Content-Type": "application/zip"},
-        )
+        result = ApiClient.from_config().import_bundle(data.read())
     session = result["session"]
     title = session["title"] or "(untitled)"
     click.echo(

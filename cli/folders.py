@@ -21,7 +21,7 @@ def folders() -> None:
 @folders.command("list")
 def folders_list() -> None:
     """List folders in their order: id, position, color, name."""
-    items = ApiClient.from_config().request("GET", "/folders")["items"]
+    items = ApiClient.from_config().folders()
     if not items:
         click.echo("no folders")
     for folder in items:
@@ -34,7 +34,7 @@ def folders_list() -> None:
 def folders_create(name: str, color: str | None) -> None:
     """Create a folder, last in the order."""
     body: dict[str, Any] = {"name": name} | ({"color": color} if color else {})
-    click.echo(_show(ApiClient.from_config().request("POST", "/folders", json=body)))
+    click.echo(_show(ApiClient.from_config().create_folder(**body)))
 
 
 @folders.command("rename")
@@ -42,7 +42,7 @@ def folders_create(name: str, color: str | None) -> None:
 @click.argument("name")
 def folders_rename(folder_id: str, name: str) -> None:
     """Rename a folder."""
-    folder = ApiClient.from_config().request("PATCH", f"/folders/{folder_id}", json={"name": name})
+    folder = ApiClient.from_config().update_folder(folder_id, name=name)
     click.echo(_show(folder))
 
 
@@ -51,9 +51,7 @@ def folders_rename(folder_id: str, name: str) -> None:
 @click.argument("color")
 def folders_color(folder_id: str, color: str) -> None:
     """Give a folder another palette color."""
-    folder = ApiClient.from_config().request(
-        "PATCH", f"/folders/{folder_id}", json={"color": color}
-    )
+    folder = ApiClient.from_config().update_folder(folder_id, color=color)
     click.echo(_show(folder))
 
 
@@ -61,7 +59,7 @@ def folders_color(folder_id: str, color: str) -> None:
 @click.argument("folder_id")
 def folders_delete(folder_id: str) -> None:
     """Delete a folder; its sessions become unfiled, never deleted."""
-    ApiClient.from_config().request("DELETE", f"/folders/{folder_id}")
+    ApiClient.from_config().delete_folder(folder_id)
     click.echo(f"deleted folder {folder_id}; its sessions are unfiled")
 
 
@@ -69,8 +67,5 @@ def folders_delete(folder_id: str) -> None:
 @click.argument("folder_ids", nargs=-1, required=True)
 def folders_order(folder_ids: tuple[str, ...]) -> None:
     """Put folders in this order (those not named follow, as they were)."""
-    result = ApiClient.from_config().request(
-        "PUT", "/folders/order", json={"ids": list(folder_ids)}
-    )
-    for folder in result["items"]:
+    for folder in ApiClient.from_config().order_folders(list(folder_ids)):
         click.echo(_show(folder))

@@ -24,7 +24,7 @@ def memory() -> None:
 @click.argument("kind", type=KINDS)
 def memory_show(kind: str) -> None:
     """Print a memory file and how full it is."""
-    file = ApiClient.from_config().request("GET", f"/memory/{kind}")
+    file = ApiClient.from_config().memory(kind)
     content = printable(file["content"], multiline=True)
     click.echo(content, nl=not content.endswith("\n"))
     click.echo(_usage(file), err=True)
@@ -35,7 +35,7 @@ def memory_show(kind: str) -> None:
 def memory_edit(kind: str) -> None:
     """Open a memory file in $EDITOR and save it (a backup of the old one is kept)."""
     client = ApiClient.from_config()
-    file = client.request("GET", f"/memory/{kind}")
+    file = client.memory(kind)
     text = file["content"]
     while True:
         edited = click.edit(text, extension=".md", require_save=True)
@@ -50,7 +50,7 @@ def memory_edit(kind: str) -> None:
         text = edited
     # With the version read, a change made meanwhile (by the model, say) is not overwritten.
     body = {"content": edited, "version": file["version"]}
-    saved = client.request("PUT", f"/memory/{kind}", json=body)
+    saved = client.put_memory(kind, body)
     click.echo(f"saved {_usage(saved)}")
 
 
@@ -61,10 +61,10 @@ def memory_backups(kind: str, name: str | None) -> None:
     """List the backups of a memory file, newest first, or restore one."""
     client = ApiClient.from_config()
     if name:
-        restored = client.request("POST", f"/memory/{kind}/backups/{name}/restore")
+        restored = client.restore_memory_backup(kind, name)
         click.echo(f"restored {name}: {_usage(restored)}")
         return
-    backups = client.request("GET", f"/memory/{kind}/backups")
+    backups = client.memory_backups(kind)
     if not backups:
         click.echo("no backups yet")
     for backup in backups:

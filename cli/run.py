@@ -32,22 +32,35 @@ yellow from 80% (where compaction starts) and red from 90%.
 
 Errors are click errors (exit 1) with the server's message and code. When the model failed
 (HTTP 502) the user's message is already saved, and the error says that
-`eonyx run -s ID --retry` answers it again. A session this command created is deleted again
-when the turn failed before anything was saved in it (no model configured, a bad request).
+`eonyx run -s ID --retry` answers it again. A new session is made by its first message
+(`POST /sessions/turns`): one the server refused (no model configured, a bad request) leaves
+no session behind, so there is nothing to clean up.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import click
 
-from cli.api_client import MODEL_FAILED, SOURCE, ApiClient, ApiError, retry_hint
-from cli.stream import gauge_level, gauge_text, memory_line, one_line, tool_call_line
+from cli.api_client import ApiClient, retry_hint
+from cli.api_error import ApiError
+from cli.stream import (
+    MODEL_FAILED,
+    Done,
+    Failed,
+    SessionMade,
+    Step,
+    Token,
+    gauge_level,
+    gauge_text,
+    memory_line,
+    one_line,
+    tool_call_line,
+)
 from shared.chat.project_context import (
     choose_override,
     collect_agents_files,
@@ -57,8 +70,6 @@ from shared.chat.project_context import (
 )
 from shared.core.errors import EonyxError
 from shared.core.text import printable
-
-STEP_EVENTS = ("tool_call", "tool_result", "memory_write")
 
 
 def stdout_is_tty() -> bool:
@@ -107,64 +118,79 @@ def format_gauge(percent: float | None) -> str | None:
     return click.style(text, fg=color, bold=True) if color else text
 
 
-def echo_step(name: str, data: dict[str, Any]) -> None:
+def echo_step(step: Step) -> None:
     """A tool step or memory write, one line on stderr (stdout keeps the answer alone)."""
-    if name == "tool_call":
-        line = click.style(f"· {tool_call_line(data)}", dim=True)
-    elif name == "tool_result":
-        line = click.style(f"  → {one_line(data.get('content'))}", dim=True)
+    if step.kind == "tool_call":
+        line = click.style(f"· {tool_call_line(step.data)}", dim=True)
+    elif step.kind == "tool_result":
+        line = click.style(f"  → {one_line(step.data.get('content'))}", dim=True)
     else:
-        line = click.style(f"✎ {memory_line(data)}", fg="cyan")
+        line = click.style(f"✎ {memory_line(step.data)}", fg="cyan")
     click.echo(line, err=True)
 
 
-def stream_turn(client: ApiClient, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A turn as server-sent events: print `token` text as it arrives, return `done`."""
-    printed = ""
+class StreamedTurn:
+    """A turn as server-sent events: `token` text printed as it arrives, steps on stderr;
+    `session_id` is the one asked, or the one a first message made."""
 
-    def end_line() -> None:
-        if printed and not printed.endswith("\n"):
+    def __init__(self, client: ApiClient, session_id: str | None) -> None:
+        self.client, self.session_id = client, session_id
+        self.last = ""  # the last character printed of the answer
+
+    def end_line(self) -> None:
+        if self.last and self.last != "\n":
             click.echo()
+        self.last = ""
 
-    try:
-        for name, data in client.stream_turn(session_id, body):
-            if name == "token":
-                echo_token(data["text"])
-                printed = (printed + data["text"])[-1:]
-                continue
-            end_line()
-            printed = ""
-            if name in STEP_EVENTS:
-                echo_step(name, data)
-            elif name == "done":
-                return cast(dict[str, Any], data)
-            elif name == "error":
-                raise _streamed_error(data, session_id)
-    except ApiError:
-        end_line()
-        raise
-    raise AssertionError("the stream ends with done or error")
+    def run(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The turn's `done`; its `error` as an ApiError."""
+        try:
+            for event in self.client.stream_turn(self.session_id, body):
+                if isinstance(event, Token):
+                    echo_token(event.text)
+                    self.last = (self.last + event.text)[-1:]
+                    continue
+                self.end_line()
+                if isinstance(event, SessionMade):
+                    self.session_id = event.session_id
+                elif isinstance(event, Step):
+                    echo_step(event)
+                elif isinstance(event, Done):
+                    return event.turn
+                elif isinstance(event, Failed):
+                    raise streamed_error(event, self.session_id)
+        except ApiError:
+            self.end_line()
+            raise
+        raise AssertionError("the stream ends with done or error")
 
 
-def _streamed_error(data: dict[str, Any], session_id: str) -> ApiError:
+def streamed_error(failed: Failed, session_id: str | None) -> ApiError:
     """The `error` event of a stream that had started: a failed model call, most often."""
-    error = data.get("error") or {}
-    status = int(data.get("status") or MODEL_FAILED)
+    saved = failed.status == MODEL_FAILED and session_id is not None
     return ApiError(
-        status,
-        printable(str(error.get("code", ""))),
-        printable(str(error.get("message", "the turn failed"))),
-        retry_hint(session_id) if status == MODEL_FAILED else None,
+        failed.status,
+        printable(failed.code),
+        printable(failed.message),
+        retry_hint(session_id) if saved and session_id else None,
     )
 
 
-def _discard_if_empty(client: ApiClient, session_id: str) -> None:
-    """Delete a session this command created when the failed turn left nothing in it."""
-    with contextlib.suppress(ApiError):  # best effort: the server also cleans up empty sessions
-        item = client.request("GET", f"/sessions/{session_id}")
-        if item and item.get("message_count") == 0:
-            # Purged, not trashed: the user never saw this session.
-            client.request("DELETE", f"/sessions/{session_id}", params={"purge": "true"})
+def _answer(
+    client: ApiClient, session_id: str | None, body: dict[str, Any], streaming: bool
+) -> tuple[dict[str, Any], str]:
+    """The turn, and its session (made by the turn when `session_id` is None)."""
+    streamed = StreamedTurn(client, session_id)
+    try:
+        turn = streamed.run(body) if streaming else client.turn(session_id, body)
+    except KeyboardInterrupt:
+        where = streamed.session_id
+        again = f"`eonyx run -s {where} --retry`" if where else "`eonyx run -c --retry`"
+        click.echo(f"\ninterrupted; if the answer was not saved, {again} asks again", err=True)
+        raise click.exceptions.Exit(130) from None
+    made = streamed.session_id or turn.get("session_id") or session_id
+    assert made is not None, "a first message's answer names its session"
+    return turn, str(made)
 
 
 def print_answer(turn: dict[str, Any]) -> None:
@@ -229,31 +255,12 @@ def run(
     streaming = (stdout_is_tty() if stream is None else stream) and not as_json
 
     client = ApiClient.from_config()
-    created = False
     if continue_:
         latest = client.latest_session()
         if latest is None:
             raise click.ClickException("no session to continue: run `eonyx run MESSAGE` first")
         session_id = latest["id"]
-    elif session_id is None:
-        session_id = client.request("POST", "/sessions", json={"source": SOURCE})["id"]
-        created = True
-    assert session_id is not None
-
-    try:
-        turn = stream_turn(client, session_id, body) if streaming else client.turn(session_id, body)
-    except ApiError:
-        if created:
-            _discard_if_empty(client, session_id)
-        raise
-    except KeyboardInterrupt:
-        click.echo(
-            f"\ninterrupted; if the answer was not saved, `eonyx run -s {session_id} --retry` "
-            "asks again",
-            err=True,
-        )
-        raise click.exceptions.Exit(130) from None
-
+    turn, session_id = _answer(client, session_id, body, streaming)
     if as_json:
         click.echo(json.dumps({"session_id": session_id, **turn}, ensure_ascii=False, indent=2))
         return

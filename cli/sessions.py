@@ -67,12 +67,13 @@ def sessions_list(
     """List sessions: id, date, message count, title (pinned ones marked *)."""
     if archived and trash:
         raise click.UsageError("--archived and --trash are two different lists; pick one")
-    params: dict[str, Any] = {"limit": limit, "archived": archived, "trash": trash}
-    params |= {k: v for k, v in {"q": query, "folder_id": folder_id, "source": source}.items() if v}
+    filters: dict[str, Any] = {"archived": archived, "trash": trash}
+    filters |= {k: v for k, v in {"folder_id": folder_id, "source": source}.items() if v}
+    cursor = None
     client = ApiClient.from_config()
     shown = 0
     while True:
-        page = client.request("GET", "/sessions", params=params)
+        page = client.list_sessions(query, cursor, limit, **filters)
         for item in page["items"]:
             click.echo(_line(item))
             if item.get("match", {}).get("role", "title") != "title":  # a title shows itself
@@ -83,7 +84,7 @@ def sessions_list(
         if not every:
             click.echo(f"(more: add --all to see all the {_what(trash, archived)})", err=True)
             break
-        params["cursor"] = page["next_cursor"]
+        cursor = page["next_cursor"]
     if not shown:
         what = _what(trash, archived)
         click.echo(f"no {what}" + (f" matching {printable(repr(query))}" if query else ""))
@@ -120,8 +121,8 @@ def _highlighted(snippet: dict[str, Any]) -> str:
 def sessions_show(session_id: str) -> None:
     """Print a session's transcript."""
     client = ApiClient.from_config()
-    item = client.request("GET", f"/sessions/{session_id}")
-    messages = client.request("GET", f"/sessions/{session_id}/messages")["items"]
+    item = client.session(session_id)
+    messages = client.messages(session_id)
     title = printable(item["title"]) if item["title"] else "(untitled)"
     click.echo(click.style(title, bold=True) + f"  {item['id']}")
     facts = [
@@ -161,7 +162,7 @@ def _transcript_entry(message: dict[str, Any]) -> str:
 
 
 def _patch(session_id: str, body: dict[str, Any], done: str) -> None:
-    item = ApiClient.from_config().request("PATCH", f"/sessions/{session_id}", json=body)
+    item = ApiClient.from_config().update_session(session_id, **body)
     click.echo(f"{done} {item['id']}")
 
 
@@ -170,9 +171,7 @@ def _patch(session_id: str, body: dict[str, Any], done: str) -> None:
 @click.argument("title", nargs=-1, required=True)
 def sessions_rename(session_id: str, title: tuple[str, ...]) -> None:
     """Rename a session; the title then never changes by itself."""
-    item = ApiClient.from_config().request(
-        "PATCH", f"/sessions/{session_id}", json={"title": " ".join(title)}
-    )
+    item = ApiClient.from_config().update_session(session_id, title=" ".join(title))
     click.echo(f"renamed {item['id']}: {printable(item['title'] or '(untitled)')}")
 
 
@@ -198,9 +197,7 @@ def sessions_move(session_id: str, folder_id: str | None, unfiled: bool) -> None
     """File a session into a folder, or take it out of its folder."""
     if (folder_id is None) == (not unfiled):
         raise click.UsageError("give --folder FOLDER_ID or --unfiled (one of them)")
-    item = ApiClient.from_config().request(
-        "PATCH", f"/sessions/{session_id}", json={"folder_id": folder_id}
-    )
+    item = ApiClient.from_config().update_session(session_id, folder_id=folder_id)
     where = f"into folder {item['folder_id']}" if item["folder_id"] else "out of its folder"
     click.echo(f"moved {item['id']} {where}")
 
@@ -226,7 +223,7 @@ def sessions_unarchive(session_id: str) -> None:
 def sessions_fork(session_id: str, title: str | None, message_id: str | None) -> None:
     """Copy a session into a new one (a save point); the original stays as it is."""
     body = {k: v for k, v in {"title": title, "message_id": message_id}.items() if v is not None}
-    item = ApiClient.from_config().request("POST", f"/sessions/{session_id}/fork", json=body)
+    item = ApiClient.from_config().fork(session_id, **body)
     title = printable(item["title"] or "(untitled)")
     counts = counted(item["message_count"], "message")
     click.echo(f"forked {session_id} into {item['id']} ({counts}): {title}")
@@ -239,7 +236,7 @@ def sessions_clear(session_id: str, yes: bool) -> None:
     """Wipe a session's history, keeping its id and title."""
     if not yes:
         click.confirm(f"Clear every message of {session_id}? This cannot be undone", abort=True)
-    ApiClient.from_config().request("POST", f"/sessions/{session_id}/clear")
+    ApiClient.from_config().clear(session_id)
     click.echo(f"cleared {session_id}")
 
 
@@ -251,8 +248,7 @@ def sessions_delete(session_id: str, purge: bool, yes: bool) -> None:
     """Move a session to the trash (restorable for 30 days), or purge it."""
     if purge and not yes:
         click.confirm(f"Remove {session_id} for good? This cannot be undone", abort=True)
-    params = {"purge": "true"} if purge else None
-    ApiClient.from_config().request("DELETE", f"/sessions/{session_id}", params=params)
+    ApiClient.from_config().delete_session(session_id, purge=purge)
     if purge:
         click.echo(f"deleted {session_id} for good")
     else:
@@ -263,7 +259,7 @@ def sessions_delete(session_id: str, purge: bool, yes: bool) -> None:
 @click.argument("session_id")
 def sessions_restore(session_id: str) -> None:
     """Bring a session back from the trash."""
-    ApiClient.from_config().request("POST", f"/sessions/{session_id}/restore")
+    ApiClient.from_config().restore_session(session_id)
     click.echo(f"restored {session_id}")
 
 

@@ -28,9 +28,7 @@ def tokens() -> None:
 )
 def tokens_create(name: str, scopes: tuple[str, ...]) -> None:
     """Make an API key called NAME; it is printed once, keep it."""
-    made = ApiClient.from_config().request(
-        "POST", "/tokens", json={"name": name, "scopes": list(scopes)}
-    )
+    made = ApiClient.from_config().create_token(name, list(scopes))
     click.echo(made["token"])
     limited = ", ".join(made["scopes"]) if made["scopes"] else "full access"
     click.echo(f"API key {made['id']} ({limited}); it is not shown again", err=True)
@@ -39,7 +37,7 @@ def tokens_create(name: str, scopes: tuple[str, ...]) -> None:
 @tokens.command("list")
 def tokens_list() -> None:
     """Your live keys and sign-ins, oldest first."""
-    for token in ApiClient.from_config().request("GET", "/tokens"):
+    for token in ApiClient.from_config().tokens():
         scopes = ", ".join(token["scopes"]) if token["scopes"] else "full access"
         used = format_time(token["last_used_at"]) if token["last_used_at"] else "never used"
         name = printable(token["name"])
@@ -50,7 +48,7 @@ def tokens_list() -> None:
 @click.argument("token_id")
 def tokens_revoke(token_id: str) -> None:
     """Revoke the key or sign-in TOKEN_ID (from `eonyx tokens list`)."""
-    ApiClient.from_config().request("DELETE", f"/tokens/{token_id}")
+    ApiClient.from_config().revoke_token(token_id)
     click.echo(f"revoked {token_id}")
 
 

@@ -31,7 +31,8 @@ from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from cli.api_client import ApiError, AsyncApiClient
+from cli.api_client import AsyncApiClient
+from cli.api_error import ApiError
 from cli.chat import commands
 from cli.chat.manager import Confirm, SessionManager
 from cli.chat.widgets import (
@@ -43,7 +44,7 @@ from cli.chat.widgets import (
     UserEntry,
     WorkerGroups,
 )
-from cli.stream import memory_line
+from cli.stream import Done, Failed, SessionMade, Step, Token, memory_line
 from shared.core.messages import MAX_MESSAGE_CHARS, content_text
 
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
@@ -238,11 +239,12 @@ class ChatApp(WorkerGroups, App[None]):
         gauge.display = False
         if session is None:
             return
-        messages, context = await asyncio.gather(
+        found: tuple[Any, Any] = await asyncio.gather(
             self.api.messages(session["id"]),
             self.api.context(session["id"]),
             return_exceptions=True,
         )
+        messages, context = found
         if isinstance(messages, BaseException):
             raise messages
         await self.show_transcript(messages)
@@ -335,42 +337,37 @@ class ChatApp(WorkerGroups, App[None]):
         conversation.anchor()  # stay at the end as the answer grows, until the user scrolls up
         answer: AnswerEntry | None = None
         stream: MarkdownStream | None = None
-        created = streamed = False
+        streamed = False
+        session_id = None if self.session is None else self.open_id
         try:
-            if self.session is None:
-                self.session = await self.api.create_session()
-                created = True
-            async for name, data in self.api.stream_turn(self.open_id, body):
+            async for event in self.api.stream_turn(session_id, body):
                 if not streamed:  # the server answered: once per turn, not per token
                     streamed = True
                     self.show_reachable(True)
-                if name == "token":
+                if isinstance(event, Token):
                     if answer is None:
                         answer = AnswerEntry()
                         await conversation.mount(answer)
                         stream = Markdown.get_stream(answer.markdown)
                     assert stream is not None
-                    await stream.write(data["text"])  # the anchored view follows it
-                elif name in ("tool_call", "tool_result", "memory_write"):
+                    await stream.write(event.text)  # the anchored view follows it
+                elif isinstance(event, SessionMade):
+                    self.session = await self.api.session(event.session_id)
+                elif isinstance(event, Step):
                     await stopped(stream)
                     answer = stream = None
-                    await self.show_step(name, data)
-                elif name == "done":
+                    await self.show_step(event.kind, event.data)
+                elif isinstance(event, Done):
                     await stopped(stream)
                     stream = None
-                    await self.finish_turn(data, user, answer)
-                elif name == "error":
-                    error = data.get("error") or {}
-                    raise ApiError(
-                        int(data.get("status") or 502),
-                        str(error.get("code", "")),
-                        str(error.get("message", "the turn failed")),
-                    )
+                    await self.finish_turn(event.turn, user, answer)
+                elif isinstance(event, Failed):
+                    raise ApiError(event.status, event.code, event.message)
         except ApiError as exc:
             if message_kept(exc, streamed=streamed):
                 await self.turn_failed(exc)
             else:
-                await self.turn_refused(exc, body.get("content"), user, created=created)
+                await self.turn_refused(exc, body.get("content"), user)
         except asyncio.CancelledError:
             await conversation.mount(
                 Notice("stopped: your message is saved; Ctrl+R asks for the answer again", "info")
@@ -409,24 +406,22 @@ class ChatApp(WorkerGroups, App[None]):
                 self.session = await self.api.session(self.open_id)
 
     async def turn_failed(self, exc: ApiError) -> None:
-        """The message is saved and unanswered: Ctrl+R asks for the answer."""
+        """The message is saved and unanswered: Ctrl+R asks for the answer (a first message
+        is saved in the session made for it: it opens)."""
+        if self.session is None and exc.session_id:
+            with contextlib.suppress(ApiError):
+                self.session = await self.api.session(exc.session_id)
         self.can_retry = self.session is not None
         hint = "; Ctrl+R answers your message again" if self.can_retry else ""
         await self.conversation.mount(Notice(f"{exc}{hint}", "error"))
 
-    async def turn_refused(
-        self, exc: ApiError, content: Any, user: UserEntry | None, *, created: bool
-    ) -> None:
+    async def turn_refused(self, exc: ApiError, content: Any, user: UserEntry | None) -> None:
         """Nothing was saved: the message leaves the conversation and goes back into the
-        prompt, and a session made for it is removed (it would be listed, empty)."""
+        prompt (a first message made no session: the server makes it on acceptance)."""
         if exc.status == 0:
             self.show_reachable(False)
         if user is not None:
             await user.remove()
-        if created:  # the session made for it holds nothing: it goes, and the next send makes one
-            with contextlib.suppress(ApiError):
-                await self.api.delete_session(self.open_id, purge=True)
-            self.session = None
         prompt = self.query_one("#prompt", PromptInput)
         back = isinstance(content, str) and not prompt.value
         if back:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cli import backup, client, main, mcp_server, memory, models, run, server, tokens
+from cli import backup, client, main, mcp_command, memory, models, run, server, tokens
 
 
 def test_every_command_of_every_module_is_registered() -> None:
@@ -13,7 +13,7 @@ def test_every_command_of_every_module_is_registered() -> None:
         *server.COMMANDS,
         *backup.COMMANDS,
         *client.COMMANDS,
-        *mcp_server.COMMANDS,
+        *mcp_command.COMMANDS,
         *tokens.COMMANDS,
         models.models_group,
         memory.memory,
