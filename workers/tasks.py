@@ -22,7 +22,7 @@ from shared.core.job_names import JobQueue
 from shared.index import sync
 from shared.infra.lost_jobs import JOB_LOCK_TTL
 from shared.runtime import Runtime
-from shared.sessions.service import sweep_empty_sessions
+from shared.sessions.lifecycle import sweep_empty_sessions
 from workers.app import LONGEST_JOB_SECONDS, EonyxCelery
 from workers.queue import CeleryJobs
 

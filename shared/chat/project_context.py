@@ -54,6 +54,7 @@ from typing import Any, Literal
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
 from shared.core.text import check, strip_forbidden
+from shared.files.session_state import SessionState, meta_mapping
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,14 @@ _OPEN_FLAGS = (
 )
 
 StopReason = Literal["project", "git", "boundary", "filesystem_root"]
+# The session's meta key for the project context its last turn used (a ProjectInput record of
+# shared.chat.context): a turn records it when it changes, and the next ones read it back.
+PROJECT_CONTEXT = "project_context"
+
+
+def project_context_of(state: SessionState) -> dict[str, Any] | None:
+    """The project context the session's last turn recorded (None: none recorded yet)."""
+    return meta_mapping(state, PROJECT_CONTEXT)
 
 
 @dataclass(frozen=True)

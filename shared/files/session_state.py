@@ -5,6 +5,13 @@ tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in
 they happened; a `supersede` record takes regenerated answers out of the state (they stay
 in the file). Folding them in order gives the state (`fold`, `SessionState.apply`).
 
+The state holds what this layer and the index need: the header, what a session list shows
+(META_FIELDS), counts and the messages. Whatever else the header or a meta record carries is
+another package's bookkeeping (likes, the extraction mark, the project context, the
+facade's keys): it folds into one map, `meta`, a later value replacing an earlier one, and
+each owner reads its keys through a typed accessor beside its own code (`likes_of` in
+shared.sessions.transcript, `extracted_turns` in shared.memory.extraction, ...).
+
 Beside each kept message the state keeps two things computed once, when the record is
 folded, so that a turn never goes over old messages again: its size as the model sees it
 (`message_chars`: text parts plus tool calls' names and arguments), and the message the model
@@ -15,7 +22,7 @@ encoded messages after the summary's boundary put side by side, whatever their n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -45,32 +52,12 @@ META_FIELDS = (
 )
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _mapping(value: Any) -> dict[str, Any] | None:
-    return dict(value) if isinstance(value, dict) else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None
-
-
-# What the packages above keep in a session's meta records for themselves, folded into fields
-# of the state (a value of the wrong type, as a hand-edited file may hold, folds as unset).
-# Setting one never moves the session in the list. Any other key folds into `extra`.
-BOOKKEEPING_FIELDS: dict[str, Callable[[Any], Any]] = {
-    "likes": lambda value: _mapping(value) or {},  # curation: {exchange id: like}
-    "extracted_turns": _count,  # extraction: the user turns reconciled into USER.md so far
-    "project_context": _mapping,  # the AGENTS.md the last turn used (a ProjectInput record)
-    "cleared_at": _text,  # when the history was cleared (ISO time)
-    "api_head": _text,  # the facade: the key of the session's latest answer,
-    "api_parent": _text,  # of the answer the last request continued,
-    "api_input": _text,  # the digest of what it sent after that answer,
-    "api_user": _text,  # and the client's `user` and `metadata`, as sent
-    "api_metadata": _mapping,
-}
+# The header's keys the state has fields for. Any other key of the header (the memory
+# snapshot, where a fork or an import came from) starts the `meta` map.
+HEADER_FIELDS = frozenset(
+    ("type", "v", "id", "user_id", "source", "created_at", "temporary", "title")
+    + ("title_pending", "folder_id", "forked_from")
+)
 
 
 def encoded_model_message(record: Mapping[str, Any]) -> bytes | None:
@@ -108,20 +95,15 @@ class SessionState:
     message_count: int = 0
     image_count: int = 0
     user_messages: int = 0
-    snapshot: dict[str, Any] | None = None  # the memory frozen when the session started
-    likes: dict[str, dict[str, Any]] = field(default_factory=dict)  # see BOOKKEEPING_FIELDS
-    extracted_turns: int | None = None
-    project_context: dict[str, Any] | None = None
-    cleared_at: str | None = None
-    api_head: str | None = None
-    api_parent: str | None = None
-    api_input: str | None = None
-    api_user: str | None = None
-    api_metadata: dict[str, Any] | None = None
     messages: list[MessageRecord] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # message_chars; 0: not sent to a model
     forms: list[bytes | None] = field(default_factory=list)  # encoded_model_message
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Every other key, of the header then of the meta records, a later value replacing an
+    # earlier one: the packages above keep their bookkeeping here (likes, the extraction
+    # mark, the project context, the facade's keys...) and read it through accessors of
+    # their own (`meta_text`, `meta_mapping`, `meta_count`). Setting one never moves the
+    # session in the list.
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_header(cls, header: Mapping[str, Any]) -> SessionState:
@@ -139,7 +121,7 @@ class SessionState:
             title_pending=bool(header.get("title_pending", False)),
             folder_id=header.get("folder_id"),
             forked_from=header.get("forked_from"),
-            snapshot=header.get("snapshot"),
+            meta={key: value for key, value in header.items() if key not in HEADER_FIELDS},
         )
 
     def apply(self, record: Mapping[str, Any], *, keep_messages: bool = True) -> None:
@@ -166,10 +148,8 @@ class SessionState:
                     self.deleted_at = _stamp(value) if value else None
                 elif key in META_FIELDS:
                     setattr(self, key, value)
-                elif key in BOOKKEEPING_FIELDS:
-                    setattr(self, key, BOOKKEEPING_FIELDS[key](value))
                 else:
-                    self.extra[key] = value
+                    self.meta[key] = value
             return  # a rename, a pin, a move, the trash keep the session's place in the list
         else:
             return
@@ -189,16 +169,53 @@ class SessionState:
         self.forms = [self.forms[i] for i in kept]
 
     def copy(self, *, keep_messages: bool = True) -> SessionState:
-        """A state of the caller's own (the lists, `likes` and `extra` copied, the records
-        shared)."""
+        """A state of the caller's own (the lists and `meta` copied, the records and the
+        values in `meta` shared)."""
         return dataclasses.replace(
             self,
             messages=list(self.messages) if keep_messages else [],
             sizes=list(self.sizes) if keep_messages else [],
             forms=list(self.forms) if keep_messages else [],
-            likes=dict(self.likes),
-            extra=dict(self.extra),
+            meta=dict(self.meta),
         )
+
+    # Until the turn and the facade read these through their owners' accessors
+    # (shared.chat.project_context.project_context_of, shared.integrations.api_head): then
+    # these four go.
+    @property
+    def project_context(self) -> dict[str, Any] | None:
+        return meta_mapping(self, "project_context")
+
+    @property
+    def api_head(self) -> str | None:
+        return meta_text(self, "api_head")
+
+    @property
+    def api_parent(self) -> str | None:
+        return meta_text(self, "api_parent")
+
+    @property
+    def api_input(self) -> str | None:
+        return meta_text(self, "api_input")
+
+
+def meta_text(state: SessionState, key: str) -> str | None:
+    """`state.meta[key]` if it is a string. A value of another type (a hand-edited file)
+    reads as unset, here and in the two readers below."""
+    value = state.meta.get(key)
+    return value if isinstance(value, str) else None
+
+
+def meta_mapping(state: SessionState, key: str) -> dict[str, Any] | None:
+    """`state.meta[key]` if it is a mapping, as a copy the caller may change."""
+    value = state.meta.get(key)
+    return dict(value) if isinstance(value, dict) else None
+
+
+def meta_count(state: SessionState, key: str) -> int | None:
+    """`state.meta[key]` if it is a count (an int, not negative)."""
+    value = state.meta.get(key)
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def _stamp(value: Any) -> datetime:

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import redis
 
@@ -38,6 +38,7 @@ from shared.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Stor
 from shared.core.events import MemoryUpdated
 from shared.core.settings import Settings
 from shared.files.filestore import atomic_write, backup_file
+from shared.files.session_state import SessionState, meta_mapping
 from shared.infra import event_bus
 from shared.infra.locks import Locks
 from shared.safety.checks import ensure_safe_entries
@@ -68,6 +69,13 @@ KINDS: tuple[Kind, ...] = (IDENTITY, USER_PROFILE, AGENT_MEMORY)
 FILE_NAMES = {IDENTITY: "IDENTITY.md", USER_PROFILE: "USER.md", AGENT_MEMORY: "MEMORY.md"}
 IDENTITY_LIMIT = 20_000
 BACKUPS_KEPT = 50
+SNAPSHOT = "snapshot"  # the session header's key for `MemoryStore.snapshot` taken at its start
+
+
+def snapshot_of(state: SessionState) -> dict[str, Any] | None:
+    """The memory a session took when it started (`{user_profile, agent_memory}`); None for
+    a temporary chat."""
+    return meta_mapping(state, SNAPSHOT)
 
 
 class MemoryRefused(InvalidInput):

@@ -11,6 +11,8 @@
 - trash: delete sets `deleted_at` (the session keeps its place, leaves the list and search);
   restore clears it; purge removes the file, its directory, its row and its text. The sweep
   purges what has been in the trash for TRASH_DAYS, and forgets stale listing moves.
+- the empty sweep: sessions that never had a message (and were never cleared) go once the
+  grace period has passed.
 """
 
 from __future__ import annotations
@@ -19,21 +21,17 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from shared.accounts import storage
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
-from shared.core.messages import (
-    MessageRecord,
-    count_answered,
-    exchanges,
-    in_tool_step,
-    meta_record,
-)
+from shared.core.messages import MessageRecord, count_answered, exchanges
 from shared.db.orm import SessionRow
 from shared.files.filestore import encode_records, link_tree, remove_tree
+from shared.files.session_state import meta_count, meta_mapping, meta_record, meta_text
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing, sync
 from shared.sessions.needs import SessionsRuntime
@@ -50,7 +48,11 @@ log = logging.getLogger(__name__)
 TRASH_DAYS = 30
 CLEAR_WAIT = 5.0  # seconds a clear waits for the session's turn lock before refusing
 FORK_MARK = " (fork)"
-EXTRACTION_MARK = "extracted_turns"  # shared.memory.extraction.MARKER (a package above)
+# Meta keys a fork carries over, of packages above (their accessors read them there).
+EXTRACTION_MARK = "extracted_turns"  # shared.memory.extraction.MARKER
+PROJECT_CONTEXT = "project_context"  # shared.chat.project_context.PROJECT_CONTEXT
+SNAPSHOT = "snapshot"  # shared.memory.files.SNAPSHOT (a header key)
+CLEARED_AT = "cleared_at"  # the meta key of `clear_session`: when (an ISO time)
 
 
 def fork_session(
@@ -70,9 +72,10 @@ def fork_session(
         "title": clean_title(title) if title is not None else fork_title(original.title),
         "title_locked": original.title_locked or title is not None,
     }
-    if original.project_context is not None:
-        changes["project_context"] = original.project_context
-    mark = original.extracted_turns
+    context = meta_mapping(original, PROJECT_CONTEXT)
+    if context is not None:
+        changes[PROJECT_CONTEXT] = context
+    mark = meta_count(original, EXTRACTION_MARK)
     if mark:
         changes[EXTRACTION_MARK] = min(mark, count_answered(exchanges(messages)))
     records = [*messages, meta_record(changes, now)]
@@ -82,7 +85,7 @@ def fork_session(
         source=principal.source,
         folder_id=original.folder_id,
         extra={
-            "snapshot": original.snapshot,
+            SNAPSHOT: original.meta.get(SNAPSHOT),
             "forked_from": session_id,
             "forked_at": messages[-1]["id"] if messages else None,
         },
@@ -115,7 +118,8 @@ def _fork_point(messages: list[MessageRecord], message_id: str | None) -> list[M
     for position, message in enumerate(messages):
         if message.get("id") != message_id:
             continue
-        if in_tool_step(message):
+        role = message.get("role")
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
             raise InvalidInput(
                 "a fork starts after a user message or an answer, not inside a tool call",
                 code="not_a_fork_point",
@@ -170,8 +174,13 @@ def _cleared(records: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         "archived": current.archived,
         "folder_id": current.folder_id,
     }
-    cleared_at = keep["cleared_at"] = isoformat(utcnow())
-    return [records[0], meta_record(keep, cleared_at)]
+    moment = keep[CLEARED_AT] = isoformat(utcnow())
+    return [records[0], meta_record(keep, moment)]
+
+
+def cleared_at(state: SessionState) -> str | None:
+    """When the session's history was last cleared (an ISO time), if ever."""
+    return meta_text(state, CLEARED_AT)
 
 
 def delete_session(
@@ -201,6 +210,35 @@ def purge_session(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
     finally:  # gone from disk or already gone: the index forgets it either way
         with rt.db.session() as db:
             sync.forget(db, session_id)
+
+
+def sweep_empty_sessions(rt: SessionsRuntime) -> int:
+    """Remove sessions that never got a message and are older than the grace period.
+
+    Candidates come from the index (cheap); each one is confirmed against its file under the
+    session lock, so a session that just received its first message is never removed.
+    """
+    cutoff = utcnow() - timedelta(seconds=rt.settings.empty_session_grace_seconds)
+    with rt.db.session() as db:
+        candidates = sync.empty_before(db, cutoff)
+    removed = 0
+    for user_id, session_id in candidates:
+        if rt.store.delete_if(user_id, session_id, partial(_never_used, older_than=cutoff)):
+            removed += 1
+            with rt.db.session() as db:
+                sync.forget(db, session_id)
+    return removed
+
+
+def _never_used(state: SessionState, older_than: datetime) -> bool:
+    """No message, no image, unchanged since `older_than`, and never cleared (a cleared
+    session had messages: it stays)."""
+    return not (
+        state.message_count
+        or state.image_count
+        or state.updated_at > older_than
+        or cleared_at(state) is not None
+    )
 
 
 def purge_trash(rt: SessionsRuntime, now: datetime | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.accounts.people import Principal
+from shared.files.session_state import meta_mapping
 from shared.files.session_store import SessionState
 from shared.sessions import service
 from shared.sessions.needs import SessionsRuntime
@@ -20,8 +21,9 @@ LIKES = (
 
 
 def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
-    """The session's likes as recorded (a copy: the caller may change it and write it back)."""
-    return dict(state.likes)
+    """The session's likes as recorded (a copy: the caller may change it and write it back;
+    none when the record is not a mapping, as in a hand-edited file)."""
+    return meta_mapping(state, LIKES) or {}
 
 
 def messages_with_likes(

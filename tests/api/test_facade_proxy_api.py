@@ -15,6 +15,7 @@ import openai
 import pytest
 from PIL import Image
 
+from shared.integrations import api_head
 from tests.api.conftest import SESSION, Facade
 from tests.fake_llm import broken_stream, error, text, tool_call, tool_calls
 
@@ -336,7 +337,7 @@ def test_an_image_part_goes_into_the_session_and_to_the_model(facade: Facade) ->
 def test_the_user_field_is_kept_with_the_session(facade: Facade) -> None:
     _, session_id = facade.create([user("hi")], user="client-user-7")
     state, _ = facade.rt.store.load(facade.user.user_id, session_id)
-    assert state.api_user == "client-user-7"
+    assert api_head.client_user(state) == "client-user-7"
     assert facade.llm.completions[-1].body["user"] == "client-user-7"
 
 

@@ -196,7 +196,7 @@ def test_clear_wipes_the_history_and_keeps_id_title_pin_and_folder(
     assert transcript(client, alice, session["id"]) == [("user", "fresh start")]
     client.post(f"{url}/clear", headers=alice.headers)
     rt.settings = rt.settings.with_changes(empty_session_grace_seconds=0)
-    assert session_service.sweep_empty_sessions(rt) == 1  # `other` never had a message
+    assert lifecycle.sweep_empty_sessions(rt) == 1  # `other` never had a message
     assert listed(client, alice) == [session["id"]]
 
 

@@ -18,7 +18,7 @@ import pytest
 from shared.core import sse
 from shared.core.job_names import SESSION_TITLE
 from shared.memory.curation import curate_exchange
-from shared.memory.extraction import extract_user_profile
+from shared.memory.extraction import extract_user_profile, extracted_turns
 from shared.sessions import title_job
 from tests.api.conftest import API, Chat, Facade, RecordingJobs
 from tests.conftest import Account, create_account
@@ -315,5 +315,5 @@ def test_memory_extraction_of_a_user_past_their_budget_waits(
     assert "budget" in outcome.detail
     assert outcome.marker == 0
     state, _ = chat.rt.store.load(chat.user.user_id, session_id)
-    assert not state.extracted_turns
+    assert not extracted_turns(state)
     assert len(chat.llm.requests) == asked

@@ -15,6 +15,7 @@ from shared.core import job_names
 from shared.memory import extraction
 from shared.memory.background import MESSAGE_CHARS, TOTAL_CHARS
 from shared.memory.extraction import INSTRUCTIONS, extract_user_profile, sweep_extraction
+from shared.memory.files import snapshot_of
 from tests.api.conftest import API, Chat, RecordingJobs, make_chat  # noqa: F401  (make_chat is a fixture)
 from tests.conftest import Backend, MovedClock
 from tests.fake_llm import RecordedRequest, Reply, error, text
@@ -75,7 +76,7 @@ def seed_profile(chat: Chat, content: str) -> bytes:
 
 def marker(chat: Chat, session_id: str) -> int | None:
     state, _ = chat.rt.store.load(chat.user.user_id, session_id)
-    return state.extracted_turns
+    return extraction.extracted_turns(state)
 
 
 def extract(chat: Chat, session_id: str, upto: int):  # type: ignore[no-untyped-def]
@@ -113,7 +114,7 @@ def test_a_contradiction_is_reconciled_to_one_line(chat: Chat) -> None:
     assert "User: From now on, answer in German please.\n\nAssistant: ok" in prompt
     # The running session keeps its frozen snapshot.
     state, _ = chat.rt.store.load(chat.user.user_id, session_id)
-    assert "Answer in English" in state.snapshot["user_profile"]
+    assert "Answer in English" in snapshot_of(state)["user_profile"]
 
 
 def test_the_model_input_is_bounded(chat: Chat) -> None:

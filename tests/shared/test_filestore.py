@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from shared.chat.project_context import project_context_of
 from shared.core.errors import InvalidInput, StorageError
 from shared.files import filestore
 from shared.files.session_store import SessionStore, fold
+from shared.integrations import api_head
+from shared.memory.extraction import extracted_turns
+from shared.sessions.transcript import likes_of
 
 USER = "a" * 32
 
@@ -206,10 +210,10 @@ def test_session_ids_are_checked(store: SessionStore, bad: str) -> None:
         store.path(USER, bad)
 
 
-def test_bookkeeping_folds_into_typed_fields_and_never_moves_the_session() -> None:
-    """Likes, the extraction marker, the project context and the facade's keys come back as
-    fields; a wrong-typed value (a hand-edited file) folds as unset; unknown keys stay in
-    `extra`; none of them makes the session recently updated."""
+def test_bookkeeping_folds_into_the_meta_map_and_never_moves_the_session() -> None:
+    """Likes, the extraction marker, the project context and the facade's keys come back
+    through their owners' accessors; a wrong-typed value (a hand-edited file) reads as unset;
+    unknown keys stay in `meta`; none of them makes the session recently updated."""
     header = {"type": "session", "id": "s1", "user_id": "u1", "created_at": "2026-11-01T10:00:00Z"}
     kept = {
         "likes": {"m1": {"status": "saved"}},
@@ -220,12 +224,12 @@ def test_bookkeeping_folds_into_typed_fields_and_never_moves_the_session() -> No
     }
     broken = {"likes": "all", "extracted_turns": -2, "project_context": ["a"], "api_head": 7}
     state = fold([header, {"type": "meta", "at": "2026-11-02T10:00:00Z", "set": kept}])
-    assert state.likes == {"m1": {"status": "saved"}}
-    assert state.extracted_turns == 4
-    assert state.project_context == {"files": []}
-    assert state.api_head == "h1"
-    assert state.extra == {"someday": 1}
+    assert likes_of(state) == {"m1": {"status": "saved"}}
+    assert extracted_turns(state) == 4
+    assert project_context_of(state) == {"files": []}
+    assert api_head.head(state) == "h1"
+    assert state.meta["someday"] == 1
     assert state.updated_at == state.created_at
     state.apply({"type": "meta", "at": "2026-11-03T10:00:00Z", "set": broken})
-    assert (state.likes, state.extracted_turns, state.project_context) == ({}, None, None)
-    assert state.api_head is None
+    assert (likes_of(state), extracted_turns(state), project_context_of(state)) == ({}, None, None)
+    assert api_head.head(state) is None

@@ -133,11 +133,11 @@ def test_sweep_removes_only_old_empty_sessions(rt: Runtime, alice: Account) -> N
     empty = session_service.create_session(rt, me, rt.memory, title="empty").id
     used = session_service.create_session(rt, me, rt.memory, title="used").id
     say(rt, me, used, "hi")
-    assert session_service.sweep_empty_sessions(rt) == 0  # still within the grace period
+    assert lifecycle.sweep_empty_sessions(rt) == 0  # still within the grace period
 
     rt.settings = rt.settings.with_changes(empty_session_grace_seconds=0)
     time.sleep(0.01)
-    assert session_service.sweep_empty_sessions(rt) == 1
+    assert lifecycle.sweep_empty_sessions(rt) == 1
     assert [r[0] for r in listing(rt, me)] == [used]
     assert not rt.store.path(alice.user_id, empty).exists()
 

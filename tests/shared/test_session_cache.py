@@ -256,7 +256,7 @@ def test_changing_a_loaded_state_does_not_change_the_next_load(
     assert again == from_file(store, session_id)
     assert contents(again) == ["one", "two"]
     assert again.title == "cached"
-    assert "k" not in again.extra
+    assert "k" not in again.meta
 
 
 def test_an_unreadable_record_is_reported_every_time_and_never_half_applied(
