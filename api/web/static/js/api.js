@@ -21,18 +21,20 @@ export const PREFIX = "/api/v1";
  * @typedef {{ user: User, csrf_token: string, must_change_password?: boolean }} SignedIn
  */
 
-/** An API call that failed: the HTTP status (0: the server could not be reached) and the
- * server's error code. */
+/** An API call that failed: the HTTP status (0: the server could not be reached), the
+ * server's error code and its details (a new chat's failed first message: `session_id`). */
 export class ApiError extends Error {
   /**
    * @param {number} status
    * @param {string | null | undefined} code
    * @param {string | null | undefined} message
+   * @param {{ session_id?: string, [detail: string]: unknown } | null} [details]
    */
-  constructor(status, code, message) {
+  constructor(status, code, message, details = null) {
     super(message || `request failed (${status})`);
     this.status = status;
     this.code = code || "error";
+    this.details = details;
   }
 }
 
@@ -81,14 +83,16 @@ function headers(method, extra) {
 export async function errorOf(response) {
   let code = null;
   let message;
+  let details = null;
   try {
     const body = await response.json();
     code = body?.error?.code;
     message = body?.error?.message;
+    details = body?.error?.details || null;
   } catch {
     message = response.status === 413 ? "the upload is too large" : null;
   }
-  return new ApiError(response.status, code, message || `${response.status} ${response.statusText}`);
+  return new ApiError(response.status, code, message || `${response.status} ${response.statusText}`, details);
 }
 
 /**

@@ -1,18 +1,33 @@
+// @ts-check
 // The chat: the transcript (Markdown, collapsible tool steps, memory notices, images, likes),
 // the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
 // composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { createSession, left, like, load, send, stop } from "./conversation.js";
+import { leftNewChat, like, load, NEW_CHAT, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
 import { Menu } from "./menu.js";
 import { ModelPicker } from "./models.js";
 import * as actions from "./actions.js";
-import { navigate } from "./router.js";
+import { navigate, parse } from "./router.js";
 import { conversation, isPending, likeOf, sessions } from "./state.js";
-import { cx, titleOf } from "./util.js";
+import { cx, onValue, titleOf } from "./util.js";
 
-const textOf = (content) =>
+/** @typedef {import("./state.js").Message} Message */
+/** @typedef {import("./state.js").Conversation} Conversation */
+/** @typedef {import("./state.js").Turn} Turn */
+/** @typedef {{ file: File, url: string }} Attachment an image in the composer, and its preview's URL */
+/** @typedef {Conversation["context"]} Context */
+/** @typedef {import("./state.js").Turn["steps"][number]["call"]} ToolCall */
+/** @typedef {import("./state.js").Turn["memory"]} MemoryWrites */
+/**
+ * A transcript's entry as shown: a tool step, or a message.
+ * @typedef {{ kind: "step", key: string, call: ToolCall, result: Message | undefined }
+ *   | { kind: "message", key: string, message: Message, noLike?: boolean }} Item
+ */
+
+/** A message's text: its content, or the text parts of a content made of parts. */
+const textOf = (/** @type {unknown} */ content) =>
   typeof content === "string"
     ? content
     : Array.isArray(content)
@@ -22,6 +37,7 @@ const textOf = (content) =>
           .join("\n")
       : "";
 
+/** @param {{ context: Context | undefined }} props */
 function Gauge({ context }) {
   if (!context || context.percent === null || context.percent === undefined) return null;
   const percent = Math.round(context.percent);
@@ -31,11 +47,14 @@ function Gauge({ context }) {
     title=${`${context.tokens} of ${context.window} tokens`}>{ctx ${percent}%}</span>`;
 }
 
+/** @param {{ sessionId: string, message: Message }} props */
 function LikeButton({ sessionId, message }) {
   const current = likeOf(message);
   const status = current?.status;
   const liked = Boolean(current);
-  const label = { saving: "saving…", saved: "saved", failed: "failed" }[status];
+  /** @type {Record<string, string>} */
+  const labels = { saving: "saving…", saved: "saved", failed: "failed" };
+  const label = status && labels[status];
   return html`<span class="like">
     <button type="button" class=${cx("icon-button", liked && "on")} aria-pressed=${liked ? "true" : "false"}
       aria-label="Remember this turn" title="Remember this turn"
@@ -48,6 +67,7 @@ function LikeButton({ sessionId, message }) {
   </span>`;
 }
 
+/** @param {{ sessionId: string, names?: string[], previews?: string[] }} props */
 function Images({ sessionId, names = [], previews = [] }) {
   const sources = [...names.map((n) => `/api/v1/sessions/${sessionId}/images/${n}`), ...previews];
   if (!sources.length) return null;
@@ -57,8 +77,9 @@ function Images({ sessionId, names = [], previews = [] }) {
   )}</div>`;
 }
 
+/** @param {{ call: ToolCall, result: Message | null | undefined }} props */
 function ToolStep({ call, result }) {
-  const fn = call.function || {};
+  const fn = call.function || { name: "", arguments: "" };
   let args = fn.arguments || "";
   try {
     args = JSON.stringify(JSON.parse(args), null, 2);
@@ -73,6 +94,7 @@ function ToolStep({ call, result }) {
   </details>`;
 }
 
+/** @param {{ writes: MemoryWrites | undefined }} props */
 function MemoryNotices({ writes }) {
   if (!writes?.length) return null;
   return html`<div class="memory-notices">${writes.map(
@@ -82,7 +104,8 @@ function MemoryNotices({ writes }) {
 }
 
 /** The transcript's messages grouped for display: tool calls with their results. */
-function group(messages) {
+function group(/** @type {Message[]} */ messages) {
+  /** @type {Item[]} */
   const out = [];
   const results = new Map(messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, m]));
   for (const m of messages) {
@@ -99,6 +122,7 @@ function group(messages) {
   return out;
 }
 
+/** @param {{ sessionId: string, message: Message, noLike?: boolean, notices?: MemoryWrites }} props */
 function Message({ sessionId, message, noLike, notices }) {
   const user = message.role === "user";
   return html`<article class=${cx("message", user ? "from-user" : "from-assistant")} data-message=${message.id}
@@ -114,13 +138,14 @@ function Message({ sessionId, message, noLike, notices }) {
 
 /** The last saved message is the user's and no turn is answering it (after a model outage,
  * on reopening or reloading the chat): the person is offered the answer. */
-function unanswered(c) {
+function unanswered(/** @type {Conversation} */ c) {
   const last = c.messages[c.messages.length - 1];
   const answering = c.turn && ["streaming", "error", "stopped"].includes(c.turn.status);
   // A note a coding agent left over MCP (a user message named "mcp") waits for no answer.
   return c.loaded && last?.role === "user" && last?.name !== "mcp" && !answering;
 }
 
+/** @param {{ sessionId: string, c: Conversation }} props */
 function Transcript({ sessionId, c }) {
   const turn = c.turn;
   const items = group(c.messages);
@@ -153,14 +178,14 @@ function Transcript({ sessionId, c }) {
       ${
         turn.status === "error" &&
         html`<div class="turn-error" role="alert">
-        <p><strong>The answer failed:</strong> ${turn.error.message}</p>
+        <p><strong>The answer failed:</strong> ${turn.error?.message}</p>
         <button type="button" class="small" onClick=${() => send(sessionId, { retry: true })}>
           <${Icon} name="retry" size=${14} /> Retry</button></div>`
       }
       ${
         turn.status === "refused" &&
         html`<div class="turn-error" role="alert">
-        <p><strong>Not sent:</strong> ${turn.error.message}. Your message is back in the box.</p></div>`
+        <p><strong>Not sent:</strong> ${turn.error?.message}. Your message is back in the box.</p></div>`
       }
     `
     }
@@ -176,17 +201,17 @@ function Transcript({ sessionId, c }) {
 /** The images attached in the composer, each with the blob: URL of its preview: made once
  * when the image is attached, revoked when it is removed, sent (`clear`) or the composer goes. */
 function useAttachments() {
-  const [attached, setAttached] = useState([]); // [{file, url}]
+  const [attached, setAttached] = useState(/** @type {Attachment[]} */ ([]));
   const current = useRef(attached);
   current.current = attached;
   useEffect(() => () => current.current.forEach((a) => URL.revokeObjectURL(a.url)), []);
   return {
     attached,
-    add(files) {
+    add(/** @type {File[]} */ files) {
       const made = files.map((file) => ({ file, url: URL.createObjectURL(file) }));
       setAttached((now) => [...now, ...made]);
     },
-    remove(gone) {
+    remove(/** @type {Attachment} */ gone) {
       URL.revokeObjectURL(gone.url);
       setAttached((now) => now.filter((a) => a !== gone));
     },
@@ -197,6 +222,10 @@ function useAttachments() {
   };
 }
 
+/**
+ * @param {{ busy: boolean, onSend: (text: string, files: File[]) => void, onStop: () => void, disabled: boolean,
+ *   returned: Turn["returned"] }} props
+ */
 function Composer({ busy, onSend, onStop, disabled, returned }) {
   const [text, setText] = useState("");
   const { attached, add, remove, clear } = useAttachments();
@@ -207,17 +236,17 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
     if (returned.files.length) add(returned.files);
   }, [returned]);
   const [dragging, setDragging] = useState(false);
-  const picker = useRef(null);
-  const area = useRef(null);
+  const picker = useRef(/** @type {HTMLInputElement | null} */ (null));
+  const area = useRef(/** @type {HTMLTextAreaElement | null} */ (null));
   useEffect(() => area.current?.focus(), []);
 
-  const addFiles = (list) => {
+  const addFiles = (/** @type {FileList | File[]} */ list) => {
     const images = [...list].filter((f) => f.type.startsWith("image/"));
     if (images.length) add(images);
     return images.length > 0;
   };
 
-  function submit(event) {
+  function submit(/** @type {Event | undefined} */ event) {
     event?.preventDefault();
     if (busy || disabled || (!text.trim() && !attached.length)) return;
     onSend(
@@ -229,16 +258,16 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
   }
 
   return html`<form class=${cx("composer", dragging && "dragging")} onSubmit=${submit}
-    onDragOver=${(e) => {
-      if (e.dataTransfer.types.includes("Files")) {
+    onDragOver=${(/** @type {DragEvent} */ e) => {
+      if (e.dataTransfer?.types.includes("Files")) {
         e.preventDefault();
         setDragging(true);
       }
     }}
     onDragLeave=${() => setDragging(false)}
-    onDrop=${(e) => {
+    onDrop=${(/** @type {DragEvent} */ e) => {
       setDragging(false);
-      if (e.dataTransfer.files.length) {
+      if (e.dataTransfer?.files.length) {
         e.preventDefault();
         addFiles(e.dataTransfer.files);
       }
@@ -246,7 +275,7 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
     ${
       attached.length > 0 &&
       html`<div class="attachments">${attached.map(
-        (a) => html`<span class="attachment" key=${a.url}>
+        (/** @type {Attachment} */ a) => html`<span class="attachment" key=${a.url}>
       <img src=${a.url} alt=${`To send: ${a.file.name}`} />
       <button type="button" class="icon-button" aria-label=${`Remove ${a.file.name}`}
         onClick=${() => remove(a)}><${Icon} name="close" size=${12} /></button></span>`,
@@ -254,16 +283,18 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
     }
     <div class="composer-row">
       <button type="button" class="icon-button" aria-label="Attach images" title="Attach images"
-        onClick=${() => picker.current.click()}><${Icon} name="image" /></button>
+        onClick=${() => picker.current?.click()}><${Icon} name="image" /></button>
       <input ref=${picker} type="file" accept="image/*" multiple hidden aria-label="Images to attach"
-        onChange=${(e) => {
-          addFiles(e.currentTarget.files);
-          e.currentTarget.value = "";
+        onChange=${(/** @type {Event} */ e) => {
+          const input = /** @type {HTMLInputElement} */ (e.currentTarget);
+          addFiles(input.files || []);
+          input.value = "";
         }} />
       <textarea ref=${area} rows="1" aria-label="Message" placeholder="Send a message" value=${text}
-        onInput=${(e) => setText(e.currentTarget.value)}
-        onPaste=${(e) => e.clipboardData?.files.length && addFiles(e.clipboardData.files) && e.preventDefault()}
-        onKeyDown=${(e) => {
+        onInput=${onValue(setText)}
+        onPaste=${(/** @type {ClipboardEvent} */ e) =>
+          e.clipboardData?.files.length && addFiles(e.clipboardData.files) && e.preventDefault()}
+        onKeyDown=${(/** @type {KeyboardEvent} */ e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) submit(e);
         }}></textarea>
       ${
@@ -275,51 +306,39 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
   </form>`;
 }
 
+/** @param {{ sessionId: string | null, temporary: boolean, onMenu: () => void }} props */
 export function ChatView({ sessionId, temporary, onMenu }) {
-  const [error, setError] = useState(null);
-  const [creating, setCreating] = useState(false);
-  const end = useRef(null);
-  const c = sessionId ? conversation(sessionId).value : null;
+  const end = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const key = sessionId || NEW_CHAT; // a new chat's page shows its first message's turn
+  const c = conversation(key).value;
   const session = sessionId ? sessions.value.get(sessionId) : null;
 
   useEffect(() => {
     if (sessionId && !c.loaded) load(sessionId);
     return () => {
-      if (sessionId) left(sessionId);
+      if (!sessionId) leftNewChat();
     };
   }, [sessionId]);
   const pinned = useRef(true); // follow the answer unless the reader scrolled up
   useEffect(() => {
     if (pinned.current) end.current?.scrollIntoView({ block: "end" });
-  }, [c?.messages.length, c?.turn?.text.length, c?.turn?.status]);
+  }, [c.messages.length, c.turn?.text.length, c.turn?.status]);
   useEffect(() => {
     document.title = sessionId ? `${titleOf(session)} · Eonyx` : "Eonyx";
   }, [sessionId, session?.title]);
-  const onScroll = (event) => {
-    const el = event.currentTarget;
+  const onScroll = (/** @type {Event} */ event) => {
+    const el = /** @type {HTMLElement} */ (event.currentTarget);
     pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
   };
 
-  async function onSend(text, files) {
-    setError(null);
-    let id = sessionId;
-    if (!id) {
-      setCreating(true);
-      try {
-        id = (await createSession(temporary)).id;
-      } catch (e) {
-        setError(e.message);
-        return;
-      } finally {
-        setCreating(false);
-      }
-      navigate(`/c/${id}`);
-    }
+  function onSend(/** @type {string} */ text, /** @type {File[]} */ files) {
     pinned.current = true;
-    send(id, { text, files });
+    // A new chat's session is made by its first accepted message: the page goes to it then.
+    const opened = (/** @type {string} */ id) => parse().name === "new" && navigate(`/c/${id}`);
+    send(key, { text, files, temporary, onSession: opened });
   }
 
-  const busy = c?.turn?.status === "streaming";
+  const busy = c.turn?.status === "streaming";
   const items = session && [
     { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
     { label: "Fork", run: () => actions.fork(session.id) },
@@ -334,7 +353,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
         ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>
       ${(session?.temporary || (!sessionId && temporary)) && html`<span class="badge">Temporary</span>`}
       <${ModelPicker} />
-      <${Gauge} context=${c?.context} />
+      <${Gauge} context=${c.context} />
       ${items && html`<${Menu} label="Chat actions" items=${items} />`}
     </header>
     <div class="chat-scroll" onScroll=${onScroll}>
@@ -343,14 +362,13 @@ export function ChatView({ sessionId, temporary, onMenu }) {
         html`<div class="welcome"><h2>How can I help?</h2>
         <p class="muted">${temporary ? "This chat is temporary: it is not listed and leaves no memory." : "Ask anything. Attach images by picking, pasting or dropping them."}</p></div>`
       }
-      ${c?.error && html`<p class="error" role="alert">This chat could not be opened: ${c.error.message}</p>`}
-      ${c && !c.loaded && !c.error && html`<p class="muted"><${Spinner} /> Loading the chat…</p>`}
-      ${c && html`<${Transcript} sessionId=${sessionId} c=${c} />`}
-      ${error && html`<p class="error" role="alert">${error}</p>`}
+      ${c.error && html`<p class="error" role="alert">This chat could not be opened: ${c.error.message}</p>`}
+      ${sessionId && !c.loaded && !c.error && html`<p class="muted"><${Spinner} /> Loading the chat…</p>`}
+      ${(sessionId || c.turn) && html`<${Transcript} sessionId=${key} c=${c} />`}
       <div ref=${end}></div>
     </div>
-    <${Composer} busy=${busy || creating} disabled=${Boolean(c?.error)}
-      returned=${c?.turn?.status === "refused" ? c.turn.returned : null}
-      onSend=${onSend} onStop=${() => stop(sessionId)} />
+    <${Composer} busy=${busy} disabled=${Boolean(c.error)}
+      returned=${c.turn?.status === "refused" ? c.turn.returned : null}
+      onSend=${onSend} onStop=${() => stop(key)} />
   </section>`;
 }

@@ -10,7 +10,6 @@ import { readEvents } from "./sse.js";
 import { batch } from "../vendor/preact.js";
 import {
   conversation,
-  forget,
   likeOf,
   live,
   noteLikes,
@@ -57,43 +56,24 @@ export async function load(/** @type {string} */ id) {
   }
 }
 
-/** The sessions this tab made for a first message (kept across reloads): one still empty
- * when the person leaves it (its first message was refused) is removed, rather than listed
- * as an empty "New chat". */
-const MADE_HERE = "eonyx.madeHere";
-const madeHere = {
-  /** @returns {string[]} */
-  all: () => JSON.parse(sessionStorage.getItem(MADE_HERE) || "[]"),
-  has: (/** @type {string} */ id) => madeHere.all().includes(id),
-  add: (/** @type {string} */ id) =>
-    sessionStorage.setItem(MADE_HERE, JSON.stringify([...madeHere.all(), id].slice(-50))),
-  delete: (/** @type {string} */ id) =>
-    sessionStorage.setItem(MADE_HERE, JSON.stringify(madeHere.all().filter((x) => x !== id))),
-};
+/** The conversation a new chat's page shows until its first message makes the session. */
+export const NEW_CHAT = "new";
 
-/** Create the session a first message goes to (listed at once, its title spinner on). */
-export async function createSession(/** @type {boolean} */ temporary) {
-  const session = await api.post("/sessions", { temporary });
-  madeHere.add(session.id);
+/** The server made the session for a new chat's first message: the turn moves to it, and
+ * the list shows it at once, its title spinner on (the turn's end reads what the server has). */
+function sessionMade(/** @type {string} */ id, /** @type {boolean} */ temporary) {
+  const { turn } = conversation(NEW_CHAT).peek();
   batch(() => {
-    if (!temporary) titleOpening(session.id);
-    upsert(session);
-    updateConversation(session.id, { loaded: true });
+    if (!temporary) titleOpening(id);
+    upsert({ id, title: null, temporary, message_count: 0, updated_at: new Date().toISOString() });
+    updateConversation(id, { turn, loaded: true });
+    updateConversation(NEW_CHAT, { turn: null });
   });
-  return session;
 }
 
-/** Leaving a chat: one this page made that holds nothing goes (purged: nothing to keep). */
-export async function left(/** @type {string} */ id) {
-  const c = conversation(id).peek();
-  if (!madeHere.has(id) || !c.loaded || c.messages.length || c.turn?.status === "streaming") return;
-  madeHere.delete(id);
-  try {
-    await api.del(`/sessions/${id}?purge=true`);
-    forget(id);
-  } catch {
-    /* it stays listed; the server's sweep removes an empty session later */
-  }
+/** Leaving the new chat's page: a message refused there is not shown on its next visit. */
+export function leftNewChat() {
+  if (conversation(NEW_CHAT).peek().turn?.status !== "streaming") updateConversation(NEW_CHAT, { turn: null });
 }
 
 /**
@@ -108,99 +88,159 @@ async function* events(response) {
 }
 
 /**
- * Send a message (text and image files), or `retry` the last unanswered one; streamed.
- * @param {string} id
- * @param {{ text?: string, files?: File[], retry?: boolean }} message
+ * What a message sends: its text (or `retry`), streamed, the picked model (models.js), its
+ * images, and for a new chat's first message whether the chat is temporary.
+ * @param {{ text: string, files: File[], retry: boolean, temporary: boolean }} message
+ * @param {boolean} first the first message of a new chat
  */
-export async function send(id, { text = "", files = [], retry = false }) {
-  const controller = new AbortController();
-  const local = retry
-    ? null
-    : {
-        id: `local-${Date.now()}`,
-        role: "user",
-        content: text,
-        local: true,
-        previews: files.map((f) => URL.createObjectURL(f)),
-      };
-  /** @type {Turn} */
-  let turn = { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local };
-  updateConversation(id, { turn });
-  /** The turn changed: shown while it is this conversation's (a retry may have replaced it). */
-  const set = (/** @type {Partial<Turn>} */ changes) => {
-    turn = { ...turn, ...changes };
-    if (conversation(id).peek().turn?.controller === controller) updateConversation(id, { turn });
-  };
-
+function turnForm({ text, files, retry, temporary }, first) {
   const form = new FormData();
   if (!retry) form.append("content", text);
   form.append("stream", "true");
   if (retry) form.append("retry", "true");
-  if (chosenModel.peek()) form.append("offering", chosenModel.peek()); // the picker's (models.js)
+  if (first) form.append("temporary", temporary ? "true" : "false");
+  if (chosenModel.peek()) form.append("offering", chosenModel.peek());
   for (const file of files) form.append("images", file, file.name);
+  return form;
+}
+
+/** POST the turn: a new chat's first message to /sessions/turns, which makes the session. */
+function postTurn(/** @type {string} */ id, /** @type {FormData} */ form, /** @type {AbortSignal} */ signal) {
+  return fetch(`${PREFIX}/sessions/${id === NEW_CHAT ? "" : `${id}/`}turns`, {
+    method: "POST",
+    body: form,
+    credentials: "same-origin",
+    headers: { Accept: "text/event-stream", ...csrfHeader() },
+    signal,
+  });
+}
+
+/**
+ * One event of a streamed turn, applied to the turn shown in conversation `key`.
+ * @param {{ name: string, data: any }} event
+ * @param {Turn} turn the turn as it stands
+ * @param {(changes: Partial<Turn>) => void} set
+ * @param {string} key
+ */
+function applyEvent(event, turn, set, key) {
+  const { name, data } = event;
+  if (name === "token") set({ text: turn.text + data.text });
+  else if (name === "tool_call") set({ steps: [...turn.steps, { call: data, result: null }] });
+  else if (name === "tool_result") {
+    set({ steps: turn.steps.map((s) => (s.call.id === data.tool_call_id ? { ...s, result: data } : s)) });
+  } else if (name === "memory_write") set({ memory: [...turn.memory, data] });
+  else if (name === "done") {
+    // A retry answers the user message already shown: each message once.
+    /** @type {Message[]} */
+    const fresh = [data.user_message, ...data.steps, data.assistant_message].filter(Boolean);
+    const ids = new Set(fresh.map((m) => m.id));
+    const c = conversation(key).peek();
+    batch(() => {
+      updateConversation(key, {
+        messages: [...c.messages.filter((m) => !ids.has(m.id)), ...fresh],
+        context: data.context,
+        notices: new Map(c.notices).set(data.assistant_message.id, data.memory_writes || turn.memory),
+      });
+      set({ status: "done" });
+    });
+  } else if (name === "error") {
+    set({ status: "error", error: { message: data.error?.message || "the turn failed", status: data.status } });
+  }
+}
+
+/**
+ * A turn as its conversation shows it: `set` changes it there while it is that conversation's
+ * (a retry may have replaced it); `key` moves from a new chat's to the session made for it.
+ * @typedef {{ key: string, turn: Turn, set: (changes: Partial<Turn>) => void }} Shown
+ */
+function show(/** @type {string} */ key, /** @type {Turn} */ turn) {
+  /** @type {Shown} */
+  const shown = {
+    key,
+    turn,
+    set(changes) {
+      shown.turn = { ...shown.turn, ...changes };
+      const now = conversation(shown.key).peek().turn;
+      if (now?.controller === turn.controller) updateConversation(shown.key, { turn: shown.turn });
+    },
+  };
+  updateConversation(key, { turn });
+  return shown;
+}
+
+const UNREACHABLE = "Eonyx cannot be reached; check your connection and send again";
+
+/**
+ * How a turn that threw ended: stopped, failed (its message saved: Retry), or refused (nothing
+ * saved, as far as this page knows: the message goes back to the composer).
+ * @param {Shown} shown
+ * @param {any} error
+ * @param {{ reached: boolean, retry: boolean, refused: (message: string, status: number) => void }} how
+ */
+function failed(shown, error, { reached, retry, refused }) {
+  const stopped = error.name === "AbortError";
+  if (shown.key === NEW_CHAT)
+    refused(stopped ? "stopped before the chat was made" : reached ? error.message : UNREACHABLE, 0);
+  else if (stopped) shown.set({ status: "stopped" });
+  else if (!reached && !retry)
+    refused(UNREACHABLE, 0); // fetch itself failed: nothing was saved
+  else shown.set({ status: "error", error: { message: error.message, status: error.status || 0 } });
+}
+
+/**
+ * Send a message (text and image files), or `retry` the last unanswered one; streamed. To
+ * `NEW_CHAT`, the first message of a new chat: the server makes the session once it accepts
+ * the message (a refused one leaves none) and names it first; `onSession` learns its id.
+ * @param {string} id
+ * @param {{ text?: string, files?: File[], retry?: boolean, temporary?: boolean,
+ *   onSession?: (id: string) => void }} message
+ */
+export async function send(id, { text = "", files = [], retry = false, temporary = false, onSession }) {
+  const controller = new AbortController();
+  const previews = retry ? [] : files.map((f) => URL.createObjectURL(f));
+  /** @type {Message | null} */
+  const local = retry ? null : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews };
+  const shown = show(id, { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local });
+  const made = (/** @type {string | null | undefined} */ session) => {
+    if (shown.key !== NEW_CHAT || !session) return;
+    sessionMade(session, temporary);
+    shown.key = session;
+    onSession?.(session);
+  };
+  const refused = (/** @type {string} */ message, /** @type {number} */ status) =>
+    shown.set({ status: "refused", error: { message, status }, local: null, returned: { text, files } });
+
   let reached = false; // the server answered: the message may be saved from here on
   try {
-    const response = await fetch(`${PREFIX}/sessions/${id}/turns`, {
-      method: "POST",
-      body: form,
-      credentials: "same-origin",
-      headers: { Accept: "text/event-stream", ...csrfHeader() },
-      signal: controller.signal,
-    });
+    const response = await postTurn(
+      id,
+      turnForm({ text, files, retry, temporary }, id === NEW_CHAT),
+      controller.signal,
+    );
     reached = true;
     if (!response.ok) {
       const refusal = await errorOf(response);
+      made(refusal.details?.session_id); // a first message the model failed on stays saved there
       // 502: the model failed, the message is saved (Retry answers it); any other refusal
       // saved nothing: the message goes back to the composer, and there is nothing to retry.
       if (refusal.status === 502 || retry) throw refusal;
-      set({
-        status: "refused",
-        error: { message: refusal.message, status: refusal.status },
-        local: null,
-        returned: { text, files },
-      });
-      return;
+      return refused(refusal.message, refusal.status);
     }
     for await (const event of events(response)) {
-      if (event.name === "token") set({ text: turn.text + event.data.text });
-      else if (event.name === "tool_call") set({ steps: [...turn.steps, { call: event.data, result: null }] });
-      else if (event.name === "tool_result") {
-        const result = event.data;
-        set({ steps: turn.steps.map((s) => (s.call.id === result.tool_call_id ? { ...s, result } : s)) });
-      } else if (event.name === "memory_write") set({ memory: [...turn.memory, event.data] });
-      else if (event.name === "done") {
-        const result = event.data;
-        // A retry answers the user message already shown: each message once.
-        const fresh = [result.user_message, ...result.steps, result.assistant_message].filter(Boolean);
-        const ids = new Set(fresh.map((m) => m.id));
-        const c = conversation(id).peek();
-        batch(() => {
-          updateConversation(id, {
-            messages: [...c.messages.filter((m) => !ids.has(m.id)), ...fresh],
-            context: result.context,
-            notices: new Map(c.notices).set(result.assistant_message.id, result.memory_writes || turn.memory),
-          });
-          set({ status: "done" });
-        });
-      } else if (event.name === "error") {
-        set({
-          status: "error",
-          error: { message: event.data.error?.message || "the turn failed", status: event.data.status },
-        });
-      }
+      if (event.name === "session") made(event.data.session_id);
+      else applyEvent(event, shown.turn, shown.set, shown.key);
     }
-    if (turn.status === "streaming") set({ status: "error", error: { message: "the answer was cut off", status: 0 } });
+    if (shown.turn.status === "streaming")
+      shown.set({ status: "error", error: { message: "the answer was cut off", status: 0 } });
   } catch (error) {
-    if (error.name === "AbortError") set({ status: "stopped" });
-    else if (!reached && !retry) {
-      // fetch itself failed: the server was not reached, nothing was saved
-      const message = "Eonyx cannot be reached; check your connection and send again";
-      set({ status: "refused", error: { message, status: 0 }, local: null, returned: { text, files } });
-    } else set({ status: "error", error: { message: error.message, status: error.status || 0 } });
+    failed(shown, error, { reached, retry, refused });
   } finally {
-    for (const url of local?.previews || []) setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    if (turn.status !== "done" && turn.status !== "refused") await reloadAfterFailure(id, set);
-    await settleTitle(id);
+    for (const url of previews) setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    if (shown.key !== NEW_CHAT) {
+      if (shown.turn.status !== "done" && shown.turn.status !== "refused")
+        await reloadAfterFailure(shown.key, shown.set);
+      await settleTitle(shown.key);
+    }
   }
 }
 
