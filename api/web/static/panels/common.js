@@ -1,7 +1,12 @@
+// @ts-check
 // What the memory and model-settings panels share: their stylesheet, a modal dialog built on
 // the shell's <dialog> (Escape asks the panel), an in-page confirmation (tests can drive it, unlike window.confirm), and error wording.
 
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
+import { inputValue } from "../js/util.js";
+
+/** @typedef {import("../vendor/preact.js").ComponentChildren} ComponentChildren */
+/** The API as the shell hands it to a panel (static/js/api.js). @typedef {typeof import("../js/api.js").api} Api */
 
 const STYLESHEET = "/static/panels/panels.css";
 
@@ -10,13 +15,18 @@ const STYLESHEET = "/static/panels/panels.css";
  * A form's values, starting as `empty`, and `field(name)`: the props that bind an input to
  * one of them (its id is `${prefix}-${name}`). `reset()` empties the form again.
  */
+/**
+ * @template {Record<string, string>} F
+ * @param {F} empty
+ * @param {string} prefix
+ */
 export function useForm(empty, prefix) {
   const [form, setForm] = useState(empty);
-  const field = (name) => ({
+  const field = (/** @type {keyof F & string} */ name) => ({
     id: `${prefix}-${name}`,
     name,
     value: form[name],
-    onInput: (e) => setForm({ ...form, [name]: e.currentTarget.value }),
+    onInput: (/** @type {Event} */ e) => setForm({ ...form, [name]: inputValue(e) }),
   });
   return { form, field, reset: () => setForm(empty) };
 }
@@ -30,9 +40,9 @@ export function ensureStylesheet() {
 }
 
 /** The message of an API error (an ApiError from the shell's fetch wrapper, or any Error). */
-export function messageOf(error) {
+export function messageOf(/** @type {unknown} */ error) {
   if (!error) return "";
-  return error.message || String(error);
+  return /** @type {{ message?: string }} */ (error).message || String(error);
 }
 
 /**
@@ -40,14 +50,18 @@ export function messageOf(error) {
  * which the shell leaves to a loaded panel) and the close button call `onRequestClose`,
  * which decides; the memory panel asks first when edits are unsaved.
  */
+/**
+ * @param {{ titleId: string, title: ComponentChildren, closeLabel?: string, className?: string,
+ *   onRequestClose: () => void, children?: ComponentChildren }} props
+ */
 export function PanelFrame({ titleId, title, closeLabel, className = "", onRequestClose, children }) {
-  const ref = useRef(null);
+  const ref = useRef(/** @type {HTMLDivElement | null} */ (null));
   const requestClose = useRef(onRequestClose);
   requestClose.current = onRequestClose;
   useEffect(() => {
-    const dialog = ref.current.closest("dialog");
+    const dialog = ref.current?.closest("dialog");
     if (!dialog) return undefined;
-    const onCancel = (event) => {
+    const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
       requestClose.current?.();
     };
@@ -64,15 +78,19 @@ export function PanelFrame({ titleId, title, closeLabel, className = "", onReque
 }
 
 /** A modal <dialog> of the panel's own (the confirmation), on top of the shell's dialog. */
+/**
+ * @param {{ labelledBy: string, describedBy?: string, className?: string, onRequestClose: () => void,
+ *   role?: string, children?: ComponentChildren }} props
+ */
 export function Modal({ labelledBy, describedBy, className = "", onRequestClose, role, children }) {
-  const ref = useRef(null);
+  const ref = useRef(/** @type {HTMLDialogElement | null} */ (null));
   const requestClose = useRef(onRequestClose);
   requestClose.current = onRequestClose;
   useEffect(() => {
-    const dialog = ref.current;
-    const opener = document.activeElement;
+    const dialog = /** @type {HTMLDialogElement} */ (ref.current);
+    const opener = /** @type {HTMLElement | null} */ (document.activeElement);
     if (!dialog.open) dialog.showModal();
-    const onCancel = (event) => {
+    const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
       event.stopPropagation();
       requestClose.current?.();
@@ -94,6 +112,10 @@ export function Modal({ labelledBy, describedBy, className = "", onRequestClose,
 }
 
 /** An in-page yes/no question on top of a panel. */
+/**
+ * @param {{ title: ComponentChildren, message: ComponentChildren, confirmLabel: string, cancelLabel?: string,
+ *   onConfirm: () => void, onCancel: () => void }} props
+ */
 export function Confirm({ title, message, confirmLabel, cancelLabel = "Cancel", onConfirm, onCancel }) {
   return html`<${Modal}
     className="pn-confirm"
@@ -112,6 +134,7 @@ export function Confirm({ title, message, confirmLabel, cancelLabel = "Cancel", 
 }
 
 /** The close button at a panel's top right. */
+/** @param {{ onClick: () => void, label?: string }} props */
 export function CloseButton({ onClick, label = "Close" }) {
   return html`<button type="button" class="pn-close" aria-label=${label} title=${label} onClick=${onClick}>
     <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">
@@ -121,8 +144,8 @@ export function CloseButton({ onClick, label = "Close" }) {
 }
 
 /** `YYYY/MM/DD HH:mm:ss` in local time, whatever the browser's language. */
-export function formatStamp(date) {
-  const two = (n) => String(n).padStart(2, "0");
+export function formatStamp(/** @type {Date} */ date) {
+  const two = (/** @type {number} */ n) => String(n).padStart(2, "0");
   return (
     `${date.getFullYear()}/${two(date.getMonth() + 1)}/${two(date.getDate())} ` +
     `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`
@@ -132,7 +155,7 @@ export function formatStamp(date) {
 const UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
 
 // A byte count as people read it: 1.5 MiB, 12 GiB.
-export function formatBytes(count) {
+export function formatBytes(/** @type {number} */ count) {
   let value = count;
   let unit = 0;
   while (value >= 1024 && unit < UNITS.length - 1) {

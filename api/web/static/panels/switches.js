@@ -1,3 +1,4 @@
+// @ts-check
 // The deployment's run-time switches (GET/PATCH /api/v1/settings) as the panels show them:
 // in Model settings, whether each task role's feature is on (an administrator turns it on
 // there); in the memory panel, why Preferences (USER.md) may stay empty. A change applies to
@@ -6,10 +7,20 @@
 import { html, useState } from "../vendor/preact.js";
 import { messageOf } from "./common.js";
 
+/**
+ * A GET /settings answer: each switch's value (and where it comes from).
+ * @typedef {Record<string, { value: any, source?: string }>} Settings
+ */
+/**
+ * A task role's switch: whether it is on, why it is off, and the PATCH that turns it on.
+ * @typedef {{ isOn: (s: Settings) => boolean, off: (s: Settings) => string, turnOn: () => Record<string, unknown> }} RoleRule
+ */
+
 /** The effective value of switch `name` in a GET /settings answer. */
-const on = (settings, name) => settings?.[name]?.value;
+const on = (/** @type {Settings | null | undefined} */ settings, /** @type {string} */ name) => settings?.[name]?.value;
 
 /** How chats are titled in each session_title_mode but llm (null: by the client). */
+/** @type {Record<string, string>} */
 const TITLED = {
   truncate: "by their first words",
   sequential: "with a number",
@@ -20,6 +31,7 @@ const TITLED = {
  * Per task role: whether its feature is on, why not, and the PATCH that turns it on.
  * A role missing here (chat, summarization) has no switch: it is always used.
  */
+/** @type {Record<string, RoleRule>} */
 export const ROLE_SWITCHES = {
   session_title: {
     isOn: (s) => on(s, "session_title_mode") === "llm",
@@ -43,6 +55,10 @@ export const ROLE_SWITCHES = {
 };
 
 /** One role's switch under its model choice: "On", or why it is off and (admins) a button. */
+/**
+ * @param {{ api: import("./common.js").Api, role: string, settings: Settings | null, canChange: boolean,
+ *   onChanged: (settings: Settings) => void }} props
+ */
 export function RoleSwitch({ api, role, settings, canChange, onChanged }) {
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
@@ -77,6 +93,10 @@ export function RoleSwitch({ api, role, settings, canChange, onChanged }) {
 /**
  * The Preferences tab's note when USER.md is not kept up to date: the profile is off, or it
  * is not learned from chats. An administrator turns extraction on from here.
+ */
+/**
+ * @param {{ api: import("./common.js").Api, settings: Settings | null, isAdmin: boolean,
+ *   onChanged: (settings: Settings) => void }} props
  */
 export function ProfileNote({ api, settings, isAdmin, onChanged }) {
   const [error, setError] = useState("");
