@@ -1,3 +1,4 @@
+// @ts-check
 // Model settings, for administrators: the offerings (where a model is served) and which
 // offering each task uses. A key is never entered or shown here: an offering names the
 // environment variable that holds its key on the server (EONYX_KEY_*), and the panel only
@@ -6,9 +7,26 @@
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { PanelFrame, ensureStylesheet, messageOf, useForm } from "./common.js";
 import { RoleSwitch } from "./switches.js";
+import { inputValue } from "../js/util.js";
 import { GroupsEditor } from "./groups.js";
 
 ensureStylesheet();
+
+/** @typedef {import("./common.js").Api} Api */
+/** @typedef {import("./switches.js").Settings} Settings */
+/**
+ * An offering as GET /models/offerings lists it.
+ * @typedef {object} Offering
+ * @property {string} id
+ * @property {string} model
+ * @property {string} base_url
+ * @property {string | null} [api_key_env]
+ * @property {boolean} [api_key_set]
+ * @property {number | null} [context_window]
+ * @property {boolean} [builtin] from the environment
+ * @property {string[]} [allowed_groups]
+ */
+/** @typedef {{ role: string, offering_id: string | null, explicit: boolean }} Role a task role's binding */
 
 const ROLES = [
   ["chat", "Chat", "answers in every chat"],
@@ -20,7 +38,7 @@ const ROLES = [
 const SAME_AS_CHAT = "";
 
 /** `url` without userinfo or query values, as the server masks it for plain users. */
-export function maskUrl(url) {
+export function maskUrl(/** @type {string} */ url) {
   try {
     const u = new URL(url);
     const auth = u.username || u.password ? "***@" : "";
@@ -40,17 +58,19 @@ export function maskUrl(url) {
 
 const EMPTY = { id: "", base_url: "", model: "", api_key_env: "", context_window: "", max_output_tokens: "" };
 
+/** @param {{ api: Api, onAdded: (offering: Offering) => void }} props */
 function AddOffering({ api, onAdded }) {
   const { form, field, reset } = useForm(EMPTY, "offering");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
+  const submit = async (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     setError("");
     setBusy(true);
+    /** @type {Record<string, string | number>} */
     const body = { id: form.id.trim(), base_url: form.base_url.trim(), model: form.model.trim() };
     if (form.api_key_env.trim()) body.api_key_env = form.api_key_env.trim();
-    for (const name of ["context_window", "max_output_tokens"]) {
+    for (const name of /** @type {const} */ (["context_window", "max_output_tokens"])) {
       if (String(form[name]).trim()) body[name] = Number(form[name]);
     }
     try {
@@ -98,9 +118,10 @@ function AddOffering({ api, onAdded }) {
   </form>`;
 }
 
+/** @param {{ offerings: Offering[], roles: Role[], onRemove: (offering: Offering) => void }} props */
 function Offerings({ offerings, roles, onRemove }) {
   if (offerings.length === 0) return html`<p class="pn-muted">No offerings yet: add one below.</p>`;
-  const uses = (id) => roles.filter((r) => r.explicit && r.offering_id === id).map((r) => r.role);
+  const uses = (/** @type {string} */ id) => roles.filter((r) => r.explicit && r.offering_id === id).map((r) => r.role);
   return html`<table class="offering-table">
     <caption class="pn-sr-only">Offerings</caption>
     <thead><tr><th scope="col">Id</th><th scope="col">Model</th><th scope="col">Base URL</th>
@@ -130,10 +151,14 @@ function Offerings({ offerings, roles, onRemove }) {
   </table>`;
 }
 
+/**
+ * @param {{ api: Api, offerings: Offering[], roles: Role[], onChanged: (role: Role) => void,
+ *   settings: Settings | null, onSettings: (settings: Settings) => void }} props
+ */
 function Roles({ api, offerings, roles, onChanged, settings, onSettings }) {
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
-  const assign = async (role, value) => {
+  const assign = async (/** @type {string} */ role, /** @type {string} */ value) => {
     setError("");
     setStatus("");
     try {
@@ -162,7 +187,7 @@ function Roles({ api, offerings, roles, onChanged, settings, onSettings }) {
           <div>
             <select id=${`role-${role}`} name=${role} value=${selected}
               aria-describedby=${`role-${role}-about`}
-              onChange=${(e) => assign(role, e.currentTarget.value)}>
+              onChange=${(/** @type {Event} */ e) => assign(role, inputValue(e))}>
               <option value=${SAME_AS_CHAT}>${role !== "chat" ? "Same as chat" : hasDefault ? "Built-in default" : "Not set"}</option>
               ${choices.map((o) => html`<option key=${o.id} value=${o.id}>${o.id} — ${o.model}</option>`)}
             </select>
@@ -176,10 +201,12 @@ function Roles({ api, offerings, roles, onChanged, settings, onSettings }) {
   </section>`;
 }
 
+/** @param {import("../js/panels.js").PanelProps} props */
 export default function ModelSettings({ api, user, onClose }) {
-  const [offerings, setOfferings] = useState(null);
-  const [roles, setRoles] = useState([]);
-  const [settings, setSettings] = useState(null); // GET /settings: whether each role's feature is on
+  const [offerings, setOfferings] = useState(/** @type {Offering[] | null} */ (null));
+  const [roles, setRoles] = useState(/** @type {Role[]} */ ([]));
+  // GET /settings: whether each role's feature is on
+  const [settings, setSettings] = useState(/** @type {Settings | null} */ (null));
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
 
@@ -198,7 +225,7 @@ export default function ModelSettings({ api, user, onClose }) {
     if (user?.is_admin) load();
   }, []);
 
-  const remove = async (offering) => {
+  const remove = async (/** @type {Offering} */ offering) => {
     setError("");
     setStatus("");
     try {
@@ -227,7 +254,7 @@ export default function ModelSettings({ api, user, onClose }) {
             </section>
             <${Roles} api=${api} offerings=${offerings} roles=${roles} settings=${settings} onSettings=${setSettings}
               onChanged=${() => api.get("/models/roles").then(setRoles, () => {})} />
-            <${AddOffering} api=${api} onAdded=${(o) => {
+            <${AddOffering} api=${api} onAdded=${(/** @type {Offering} */ o) => {
               setStatus(`Added ${o.id}.`);
               load();
             }} />
