@@ -1,3 +1,4 @@
+// @ts-check
 // Groups and model access, in Model settings (administrators): make, rename and delete
 // groups, choose their members, and per offering the groups that may use it (none ticked:
 // everyone). Administrators may always use every offering. An OpenID provider's `groups`
@@ -5,11 +6,26 @@
 
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { messageOf } from "./common.js";
+import { onValue } from "../js/util.js";
 
-function same(a, b) {
+/** @typedef {import("./common.js").Api} Api */
+/** @typedef {import("./models.js").Offering} Offering */
+/** @typedef {{ id: string, username: string }} Person */
+/** @typedef {{ id: string, name: string, members: Person[] }} Group */
+/**
+ * What a group's row or an offering's access says upward.
+ * @typedef {{ onChanged: () => void, onStatus: (status: string) => void, onError: (error: string) => void }} Reports
+ */
+
+/** Whether two lists of ids hold the same ids. */
+function same(/** @type {string[]} */ a, /** @type {string[]} */ b) {
   return a.length === b.length && a.every((x) => b.includes(x));
 }
 
+/**
+ * @param {{ legend: string, items: { id: string, label: string }[], chosen: string[],
+ *   onToggle: (id: string) => void, name: string }} props
+ */
 function Ticks({ legend, items, chosen, onToggle, name }) {
   return html`<fieldset class="group-ticks">
     <legend class="pn-sr-only">${legend}</legend>
@@ -21,10 +37,11 @@ function Ticks({ legend, items, chosen, onToggle, name }) {
   </fieldset>`;
 }
 
-function toggled(list, id) {
+function toggled(/** @type {string[]} */ list, /** @type {string} */ id) {
   return list.includes(id) ? list.filter((x) => x !== id) : [...list, id];
 }
 
+/** @param {{ api: Api, group: Group, users: Person[] } & Reports} props */
 function GroupRow({ api, group, users, onChanged, onStatus, onError }) {
   const kept = group.members.map((m) => m.id);
   const [members, setMembers] = useState(kept);
@@ -32,7 +49,7 @@ function GroupRow({ api, group, users, onChanged, onStatus, onError }) {
   // Reset to the server's list when it changes, not on every reload that brings the same.
   useEffect(() => setMembers(kept), [kept.join(",")]);
   useEffect(() => setName(group.name), [group.name]);
-  const run = async (what, call) => {
+  const run = async (/** @type {string} */ what, /** @type {() => Promise<unknown>} */ call) => {
     onError("");
     try {
       await call();
@@ -46,7 +63,7 @@ function GroupRow({ api, group, users, onChanged, onStatus, onError }) {
   return html`<li class="group-item" data-group=${group.name}>
     <div class="group-head">
       <input class="group-name" aria-label=${`Name of ${group.name}`} value=${name} maxlength="64"
-        onInput=${(e) => setName(e.currentTarget.value)} />
+        onInput=${onValue(setName)} />
       ${
         name.trim() && name.trim() !== group.name
           ? html`<button type="button" class="pn-button small"
@@ -58,7 +75,7 @@ function GroupRow({ api, group, users, onChanged, onStatus, onError }) {
     </div>
     <${Ticks} legend=${`Members of ${group.name}`} name=${`members-${group.id}`}
       items=${users.map((u) => ({ id: u.id, label: u.username }))} chosen=${members}
-      onToggle=${(id) => setMembers((now) => toggled(now, id))} />
+      onToggle=${(/** @type {string} */ id) => setMembers((now) => toggled(now, id))} />
     ${
       same(members, kept)
         ? null
@@ -69,6 +86,7 @@ function GroupRow({ api, group, users, onChanged, onStatus, onError }) {
   </li>`;
 }
 
+/** @param {{ api: Api, offering: Offering, groups: Group[] } & Reports} props */
 function OfferingAccess({ api, offering, groups, onStatus, onError, onChanged }) {
   const kept = offering.allowed_groups || [];
   const [allowed, setAllowed] = useState(kept);
@@ -88,7 +106,7 @@ function OfferingAccess({ api, offering, groups, onStatus, onError, onChanged })
     <span class="pn-muted"> — ${allowed.length ? "only these groups (and administrators)" : "everyone"}</span>
     <${Ticks} legend=${`Groups that may use ${offering.id}`} name=${`access-${offering.id}`}
       items=${groups.map((g) => ({ id: g.id, label: g.name }))} chosen=${allowed}
-      onToggle=${(id) => setAllowed((now) => toggled(now, id))} />
+      onToggle=${(/** @type {string} */ id) => setAllowed((now) => toggled(now, id))} />
     ${
       same(allowed, kept)
         ? null
@@ -98,9 +116,10 @@ function OfferingAccess({ api, offering, groups, onStatus, onError, onChanged })
 }
 
 /** The groups editor and who may use each offering; `onChanged` reloads the offerings. */
+/** @param {{ api: Api, offerings: Offering[], onChanged: () => void }} props */
 export function GroupsEditor({ api, offerings, onChanged }) {
-  const [groups, setGroups] = useState(null);
-  const [users, setUsers] = useState([]);
+  const [groups, setGroups] = useState(/** @type {Group[] | null} */ (null));
+  const [users, setUsers] = useState(/** @type {Person[]} */ ([]));
   const [name, setName] = useState("");
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
@@ -117,7 +136,7 @@ export function GroupsEditor({ api, offerings, onChanged }) {
   useEffect(() => {
     load();
   }, []);
-  const create = async (event) => {
+  const create = async (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     setError("");
     try {
@@ -150,7 +169,7 @@ export function GroupsEditor({ api, offerings, onChanged }) {
           <form class="group-new" onSubmit=${create}>
             <label for="group-new-name">New group</label>
             <input id="group-new-name" value=${name} maxlength="64" required placeholder="research"
-              onInput=${(e) => setName(e.currentTarget.value)} />
+              onInput=${onValue(setName)} />
             <button type="submit" class="pn-button">Make group</button>
           </form>
           <h4>Who may use each offering</h4>
