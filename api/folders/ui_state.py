@@ -3,8 +3,6 @@ collapsed (folders start collapsed; the Folders and Chats sections start expande
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
@@ -19,12 +17,12 @@ blp = Blueprint("ui_state", __name__, description="The sidebar state of each dev
 class DeviceUiState(MethodView):
     @login_required
     @blp.response(200, UiStateSchema)
-    def get(self, device_id: str) -> dict[str, Any]:
+    def get(self, device_id: str) -> folders.DeviceUiStateView:
         return folders.get_ui_state(runtime(), principal(), device_id)
 
     @login_required
     @blp.arguments(UiStatePutSchema)
     @blp.response(200, UiStateSchema)
-    def put(self, body: dict[str, Any], device_id: str) -> dict[str, Any]:
+    def put(self, body: folders.UiStateChanges, device_id: str) -> folders.DeviceUiStateView:
         """Set what is sent; sections and folders not sent keep their state."""
         return folders.put_ui_state(runtime(), principal(), device_id, body)

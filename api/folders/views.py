@@ -53,7 +53,7 @@ class FolderById(MethodView):
     @login_required
     @blp.arguments(FolderPatchSchema)
     @blp.response(200, FolderSchema)
-    def patch(self, body: dict[str, Any], folder_id: str) -> Folder:
+    def patch(self, body: folders.FolderChanges, folder_id: str) -> Folder:
         """Rename and/or recolor."""
         return folders.update_folder(runtime(), principal(), folder_id, body)
 

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 from urllib.parse import urlsplit
 
 import httpx2  # Authlib's httpx integration runs on it (so does the MCP SDK)
@@ -123,6 +123,35 @@ def provider_name(settings: Settings) -> str:
     return settings.oidc_provider_name or urlsplit(settings.oidc_issuer or "").hostname or "SSO"
 
 
+class Discovery(TypedDict, total=False):
+    """What this server reads of the provider's discovery document (the issuer checked, the
+    rest as the provider says; OpenID Connect Discovery 1.0, section 3)."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    jwks_uri: str
+    token_endpoint_auth_methods_supported: list[str]
+    id_token_signing_alg_values_supported: list[str]
+
+
+class IdClaims(TypedDict):
+    """A validated ID token's claims: the checked ones typed, the others as the provider
+    sent them (read with care)."""
+
+    iss: str
+    sub: str
+    aud: str | list[str]
+    exp: int
+    iat: int
+    nonce: str
+    azp: NotRequired[object]
+    groups: NotRequired[object]
+    oid: NotRequired[object]
+    preferred_username: NotRequired[object]
+    email: NotRequired[object]
+
+
 class Provider:
     """The configured OpenID provider, as this server's client of it (one per process)."""
 
@@ -134,10 +163,10 @@ class Provider:
         self.client_id = str(settings.oidc_client_id)
         self.redirect_uri = str(settings.public_url) + CALLBACK_PATH
         self.states = StateStore(client)
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: Discovery | None = None
         self._fetched = 0.0
 
-    def _client(self, metadata: dict[str, Any] | None = None) -> OAuth2Client:
+    def _client(self, metadata: Discovery | None = None) -> OAuth2Client:
         method = "none"
         if self.settings.oidc_client_secret:
             offered = (metadata or {}).get("token_endpoint_auth_methods_supported") or [
@@ -156,7 +185,7 @@ class Provider:
             timeout=TIMEOUT,
         )
 
-    def _get(self, url: str, what: str) -> dict[str, Any]:
+    def _get(self, url: str, what: str) -> dict[str, object]:
         try:
             with self._client() as client:
                 response = client.request("GET", url, withhold_token=True)  # public: no token
@@ -171,7 +200,7 @@ class Provider:
             raise Unavailable(f"the sign-in provider's {what} is not a JSON object ({url})")
         return body
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> Discovery:
         """The provider's discovery document (kept METADATA_TTL seconds)."""
         if self._metadata is None or time.monotonic() - self._fetched > METADATA_TTL:
             url = self.issuer + "/.well-known/openid-configuration"
@@ -183,7 +212,7 @@ class Provider:
                     f", not OIDC_ISSUER {self.issuer!r}",
                     code="oidc_provider_unavailable",
                 )
-            self._metadata, self._fetched = found, time.monotonic()
+            self._metadata, self._fetched = cast(Discovery, found), time.monotonic()
         return self._metadata
 
     def start(self) -> tuple[str, str]:
@@ -202,7 +231,7 @@ class Provider:
         self.states.put(state, Pending(nonce=nonce, verifier=verifier))
         return state, url
 
-    def finish(self, state: str, code: str) -> dict[str, Any]:
+    def finish(self, state: str, code: str) -> IdClaims:
         """The validated claims of the ID token the provider gives for `code`; `state` must
         be one `start` made, and is used up."""
         pending = self.states.take(state) if state else None
@@ -230,7 +259,7 @@ class Provider:
             raise Unauthorized("the provider's answer has no ID token", code="oidc_invalid_token")
         return self.validate(str(token["id_token"]), metadata, pending.nonce)
 
-    def validate(self, id_token: str, metadata: dict[str, Any], nonce: str) -> dict[str, Any]:
+    def validate(self, id_token: str, metadata: Discovery, nonce: str) -> IdClaims:
         """The ID token's claims, once its signature, issuer, audience, nonce and times are
         right; Unauthorized (`oidc_invalid_token`) saying what is wrong otherwise."""
         keys = KeySet.import_key_set(self._get(metadata["jwks_uri"], "signing keys"))  # type: ignore[arg-type]
@@ -263,7 +292,7 @@ class Provider:
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
         if len(audiences) > 1 and claims.get("azp") != self.client_id:
             raise Unauthorized(_claim_problem("azp"), code="oidc_invalid_token")
-        return claims
+        return cast(IdClaims, claims)
 
 
 def _claim_problem(claim: str) -> str:
@@ -286,7 +315,7 @@ class SignedIn:
     admin_changed: bool  # promoted or demoted by this sign-in's groups
 
 
-def sign_in(db: Session, settings: Settings, claims: dict[str, Any], ttl: timedelta) -> SignedIn:
+def sign_in(db: Session, settings: Settings, claims: IdClaims, ttl: timedelta) -> SignedIn:
     """The account behind validated ID token `claims`, brought up to date with them, and a
     browser sign-in (token) for it. See the module's docstring."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
@@ -314,8 +343,9 @@ def sign_in(db: Session, settings: Settings, claims: dict[str, Any], ttl: timede
         groups.set_groups_by_name(db, user.id, names)
         if settings.oidc_admin_group:
             admin_changed = _set_admin(db, user, settings.oidc_admin_group in names)
-    if isinstance(claims.get("oid"), str):
-        _link_teams(db, user, claims["oid"])
+    oid = claims.get("oid")
+    if isinstance(oid, str):
+        _link_teams(db, user, oid)
     _, token = people.browser_sign_in(db, user, ttl)
     return SignedIn(user.id, user.username, user.is_admin, token, created, admin_changed)
 
@@ -352,7 +382,7 @@ def _link_teams(db: Session, user: User, oid: str) -> None:
         )
 
 
-def _free_username(db: Session, claims: dict[str, Any]) -> str:
+def _free_username(db: Session, claims: IdClaims) -> str:
     """`preferred_username` or the email's local part, in the username rule's characters,
     with a number (or, past a few, random hex) added when taken."""
     base = "user"

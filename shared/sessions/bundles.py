@@ -44,7 +44,7 @@ import stat
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from shared.accounts import storage
 from shared.core import text as text_rule
@@ -52,6 +52,7 @@ from shared.core.clock import isoformat, parse_time, utcnow
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, StorageError, TooLarge
 from shared.core.messages import (
+    MessageRecord,
     content_text,
     message_chars,
     meta_record,
@@ -90,15 +91,44 @@ class BadBundle(InvalidInput):
     code = "invalid_bundle"
 
 
+class ManifestSession(TypedDict, total=False):
+    """What the manifest says of the session exported (an imported one may say less)."""
+
+    id: str
+    title: str | None
+    source: str
+    created_at: str
+    updated_at: str
+    message_count: int
+    image_count: int
+
+
+class Manifest(TypedDict):
+    format: str
+    format_version: int
+    exported_at: NotRequired[str]
+    session: ManifestSession
+    files: NotRequired[dict[str, str]]  # entry name -> sha256
+
+
+class ImportedFrom(TypedDict):
+    """Where an imported session came from, as its header keeps it."""
+
+    session_id: str | None
+    source: str | None
+    exported_at: str | None
+    imported_at: str
+
+
 # -- export ---------------------------------------------------------------------------------
 
 
-def _messages(state: SessionState) -> list[dict[str, Any]]:
+def _messages(state: SessionState) -> list[MessageRecord]:
     """The conversation as exported: message records with their own fields only."""
     out = []
     for record in state.messages:
         fields: Mapping[str, Any] = record
-        message = {key: fields[key] for key in KEPT_FIELDS if key in fields}
+        message = cast(MessageRecord, {key: fields[key] for key in KEPT_FIELDS if key in fields})
         if record.get("images"):
             message["images"] = list(record["images"])
         out.append(message)
@@ -115,7 +145,7 @@ def export_zip(rt: SessionsRuntime, principal: Principal, session_id: str) -> by
         for name in message.get("images") or ():
             path = image_store.path_of(rt.store, principal.user_id, session_id, name)
             files[f"images/{name}"] = path.read_bytes()
-    manifest = {
+    manifest: Manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "exported_at": isoformat(utcnow()),
@@ -189,7 +219,7 @@ class Bundle:
 
     archive: zipfile.ZipFile
     entries: dict[str, zipfile.ZipInfo]
-    manifest: dict[str, Any]
+    manifest: Manifest
     title: str | None
     messages: int = 0
     # name -> the image without its bytes (read again when saved, one at a time)
@@ -246,7 +276,7 @@ def _read(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> bytes:
     return data
 
 
-def _json_object(data: bytes, what: str) -> dict[str, Any]:
+def _json_object(data: bytes, what: str) -> dict[str, object]:
     try:
         value = decode_json(data, what=what)
     except InvalidJSON as exc:
@@ -256,7 +286,7 @@ def _json_object(data: bytes, what: str) -> dict[str, Any]:
     return value
 
 
-def _check_manifest(data: bytes) -> dict[str, Any]:
+def _check_manifest(data: bytes) -> Manifest:
     manifest = _json_object(data, MANIFEST)
     if manifest.get("format") != FORMAT:
         raise BadBundle(f"{MANIFEST}: format must be {FORMAT!r}")
@@ -275,10 +305,10 @@ def _check_manifest(data: bytes) -> dict[str, Any]:
     files = manifest.get("files", {})
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise BadBundle(f"{MANIFEST}: files must map names to sha256 digests")
-    return manifest
+    return cast(Manifest, manifest)  # its other fields are read as they may be (str(...))
 
 
-def _title(manifest: dict[str, Any]) -> str | None:
+def _title(manifest: Manifest) -> str | None:
     """The session's title, held to the text rule as a title set any other way."""
     title = " ".join(str(manifest["session"].get("title") or "").split()) or None
     if title is not None:
@@ -307,7 +337,7 @@ def _one_line(value: Any, what: str) -> None:
         raise BadBundle(f"{what} {found}", code="invalid_text")
 
 
-def _check_message(record: Any, line: int) -> dict[str, Any]:
+def _check_message(record: Any, line: int) -> MessageRecord:
     """A record of the conversation as Eonyx keeps messages (shared.core.messages), or
     BadBundle naming the line and what is wrong."""
     where = f"{CONVERSATION} line {line}"
@@ -347,7 +377,9 @@ def _check_message(record: Any, line: int) -> dict[str, Any]:
             raise BadBundle(f"{where}: {key} must be text")
     for key in ("name", "tool_call_id"):  # a malformed `id` is replaced, not refused
         _one_line(record.get(key), f"{where}: {key}")
-    message = {key: _clean(record[key]) for key in KEPT_FIELDS if key in record}
+    message = cast(
+        MessageRecord, {key: _clean(record[key]) for key in KEPT_FIELDS if key in record}
+    )
     message["type"] = "message"
     if names:
         message["images"] = names
@@ -373,7 +405,7 @@ def _lines(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, most: int) -> Itera
         raise BadBundle(f"entry {entry.filename!r} cannot be read: {exc}") from None
 
 
-def _records(rt: SessionsRuntime, bundle: Bundle) -> Iterator[dict[str, Any]]:
+def _records(rt: SessionsRuntime, bundle: Bundle) -> Iterator[MessageRecord]:
     """Each message of the conversation, checked, read as it streams out of the zip."""
     entry = bundle.entries[CONVERSATION]
     digest = hashlib.sha256()
@@ -438,7 +470,7 @@ def _image(rt: SessionsRuntime, bundle: Bundle, name: str) -> image_store.Checke
     return checked
 
 
-def _check_digest(manifest: dict[str, Any], name: str, digest: str) -> None:
+def _check_digest(manifest: Manifest, name: str, digest: str) -> None:
     expected = manifest.get("files", {}).get(name)
     if expected is not None and expected != digest:
         raise BadBundle(f"{name} does not match the manifest's digest (damaged?)")
@@ -459,7 +491,7 @@ def read_bundle(rt: SessionsRuntime, source: IO[bytes]) -> Bundle:
 
 def import_bundle(
     rt: SessionsRuntime, principal: Principal, memory: service.MemorySnapshots, source: IO[bytes]
-) -> tuple[SessionRow, dict[str, Any]]:
+) -> tuple[SessionRow, ImportedFrom]:
     """A new session from a bundle. The bundle is checked whole first; then the conversation
     is read again as it is written, a batch of records at a time, each batch made searchable
     as it is saved: neither pass holds more than a batch, whatever the session's size. The
@@ -470,7 +502,7 @@ def import_bundle(
         unpacked = sum(e.file_size for name, e in bundle.entries.items() if name != MANIFEST)
         storage.check(rt, principal.user_id, unpacked)
         original = bundle.manifest["session"]
-        imported_from = {
+        imported_from: ImportedFrom = {
             "session_id": str(original.get("id") or "")[:64] or None,
             "source": str(original.get("source") or "")[:16] or None,
             "exported_at": str(bundle.manifest.get("exported_at") or "")[:40] or None,
@@ -505,13 +537,13 @@ def import_bundle(
 
 
 def _write_messages(
-    rt: SessionsRuntime, state: SessionState, records: Iterator[dict[str, Any]]
+    rt: SessionsRuntime, state: SessionState, records: Iterator[MessageRecord]
 ) -> None:
     """Append the records in batches of about BATCH_CHARS, each made searchable as it is
     saved, and fold them into `state` (without keeping them). A message id that is missing,
     malformed or already used gets a new one."""
     seen: set[str] = set()
-    batch: list[dict[str, Any]] = []
+    batch: list[MessageRecord] = []
     size = 0
     for message in records:
         if not MESSAGE_ID_RE.match(str(message.get("id", ""))) or message["id"] in seen:
@@ -526,7 +558,7 @@ def _write_messages(
     _save_batch(rt, state, batch)
 
 
-def _save_batch(rt: SessionsRuntime, state: SessionState, batch: list[dict[str, Any]]) -> None:
+def _save_batch(rt: SessionsRuntime, state: SessionState, batch: list[MessageRecord]) -> None:
     if batch:
         service.append_unlisted(rt, state.user_id, state.id, batch)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -117,8 +118,13 @@ def create_folder(
         return folder
 
 
+class FolderChanges(TypedDict, total=False):
+    name: str
+    color: str | None
+
+
 def update_folder(
-    rt: SessionsRuntime, principal: Principal, folder_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, principal: Principal, folder_id: str, changes: FolderChanges
 ) -> Folder:
     """Rename and/or recolor."""
     with rt.db.session() as db:
@@ -182,17 +188,32 @@ def _device(device_id: str) -> str:
     return device_id
 
 
-def _flag(value: Any, default: bool) -> bool:
+class UiStateChanges(TypedDict, total=False):
+    sections_collapsed: dict[str, bool]
+    folders_collapsed: dict[str, bool]
+
+
+class UiState(TypedDict):
+    sections_collapsed: dict[str, bool]
+    folders_collapsed: dict[str, bool]
+
+
+class DeviceUiStateView(UiState):
+    """A device's whole sidebar state, as `GET /devices/<id>/ui-state` shows it."""
+
+    device_id: str
+
+
+def _flag(value: object, default: bool) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def _resolve(stored: dict[str, Any], folder_ids: list[str]) -> dict[str, Any]:
+def _resolve(stored: Mapping[str, object], folder_ids: list[str]) -> UiState:
     """The whole state a client needs: every section and every folder of the user, defaults
     where nothing (or nonsense) is stored: sections expanded, folders collapsed."""
-    sections = stored.get("sections")
-    folders = stored.get("folders")
-    sections = sections if isinstance(sections, dict) else {}
-    folders = folders if isinstance(folders, dict) else {}
+    given_sections, given_folders = stored.get("sections"), stored.get("folders")
+    sections: Mapping[str, object] = given_sections if isinstance(given_sections, dict) else {}
+    folders: Mapping[str, object] = given_folders if isinstance(given_folders, dict) else {}
     return {
         "sections_collapsed": {name: _flag(sections.get(name), False) for name in SECTIONS},
         "folders_collapsed": {fid: _flag(folders.get(fid), True) for fid in folder_ids},
@@ -201,7 +222,8 @@ def _resolve(stored: dict[str, Any], folder_ids: list[str]) -> dict[str, Any]:
 
 def _stored(
     db: Session, user_id: str, device_id: str
-) -> tuple[DeviceUiState | None, dict[str, Any]]:
+) -> tuple[DeviceUiState | None, dict[str, object]]:
+    """The device's row and what it stores (JSON written by `put_ui_state`, read warily)."""
     row = db.get(DeviceUiState, (user_id, device_id))
     try:
         data = json.loads(row.state) if row else {}
@@ -210,7 +232,7 @@ def _stored(
     return row, data if isinstance(data, dict) else {}
 
 
-def get_ui_state(rt: SessionsRuntime, principal: Principal, device_id: str) -> dict[str, Any]:
+def get_ui_state(rt: SessionsRuntime, principal: Principal, device_id: str) -> DeviceUiStateView:
     device_id = _device(device_id)
     with rt.db.session() as db:
         folder_ids = [f.id for f in _healed(db, principal.user_id)]
@@ -219,8 +241,8 @@ def get_ui_state(rt: SessionsRuntime, principal: Principal, device_id: str) -> d
 
 
 def put_ui_state(
-    rt: SessionsRuntime, principal: Principal, device_id: str, changes: dict[str, Any]
-) -> dict[str, Any]:
+    rt: SessionsRuntime, principal: Principal, device_id: str, changes: UiStateChanges
+) -> DeviceUiStateView:
     """Set the sections and folders named in `changes` (others keep their state); folder
     ids that are not the user's are ignored."""
     device_id = _device(device_id)
