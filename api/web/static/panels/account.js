@@ -1,3 +1,4 @@
+// @ts-check
 // The account panel: everyone changes their own password here (PUT /me/password: it asks for
 // the current one and ends the user's other sign-ins and API keys, never this one); an
 // administrator also sees the users (GET /users, with each one's last activity), creates them
@@ -12,22 +13,39 @@
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
 import { Confirm, Modal, PanelFrame, ensureStylesheet, formatBytes, messageOf, useForm } from "./common.js";
 import { MyTokens, TokenUsage } from "./token_usage.js";
+import { onValue } from "../js/util.js";
 
 ensureStylesheet();
+
+/** @typedef {import("./common.js").Api} Api */
+/** @typedef {import("./token_usage.js").Storage} Storage */
+/**
+ * An account as GET /users lists it.
+ * @typedef {object} Account
+ * @property {string} id
+ * @property {string} username
+ * @property {boolean} is_admin
+ * @property {boolean} [disabled]
+ * @property {boolean} [must_change_password]
+ * @property {string} created_at
+ * @property {string | null} [last_active_at]
+ */
+/** @typedef {{ id: string, is_admin: boolean, created_at: string, expires_at: string, url?: string }} Invite */
 
 const MIN_PASSWORD = 8;
 const EMPTY = { current: "", next: "", again: "" };
 
-function plural(count, one, many) {
+function plural(/** @type {number} */ count, /** @type {string} */ one, /** @type {string} */ many) {
   return `${count} ${count === 1 ? one : many}`;
 }
 
+/** @param {{ api: Api, onChanged?: () => void }} props */
 export function PasswordForm({ api, onChanged }) {
   const { form, field, reset } = useForm(EMPTY, "password");
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
+  const submit = async (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     setError("");
     setStatus("");
@@ -82,17 +100,18 @@ export function PasswordForm({ api, onChanged }) {
   </form>`;
 }
 
+/** @param {{ api: Api }} props */
 export function StorageUsage({ api }) {
-  const [storage, setStorage] = useState(null);
+  const [storage, setStorage] = useState(/** @type {Storage | null} */ (null));
   const [error, setError] = useState("");
   useEffect(() => {
     api
       .get("/me/usage")
       .then((usage) => setStorage(usage.storage))
-      .catch((e) => setError(`Could not read your storage: ${messageOf(e)}`));
+      .catch((/** @type {Error} */ e) => setError(`Could not read your storage: ${messageOf(e)}`));
   }, []);
   const quota = storage?.quota_bytes || 0;
-  const full = quota && storage.used_bytes >= quota;
+  const full = storage && quota && storage.used_bytes >= quota;
   return html`<section class="account-storage" aria-labelledby="storage-title">
     <h3 id="storage-title">Storage</h3>
     ${
@@ -117,10 +136,14 @@ export function StorageUsage({ api }) {
   </section>`;
 }
 
-function lastActive(stamp) {
+function lastActive(/** @type {string | null | undefined} */ stamp) {
   return stamp ? new Date(stamp).toLocaleString() : "never";
 }
 
+/**
+ * @param {{ account: Account, me: import("../js/api.js").User, onToggle: (a: Account) => void,
+ *   onDelete: (a: Account) => void, onRole: (a: Account) => void, onReset: (a: Account) => void }} props
+ */
 function UserRow({ account, me, onToggle, onDelete, onRole, onReset }) {
   const self = account.id === me.id;
   return html`<tr data-user=${account.username} class=${account.disabled ? "user-disabled" : ""}>
@@ -151,12 +174,13 @@ function UserRow({ account, me, onToggle, onDelete, onRole, onReset }) {
 
 const NEW_USER = { username: "", password: "" };
 
+/** @param {{ api: Api, onCreated: (said: string) => void }} props */
 function NewUser({ api, onCreated }) {
   const { form, field, reset } = useForm(NEW_USER, "new-user");
   const [admin, setAdmin] = useState(false);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
+  const submit = async (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     setError("");
     setBusy(true);
@@ -180,7 +204,7 @@ function NewUser({ api, onCreated }) {
       <input ...${field("password")} type="password" required minlength=${MIN_PASSWORD} autocomplete="new-password" />
     </div>
     <label class="pn-check"><input type="checkbox" checked=${admin}
-      onChange=${(e) => setAdmin(e.currentTarget.checked)} /> Administrator</label>
+      onChange=${(/** @type {Event} */ e) => setAdmin(checked(e))} /> Administrator</label>
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
     <div class="pn-actions">
       <button type="submit" class="pn-button primary" disabled=${busy}>Create user</button>
@@ -190,7 +214,7 @@ function NewUser({ api, onCreated }) {
 
 /** Copy `text`; where the clipboard API is refused (http on another host), select `input`
  * so that the person copies it with the keyboard. Says what happened. */
-async function copyText(text, input) {
+async function copyText(/** @type {string} */ text, /** @type {HTMLInputElement | null} */ input) {
   try {
     await navigator.clipboard.writeText(text);
     return "Link copied.";
@@ -201,14 +225,18 @@ async function copyText(text, input) {
   }
 }
 
+/** A checkbox's state, from its change event. */
+const checked = (/** @type {Event} */ event) => /** @type {HTMLInputElement} */ (event.currentTarget).checked;
+
+/** @param {{ api: Api }} props */
 function Invites({ api }) {
   const [admin, setAdmin] = useState(false);
-  const [made, setMade] = useState(null);
-  const [pending, setPending] = useState([]);
+  const [made, setMade] = useState(/** @type {Invite | null} */ (null));
+  const [pending, setPending] = useState(/** @type {Invite[]} */ ([]));
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const [busy, setBusy] = useState(false);
-  const linkRef = useRef(null);
+  const linkRef = useRef(/** @type {HTMLInputElement | null} */ (null));
 
   const load = async () => {
     try {
@@ -221,7 +249,7 @@ function Invites({ api }) {
     load();
   }, []);
 
-  const make = async (event) => {
+  const make = async (/** @type {SubmitEvent} */ event) => {
     event.preventDefault();
     setError("");
     setStatus("");
@@ -235,7 +263,7 @@ function Invites({ api }) {
       setBusy(false);
     }
   };
-  const revoke = async (invite) => {
+  const revoke = async (/** @type {Invite} */ invite) => {
     setError("");
     setStatus("");
     try {
@@ -252,7 +280,7 @@ function Invites({ api }) {
     <h4 id="invites-title">Invite someone</h4>
     <p class="pn-muted">A link the person opens to choose their own username and password. It works once.</p>
     <label class="pn-check"><input type="checkbox" checked=${admin}
-      onChange=${(e) => setAdmin(e.currentTarget.checked)} /> The account is an administrator</label>
+      onChange=${(/** @type {Event} */ e) => setAdmin(checked(e))} /> The account is an administrator</label>
     <div class="pn-actions">
       <button type="submit" class="pn-button primary" disabled=${busy}>Make invite link</button>
     </div>
@@ -262,8 +290,9 @@ function Invites({ api }) {
           <label for="invite-url">Invite link (until ${new Date(made.expires_at).toLocaleString()})</label>
           <div class="invite-copy">
             <input id="invite-url" ref=${linkRef} readonly value=${made.url}
-              onFocus=${(e) => e.currentTarget.select()} />
-            <button type="button" class="pn-button" onClick=${async () => setStatus(await copyText(made.url, linkRef.current))}>Copy</button>
+              onFocus=${(/** @type {FocusEvent} */ e) => /** @type {HTMLInputElement} */ (e.currentTarget).select()} />
+            <button type="button" class="pn-button"
+              onClick=${async () => setStatus(await copyText(made.url || "", linkRef.current))}>Copy</button>
           </div>
           <p class="pn-muted">Shown once: Eonyx keeps only a hash of it.</p>
         </div>`
@@ -285,10 +314,11 @@ function Invites({ api }) {
   </form>`;
 }
 
+/** @param {{ account: Account, onDone: (password: string) => void, onCancel: () => void }} props */
 function ResetPassword({ account, onDone, onCancel }) {
   const [password, setPassword] = useState("");
   return html`<${Modal} labelledBy="reset-title" onRequestClose=${onCancel}>
-    <form onSubmit=${(e) => {
+    <form onSubmit=${(/** @type {SubmitEvent} */ e) => {
       e.preventDefault();
       onDone(password);
     }}>
@@ -298,7 +328,7 @@ function ResetPassword({ account, onDone, onCancel }) {
       <div class="pn-form-grid">
         <label for="reset-password">Temporary password</label>
         <input id="reset-password" type="text" required minlength=${MIN_PASSWORD} autocomplete="off"
-          value=${password} onInput=${(e) => setPassword(e.currentTarget.value)} />
+          value=${password} onInput=${onValue(setPassword)} />
       </div>
       <div class="pn-actions">
         <button type="button" class="pn-button" onClick=${onCancel}>Cancel</button>
@@ -308,12 +338,13 @@ function ResetPassword({ account, onDone, onCancel }) {
   <//>`;
 }
 
+/** @param {{ api: Api, me: import("../js/api.js").User }} props */
 export function Users({ api, me }) {
-  const [users, setUsers] = useState(null);
+  const [users, setUsers] = useState(/** @type {Account[] | null} */ (null));
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
-  const [deleting, setDeleting] = useState(null);
-  const [resetting, setResetting] = useState(null);
+  const [deleting, setDeleting] = useState(/** @type {Account | null} */ (null));
+  const [resetting, setResetting] = useState(/** @type {Account | null} */ (null));
 
   const load = async () => {
     try {
@@ -327,6 +358,12 @@ export function Users({ api, me }) {
     load();
   }, []);
 
+  /**
+   * PATCH an account; `said` words the answer for the status line.
+   * @param {Account} account
+   * @param {Record<string, unknown>} body
+   * @param {(changed: Account) => string} said
+   */
   const change = async (account, body, said, failed = "Not changed") => {
     setError("");
     setStatus("");
@@ -337,18 +374,18 @@ export function Users({ api, me }) {
       setError(`${failed}: ${messageOf(e)}`);
     }
   };
-  const toggle = (account) =>
+  const toggle = (/** @type {Account} */ account) =>
     change(account, { disabled: !account.disabled }, (changed) =>
       changed.disabled
         ? `Disabled ${changed.username}: their sign-ins and keys stop working now.`
         : `Enabled ${changed.username}.`,
     );
-  const role = (account) =>
+  const role = (/** @type {Account} */ account) =>
     change(account, { is_admin: !account.is_admin }, (changed) =>
       changed.is_admin ? `${changed.username} is now an administrator.` : `${changed.username} is now a regular user.`,
     );
-  const reset = (password) => {
-    const account = resetting;
+  const reset = (/** @type {string} */ password) => {
+    const account = /** @type {Account} */ (resetting);
     setResetting(null);
     return change(
       account,
@@ -358,7 +395,7 @@ export function Users({ api, me }) {
     );
   };
   const remove = async () => {
-    const account = deleting;
+    const account = /** @type {Account} */ (deleting);
     setDeleting(null);
     setError("");
     setStatus("");
@@ -389,7 +426,7 @@ export function Users({ api, me }) {
     }
     ${error ? html`<p class="pn-error" role="alert">${error}</p>` : null}
     <p class="pn-status" role="status">${status}</p>
-    <${NewUser} api=${api} onCreated=${(said) => {
+    <${NewUser} api=${api} onCreated=${(/** @type {string} */ said) => {
       setStatus(said);
       load();
     }} />
@@ -409,7 +446,8 @@ export function Users({ api, me }) {
   </section>`;
 }
 
-export default function Account({ api, user, onClose }) {
+/** @param {import("../js/panels.js").PanelProps} props */
+export default function AccountPanel({ api, user, onClose }) {
   return html`<${PanelFrame} className="account-panel" titleId="account-title" title="Account"
     closeLabel="Close the account panel" onRequestClose=${onClose}>
     <div class="pn-body">
