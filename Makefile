@@ -9,7 +9,7 @@ WEB_BIN   := $(WEB)/node_modules/.bin
 WEB_STAMP := $(WEB)/node_modules/.package-lock.json
 WEB_JS    := '$(WEB)/static/js/*.js' '$(WEB)/static/panels/*.js' '$(WEB)/vendor-src/*.js' $(WEB)/eslint.config.mjs
 
-.PHONY: install run worker test lint format bench vendor clean compose-smoke
+.PHONY: install run worker test lint format bench vendor clean compose-smoke web-types
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -49,6 +49,9 @@ format: $(STAMP) $(WEB_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 	$(WEB_BIN)/prettier --write $(WEB_JS)
+
+web-types: $(STAMP)  ## the web client's event types (events.d.ts) from the OpenAPI document
+	$(BIN)/python -m api.docs.web_types
 
 vendor:  ## re-bundle the web client's libraries from api/web/package-lock.json (needs npm)
 	bash api/web/vendor.sh

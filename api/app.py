@@ -15,6 +15,7 @@ from api import settings as settings_views
 from api.accounts import browser, invites, oidc
 from api.accounts import views as accounts_views
 from api.context import CSRF_HEADER, EXTENSION, SECURE_SESSION_COOKIE, SESSION_COOKIE
+from api.docs.event_schemas import register_event_schemas
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi, FastJSONProvider
@@ -120,3 +121,4 @@ def register_api(app: Flask) -> None:
     # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.
     api.register_blueprint(facade_views.blp)
     api.register_blueprint(facade_models.blp)
+    register_event_schemas(api.spec)  # what the events socket and a streamed turn send

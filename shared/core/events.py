@@ -124,8 +124,11 @@ class MemoryUpdated(LiveEvent):
 
 @dataclass(frozen=True)
 class ErrorBody:
+    """What went wrong, as every error of the API says it."""
+
     code: str
     message: str
+    details: Mapping[str, object] | None = field(default=None, metadata=OMITTED)
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,8 @@ class Token(StreamEvent):
 
 @dataclass(frozen=True)
 class FunctionCall:
+    """The tool a model called and its arguments."""
+
     name: str
     arguments: str  # JSON text, as the model wrote it
 
