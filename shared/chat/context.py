@@ -38,6 +38,7 @@ from shared.chat.needs import ChatRuntime
 from shared.chat.project_context import ContextFile, project_context_of
 from shared.chat.prompt import build_system_prompt
 from shared.core.errors import TooLarge
+from shared.core.job_names import PRECOMPUTE_SUMMARY
 from shared.core.messages import is_model_message
 from shared.files.session_store import SessionState
 from shared.llm import models
@@ -45,6 +46,7 @@ from shared.llm.client import LLMError, LLMInvalidResponse, Offering
 from shared.memory.files import snapshot_of
 from shared.sessions import image_store
 from shared.sessions import service as session_service
+from shared.sessions.turn_hooks import EndedTurn
 from shared.sessions.turn_lock import hold_turn_lock
 
 if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above this package
@@ -199,6 +201,13 @@ def summarize_plan(rt: ChatRuntime, state: SessionState, plan: CompactionPlan) -
     summary = SummaryState.from_plan(plan, summary_text)
     rt.store.write_summary(state.user_id, state.id, summary.to_dict())
     return summary
+
+
+def after_turn(rt: ChatRuntime, ended: EndedTurn) -> None:
+    """An answer that took the history near the window: a worker prepares the summary the
+    next turn needs, so that turn does not wait for it."""
+    if ended.answered and ended.context_over_threshold:
+        rt.hint(PRECOMPUTE_SUMMARY, ended.user_id, ended.state.id)
 
 
 def precompute_summary(rt: ChatRuntime, user_id: str, session_id: str) -> bool:

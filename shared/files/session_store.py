@@ -146,15 +146,17 @@ class SessionStore:
         temporary: bool = False,
         extra: dict[str, Any] | None = None,
         records: Sequence[Mapping[str, Any]] | None = None,
+        session_id: str | None = None,
     ) -> tuple[SessionState, FileInfo]:
-        """A new session file: the header and `records` (a fork's copy) in one durable write."""
+        """A new session file: the header and `records` (a fork's copy, a turn's opening) in
+        one durable write; `session_id` when the caller chose it (under its turn lock)."""
         moment = utcnow()
         directory = self.sessions_dir(user_id)
         directory.mkdir(parents=True, exist_ok=True)
         header: dict[str, Any] = {
             "type": "session",
             "v": FORMAT_VERSION,
-            "id": new_session_id(moment),
+            "id": session_id or new_session_id(moment),
             "user_id": user_id,
             "created_at": isoformat(moment),
             "source": source,

@@ -37,6 +37,7 @@ from datetime import timedelta
 
 from shared.core import registry
 from shared.core.errors import InvalidInput, NotFound
+from shared.core.events import MemoryUpdated
 from shared.core.job_names import EXTRACT_MEMORY, JobQueue
 from shared.core.messages import Exchange, JobMessage, count_answered, exchanges, job_prompt
 from shared.core.settings import Settings
@@ -50,6 +51,7 @@ from shared.memory.files import USER_PROFILE, MemoryRefused, StaleVersion, rende
 from shared.memory.needs import MemoryRuntime
 from shared.safety.checks import check_text
 from shared.sessions import service as session_service
+from shared.sessions.turn_hooks import EndedTurn
 
 log = logging.getLogger(__name__)
 MARKER = "extracted_turns"
@@ -90,6 +92,12 @@ def extraction_enabled(settings: Settings) -> bool:
     return (
         settings.user_memory_extraction and settings.user_profile_enabled and not settings.demo_mode
     )
+
+
+def after_turn(rt: MemoryRuntime, ended: EndedTurn) -> None:
+    """An answered turn may complete the N user messages that call for an extraction."""
+    if ended.answered:
+        maybe_enqueue_extraction(rt, ended.state)
 
 
 def maybe_enqueue_extraction(rt: MemoryRuntime, state: SessionState) -> bool:
@@ -203,12 +211,7 @@ def _reconcile(rt: MemoryRuntime, user_id: str, turns: list[Exchange]) -> Outcom
     event_bus.publish(
         rt.redis,
         user_id,
-        {
-            "type": registry.EVENT_MEMORY_UPDATED,
-            "file": "USER.md",
-            "action": "reconciled",
-            "entries": len(entries),
-        },
+        MemoryUpdated("USER.md", "reconciled", entries=len(entries)),
     )
     return Outcome("saved", f"USER.md now has {len(entries)} entries{left_out}")
 

@@ -76,32 +76,69 @@ def create_session(
     temporary: bool = False,
     source: str | None = None,
 ) -> SessionRow:
-    """A new session: its file, then its index row. Every check comes before the file is
-    written, and a session whose row cannot be written is removed again, so a create the
-    caller is told failed leaves nothing behind. A temporary chat takes no memory snapshot.
+    """A new, empty session (a turn makes one with its first message: shared/chat/turns.py).
     `source`: the client that makes it, when it says (`cli` for the console clients);
     otherwise how the caller signed in."""
+    title = check_new_session(rt, principal, title=title, folder_id=folder_id, empty=True)
+    _, _, row = make_session(
+        rt, principal, memory, title=title, folder_id=folder_id, temporary=temporary, source=source
+    )
+    return row
+
+
+def check_new_session(
+    rt: SessionsRuntime,
+    principal: Principal,
+    *,
+    title: str | None,
+    folder_id: str | None,
+    empty: bool = False,
+) -> str | None:
+    """Every check of a new session, before anything is written; its title, cleaned.
+    `empty`: it is made without a message, and counts against EMPTY_SESSIONS_PER_USER."""
     title = clean_title(title)
     _check_folder_id(folder_id)
     with rt.db.session() as db:
         if folder_id is not None:
             check_folder(db, principal.user_id, folder_id)
-        _check_empty_sessions(rt, db, principal.user_id)
+        if empty:
+            _check_empty_sessions(rt, db, principal.user_id)
+    return title
+
+
+def make_session(
+    rt: SessionsRuntime,
+    principal: Principal,
+    memory: MemorySnapshots,
+    *,
+    title: str | None,
+    folder_id: str | None,
+    temporary: bool,
+    source: str | None,
+    session_id: str | None = None,
+    records: Sequence[Mapping[str, Any]] = (),
+) -> tuple[SessionState, FileInfo, SessionRow]:
+    """The session's file, with `records` in the same durable write, then its index row (a
+    session whose row cannot be written is removed again, so a create the caller is told
+    failed leaves nothing behind). A temporary chat takes no memory snapshot. Checked
+    already (`check_new_session`)."""
     snapshot = None if temporary else memory.snapshot(principal.user_id)
     source = source or principal.source
-    title, pending = titles.for_new_session(rt, principal.user_id, title, temporary, source)
+    title = titles.for_new_session(rt, principal.user_id, title, temporary, source)
     state, info = rt.store.create(
         principal.user_id,
         source=source,
         title=title,
         folder_id=folder_id,
         temporary=temporary,
-        extra={"snapshot": snapshot, "title_pending": pending},
+        extra={"snapshot": snapshot},
+        records=records,
+        session_id=session_id,
     )
     try:
         with rt.db.session() as db:
             sync.record(db, state, info)
-            return sync.get_row(db, principal.user_id, state.id)
+            return state, info, sync.get_row(db, principal.user_id, state.id)
     except BaseException:
         with contextlib.suppress(EonyxError, OSError):  # the first error is the one to tell
             rt.store.delete(principal.user_id, state.id)
