@@ -28,10 +28,16 @@ from shared.accounts import storage
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, EonyxError, InvalidInput, NotFound
-from shared.core.messages import MessageRecord, count_answered, exchanges
+from shared.core.messages import (
+    MessageRecord,
+    count_answered,
+    exchanges,
+    in_tool_step,
+    meta_record,
+)
 from shared.db.orm import SessionRow
 from shared.files.filestore import encode_records, link_tree, remove_tree
-from shared.files.session_state import meta_count, meta_mapping, meta_record, meta_text
+from shared.files.session_state import meta_count, meta_mapping, meta_text
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing, sync
 from shared.sessions.needs import SessionsRuntime
@@ -118,8 +124,7 @@ def _fork_point(messages: list[MessageRecord], message_id: str | None) -> list[M
     for position, message in enumerate(messages):
         if message.get("id") != message_id:
             continue
-        role = message.get("role")
-        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+        if in_tool_step(message):
             raise InvalidInput(
                 "a fork starts after a user message or an answer, not inside a tool call",
                 code="not_a_fork_point",
