@@ -240,7 +240,7 @@ def model_message(record: Mapping[str, Any]) -> dict[str, Any]:
     the call it answers; ids, times and images are left out. The content is the record's."""
     role = record["role"]
     message: dict[str, Any] = {"role": role, "content": record.get("content")}
-    if role == "assistant" and record.get("tool_calls"):
+    if calls_tools(record):
         message["tool_calls"] = [model_tool_call(call) for call in record["tool_calls"]]
     elif role == "tool":
         message["tool_call_id"] = record.get("tool_call_id")

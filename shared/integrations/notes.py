@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 from shared.accounts.people import Principal
 from shared.core import text
-from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput
-from shared.core.messages import MessageRecord, new_message_id
+from shared.core.messages import message_record
 from shared.db.orm import SessionRow
 from shared.integrations import bindings
 from shared.integrations.needs import IntegrationsRuntime
@@ -70,14 +69,7 @@ def append_note(
         )
     row = service.get_session(rt, principal, session_id)  # another user's: not found
     service.refuse_in_trash(row)
-    record: MessageRecord = {
-        "type": "message",
-        "id": new_message_id(),
-        "role": "user",
-        "name": NOTE_NAME,
-        "content": f"Note from {who}: {body}",
-        "created_at": isoformat(utcnow()),
-    }
+    record = message_record("user", f"Note from {who}: {body}", name=NOTE_NAME)
     with hold_turn_lock(rt, session_id, wait=NOTE_WAIT):
         row = service.append_records(rt, principal, session_id, [record])
     return Noted(row, record["id"], created)
