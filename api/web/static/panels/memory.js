@@ -1,3 +1,4 @@
+// @ts-check
 // The memory panel (the brain icon): Identity (IDENTITY.md), Preferences (USER.md) and Notes
 // (MEMORY.md), each in a CodeMirror Markdown editor with a live character count against the
 // file's limit. Saving sends back the version the editor read: the server backs the old file
@@ -28,6 +29,20 @@ import { ProfileNote } from "./switches.js";
 
 ensureStylesheet();
 
+/** @typedef {import("./common.js").Api} Api */
+/** @typedef {import("./switches.js").Settings} Settings */
+/** @typedef {{ kind: "identity" | "user" | "agent", label: string, name: string, about: string }} MemoryFileInfo */
+/**
+ * The file as the server gave it (GET /memory/<kind>), or how reading it went.
+ * @typedef {{ loading: boolean, failed?: boolean, content: string, version: string, limit: number }} Saved
+ */
+/** @typedef {{ status: string, error: string, conflict: boolean }} Notice */
+/**
+ * A yes/no question the panel asks (the Confirm's props, and what a yes does).
+ * @typedef {{ title: string, message: string, confirmLabel: string, cancelLabel?: string, onConfirm: () => void }} Question
+ */
+
+/** @type {MemoryFileInfo[]} */
 const FILES = [
   {
     kind: "identity",
@@ -50,26 +65,30 @@ const FILES = [
 ];
 
 /** Characters as the server counts them (code points, not UTF-16 units). */
-const charCount = (text) => [...text].length;
-const number = (n) => n.toLocaleString("en-US");
+const charCount = (/** @type {string} */ text) => [...text].length;
+const number = (/** @type {number} */ n) => n.toLocaleString("en-US");
 // CodeMirror keeps "\n" line breaks; compare the saved file the same way.
-const normalized = (text) => text.replace(/\r\n?/g, "\n");
+const normalized = (/** @type {string} */ text) => text.replace(/\r\n?/g, "\n");
 
 /** `USER.md.20250102T030405-123456Z` -> a Date (the timestamp is UTC). */
-export function backupDate(name) {
+export function backupDate(/** @type {string} */ name) {
   const m = /\.(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})-(\d{6})Z$/.exec(name);
   if (!m) return null;
   const [, y, mo, d, h, mi, s, us] = m.map(Number);
   return new Date(Date.UTC(y, mo - 1, d, h, mi, s, Math.floor(us / 1000)));
 }
 
+/**
+ * @param {{ id: string, doc: string, readOnly: boolean, label: string, describedBy: string,
+ *   onChange: (text: string) => void, viewRef: { current: EditorView | null } }} props
+ */
 function MarkdownEditor({ id, doc, readOnly, label, describedBy, onChange, viewRef }) {
-  const host = useRef(null);
+  const host = useRef(/** @type {HTMLDivElement | null} */ (null));
   const changed = useRef(onChange);
   changed.current = onChange;
   useEffect(() => {
     const view = new EditorView({
-      parent: host.current,
+      parent: /** @type {HTMLDivElement} */ (host.current),
       state: EditorState.create({
         doc,
         extensions: [
@@ -109,27 +128,29 @@ function MarkdownEditor({ id, doc, readOnly, label, describedBy, onChange, viewR
 
 /** The file as the server last gave it ({loading} first, {failed} when it could not be read),
  * and the calls that change it; each keeps and answers the server's file. */
-function useServerFile(api, file) {
-  const [saved, setSaved] = useState({ loading: true });
-  const keep = (got) => {
+function useServerFile(/** @type {Api} */ api, /** @type {MemoryFileInfo} */ file) {
+  const [saved, setSaved] = useState(/** @type {Saved} */ ({ loading: true }));
+  const keep = (/** @type {Saved} */ got) => {
     setSaved({ loading: false, content: normalized(got.content), version: got.version, limit: got.limit });
     return got;
   };
   return {
     saved,
     read: async () => keep(await api.get(`/memory/${file.kind}`)),
-    failed: () => setSaved({ loading: false, failed: true }),
+    failed: () => setSaved(/** @type {Saved} */ ({ loading: false, failed: true })),
     // With the version the editor read: the server answers 409 when the file changed since.
-    write: async (content) => keep(await api.put(`/memory/${file.kind}`, { content, version: saved.version })),
-    restore: async (name) => keep(await api.post(`/memory/${file.kind}/backups/${encodeURIComponent(name)}/restore`)),
+    write: async (/** @type {string} */ content) =>
+      keep(await api.put(`/memory/${file.kind}`, { content, version: saved.version })),
+    restore: async (/** @type {string} */ name) =>
+      keep(await api.post(`/memory/${file.kind}/backups/${encodeURIComponent(name)}/restore`)),
   };
 }
 
 /** The editor's text as typed (`draft`), and `replace` to put other content in the editor. */
 function useDraft() {
   const [draft, setDraft] = useState("");
-  const view = useRef(null);
-  const replace = (content) => {
+  const view = useRef(/** @type {EditorView | null} */ (null));
+  const replace = (/** @type {string} */ content) => {
     const editor = view.current;
     if (editor) editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: content } });
     setDraft(normalized(content));
@@ -138,13 +159,19 @@ function useDraft() {
 }
 
 /** The file's backups (null until listed), listed again after each change; for editors only. */
+/**
+ * @param {Api} api
+ * @param {MemoryFileInfo} file
+ * @param {boolean} enabled
+ * @param {(error: string) => void} onError
+ */
 function useBackups(api, file, enabled, onError) {
-  const [names, setNames] = useState(null);
+  const [names, setNames] = useState(/** @type {string[] | null} */ (null));
   const reload = async () => {
     if (!enabled) return;
     try {
       const list = await api.get(`/memory/${file.kind}/backups`);
-      setNames(list.map((b) => b.name));
+      setNames(list.map((/** @type {{ name: string }} */ b) => b.name));
     } catch (e) {
       setNames([]);
       onError(`Could not list the backups: ${messageOf(e)}`);
@@ -156,12 +183,17 @@ function useBackups(api, file, enabled, onError) {
 /** What the tab says under the editor: a status line, an error, and whether a save met a newer
  * file (a 409). `say(changes)` sets some of them and keeps the others. */
 function useNotice() {
-  const [notice, setNotice] = useState({ status: "", error: "", conflict: false });
-  const say = (changes) => setNotice((now) => ({ ...now, ...changes }));
-  return [notice, say];
+  const [notice, setNotice] = useState(/** @type {Notice} */ ({ status: "", error: "", conflict: false }));
+  const say = (/** @type {Partial<Notice>} */ changes) => setNotice((now) => ({ ...now, ...changes }));
+  return /** @type {const} */ ([notice, say]);
 }
 
 /** One file's tab: editor, count, save, conflict, backups. */
+/**
+ * @param {{ api: Api, file: MemoryFileInfo, canEdit: boolean, active: boolean,
+ *   onDirty: (kind: string, dirty: boolean) => void, ask: (question: Question) => void,
+ *   settings: Settings | null, isAdmin: boolean, onSettings: (settings: Settings) => void }} props
+ */
 function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmin, onSettings }) {
   const server = useServerFile(api, file);
   const { saved } = server;
@@ -171,7 +203,7 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmi
   const [saving, setSaving] = useState(false);
   const prefix = `memory-${file.kind}`;
 
-  const load = async ({ replace: intoEditor }) => {
+  const load = async (/** @type {{ replace: boolean }} */ { replace: intoEditor }) => {
     say({ error: "" });
     try {
       const got = await server.read();
@@ -228,7 +260,7 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmi
     backups.reload();
   };
 
-  const restore = async (name) => {
+  const restore = async (/** @type {string} */ name) => {
     const stamp = formatStamp(backupDate(name) || new Date(NaN));
     const go = async () => {
       say({ status: "", error: "" });
@@ -267,7 +299,7 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmi
       readOnly=${!canEdit}
       label=${`${file.name} (Markdown)`}
       describedBy=${`${prefix}-count`}
-      onChange=${(text) => setDraft(text)}
+      onChange=${(/** @type {string} */ text) => setDraft(text)}
       viewRef=${view}
     />
     <${EditorBar}
@@ -295,6 +327,10 @@ function MemoryFile({ api, file, canEdit, active, onDirty, ask, settings, isAdmi
 }
 
 /** Under the editor: the count against the limit, and for editors Revert and Save. */
+/**
+ * @param {{ prefix: string, chars: number, limit: number, canEdit: boolean, dirty: boolean, saving: boolean,
+ *   onRevert: () => void, onSave: () => void }} props
+ */
 function EditorBar({ prefix, chars, limit, canEdit, dirty, saving, onRevert, onSave }) {
   const over = chars > limit;
   return html`<div class="memory-bar">
@@ -320,6 +356,7 @@ function EditorBar({ prefix, chars, limit, canEdit, dirty, saving, onRevert, onS
 }
 
 /** A save refused because the file changed meanwhile: say so and offer to reload it. */
+/** @param {{ file: MemoryFileInfo, onReload: () => void }} props */
 function Conflict({ file, onReload }) {
   return html`<div class="pn-error memory-conflict" role="alert">
     <p>${file.name} changed meanwhile (the assistant or another window saved it), so your edit was not saved.
@@ -328,6 +365,10 @@ function Conflict({ file, onReload }) {
   </div>`;
 }
 
+/**
+ * The file's backups, each with its Restore button.
+ * @param {{ prefix: string, file: MemoryFileInfo, names: string[] | null, onRestore: (name: string) => void }} props
+ */
 function Backups({ prefix, file, names, onRestore }) {
   return html`<section class="memory-backups" aria-labelledby=${`${prefix}-backups`}>
     <h3 id=${`${prefix}-backups`}>Backups of ${file.name}</h3>
@@ -355,19 +396,22 @@ function Backups({ prefix, file, names, onRestore }) {
   </section>`;
 }
 
+/** @param {import("../js/panels.js").PanelProps} props */
 export default function MemoryPanel({ api, user, onClose }) {
-  const [tab, setTab] = useState("user");
-  const [dirty, setDirty] = useState({});
-  const [question, setQuestion] = useState(null);
-  const tabs = useRef({});
+  const [tab, setTab] = useState(/** @type {MemoryFileInfo["kind"]} */ ("user"));
+  const [dirty, setDirty] = useState(/** @type {Record<string, boolean>} */ ({}));
+  const [question, setQuestion] = useState(/** @type {Question | null} */ (null));
+  const tabs = useRef(/** @type {Record<string, HTMLButtonElement | null>} */ ({}));
   const isAdmin = Boolean(user?.is_admin);
-  const [settings, setSettings] = useState(null); // GET /settings: is USER.md kept up to date?
+  // GET /settings: is USER.md kept up to date?
+  const [settings, setSettings] = useState(/** @type {Settings | null} */ (null));
   useEffect(() => {
     api.get("/settings").then(setSettings, () => {});
   }, []);
 
-  const onDirty = (kind, value) => setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
-  const ask = (q) => setQuestion(q);
+  const onDirty = (/** @type {string} */ kind, /** @type {boolean} */ value) =>
+    setDirty((d) => (Boolean(d[kind]) === value ? d : { ...d, [kind]: value }));
+  const ask = (/** @type {Question} */ q) => setQuestion(q);
 
   const unsaved = FILES.filter((f) => dirty[f.kind]);
   const requestClose = () => {
@@ -383,9 +427,9 @@ export default function MemoryPanel({ api, user, onClose }) {
   };
 
   // Arrow keys move between tabs (the WAI-ARIA tabs pattern).
-  const onTabKey = (event) => {
+  const onTabKey = (/** @type {KeyboardEvent} */ event) => {
     const i = FILES.findIndex((f) => f.kind === tab);
-    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
     let next = null;
     if (step) next = FILES[(i + step + FILES.length) % FILES.length];
     if (event.key === "Home") next = FILES[0];
@@ -408,7 +452,7 @@ export default function MemoryPanel({ api, user, onClose }) {
           aria-selected=${tab === f.kind ? "true" : "false"}
           aria-controls=${`memory-panel-${f.kind}`}
           tabindex=${tab === f.kind ? 0 : -1}
-          ref=${(el) => (tabs.current[f.kind] = el)}
+          ref=${(/** @type {HTMLButtonElement | null} */ el) => (tabs.current[f.kind] = el)}
           onClick=${() => setTab(f.kind)}
         ><span>${f.label}${dirty[f.kind] ? html`<span class="memory-dot"> •<span class="pn-sr-only"> (unsaved)</span></span>` : null}</span>
           <span class="pn-muted pn-tab-file">${f.name}</span></button>`,
