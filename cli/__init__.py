@@ -16,7 +16,6 @@ from importlib import import_module
 
 import click
 
-from cli.api_error import ApiError
 from shared.core.release import eonyx_version
 from shared.core.settings import SettingsError
 
@@ -69,13 +68,20 @@ class LazyCommands(MutableMapping[str, click.Command]):
         return len(self.paths)
 
 
+class CommandError(Exception):
+    """An error its user reads as it is (cli/api_error.py's ApiError: what the API refused),
+    raised by code that knows no click (the terminal app and the MCP server share it); the
+    group prints it as a click error, exit 1. Defined here, not imported: this package's
+    module imports none of its submodules, so none of them imports it back."""
+
+
 class EonyxGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         try:
             return super().invoke(ctx)
         except SettingsError as exc:
             raise click.ClickException(f"configuration error: {exc}") from None
-        except ApiError as exc:  # the API's refusal, as every click error prints (exit 1)
+        except CommandError as exc:  # the API's refusal, as every click error prints (exit 1)
             raise click.ClickException(str(exc)) from None
 
 

@@ -4,13 +4,15 @@ Rows come in the server's order (pinned first, then most recently updated) and s
 title, `YYYY/MM/DD HH:mm`, the message count and a badge for api and teams sessions. Keys:
 Enter opens, r renames, f forks, d deletes (to the trash, after a confirmation), p pins,
 a archives, / searches titles and text. Titles still being written by the title job update
-live from the app's events socket (`title_changed`); without the socket the list refreshes
-itself while such a title is on screen.
+live from the app's events socket (`title_changed`); without the socket (`events_live`, which
+the app keeps up to date) the list refreshes itself while such a title is on screen. It reads
+nothing of the app: what it changes it posts (`Changed`, `Deleted`), and Enter dismisses it
+with the session to open.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -21,11 +23,9 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from cli.api_client import ApiError, AsyncApiClient, counted, format_time
+from cli.api_client import AsyncApiClient, counted, format_time
+from cli.api_error import ApiError
 from cli.chat.widgets import BADGED_SOURCES, WorkerGroups
-
-if TYPE_CHECKING:
-    from cli.chat.app import ChatApp
 
 NEAR_END = 10  # rows from the end at which the next page is fetched
 POLL_SECONDS = 2.0  # refresh period for pending titles when there is no events socket
@@ -79,7 +79,6 @@ class SessionManager(WorkerGroups, Screen[str | None]):
             super().__init__()
             self.session_id = session_id
 
-    app: ChatApp
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("r", "rename", "Rename"),
@@ -90,9 +89,12 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         Binding("slash", "search", "Search"),
     ]
 
-    def __init__(self, api: AsyncApiClient, query: str | None = None) -> None:
+    def __init__(
+        self, api: AsyncApiClient, query: str | None = None, *, events_live: bool = False
+    ) -> None:
         super().__init__()
         self.api = api
+        self.events_live = events_live  # titles come by themselves: no refreshing
         self.query_text = query or ""
         self.items: dict[str, dict[str, Any]] = {}
         self.next_cursor: str | None = None
@@ -201,7 +203,7 @@ class SessionManager(WorkerGroups, Screen[str | None]):
             self._refresh_row({**item, "title": title, "title_pending": False})
 
     def _poll_pending(self) -> None:
-        if self.app.events_live or self.fetching:
+        if self.events_live or self.fetching:
             return
         if any(item.get("title_pending") for item in self.items.values()):
             self.reload(select=self.selected())

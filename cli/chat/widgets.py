@@ -22,8 +22,9 @@ LIKE_LABELS = {"saving": "♥ saving…", "saved": "♥ saved", "failed": "♥ f
 
 
 class WorkerGroups:
-    """`workers_in(*groups)`: this node's workers of those groups still pending or running
-    (what a caller, or a test, waits for before reading the screen)."""
+    """`workers_in(*groups)`: the workers of those groups still pending or running of this
+    node and the nodes inside it (what a caller, or a test, waits for before reading the
+    screen: the app's include its conversation's turn)."""
 
     def workers_in(self, *groups: str) -> list[Worker[Any]]:
         node = self
@@ -31,7 +32,8 @@ class WorkerGroups:
         return [
             worker
             for worker in node.app.workers
-            if worker.node is node
+            if isinstance(worker.node, DOMNode)
+            and node in worker.node.ancestors_with_self
             and worker.group in groups
             and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
         ]
