@@ -124,6 +124,7 @@ class CountedCursor:
 def instrument(rec: Recorder, rt: Any) -> None:
     """Wrap what a turn calls, and count what it sends to the database and Redis."""
     import api.context
+    import shared.chat.turn_rounds
     import shared.chat.turns
     import shared.llm.models
     import shared.memory.extraction
@@ -136,7 +137,7 @@ def instrument(rec: Recorder, rt: Any) -> None:
         (shared.llm.models, "offering_for", "offering"),
         (rt.store, "load", "load"),
         (rt.store, "append", "store_append"),
-        (shared.chat.turns, "assemble_context", "assemble"),
+        (shared.chat.turn_rounds, "assemble_context", "assemble"),
         (rt.llm, "complete", "llm"),
         (shared.sessions.service, "index_appended", "index"),
         (shared.memory.extraction, "maybe_enqueue_extraction", "extraction"),

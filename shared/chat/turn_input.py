@@ -17,11 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.core.clock import isoformat, utcnow
 from shared.core.errors import Conflict, InvalidInput
-from shared.core.messages import CHAT_ROLES, MessageRecord
+from shared.core.messages import MessageRecord
 from shared.files.session_state import SessionState
-from shared.files.session_store import new_message_id
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class ClientTurn:
     instructions: str | None = None
     tools: tuple[dict[str, Any], ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
-    messages: tuple[dict[str, Any], ...] = ()
+    messages: tuple[MessageRecord, ...] = ()
     include_usage: bool = False
 
     @property
@@ -55,12 +53,6 @@ class ClientTurn:
         """Metadata to save with the answer, in the same write; `answer` is the answer as the
         client sees it (its text and the client's tool calls)."""
         return {}
-
-
-def message_record(role: str, content: Any, **extra: Any) -> dict[str, Any]:
-    record = {"type": "message", "id": new_message_id(), "role": role, "content": content}
-    record["created_at"] = isoformat(utcnow())
-    return record | {k: v for k, v in extra.items() if v is not None}
 
 
 def unanswered_calls(state: SessionState) -> list[str]:
@@ -126,15 +118,3 @@ def message_to_answer(
         if role == "assistant" and not record.get("tool_calls") and not regenerate:
             break
     raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")
-
-
-def supersede_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The record that takes `records` out of the session's state (they stay in the file).
-    It carries their counts, so a fold that keeps no messages (the index's) can subtract."""
-    return {
-        "type": "supersede",
-        "at": isoformat(utcnow()),
-        "ids": [record["id"] for record in records],
-        "messages": sum(1 for record in records if record.get("role") in CHAT_ROLES),
-        "images": sum(len(record.get("images") or ()) for record in records),
-    }

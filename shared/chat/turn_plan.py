@@ -21,21 +21,16 @@ from shared.chat.needs import ChatRuntime
 from shared.chat.project_context import (
     ContextFile,
     load_server_context,
+    project_context_of,
     project_context_window,
     validate_project_context,
 )
 from shared.chat.prompt import choose_override
-from shared.chat.turn_input import (
-    ClientTurn,
-    check_tool_results,
-    message_record,
-    message_to_answer,
-    supersede_record,
-)
+from shared.chat.turn_input import ClientTurn, check_tool_results, message_to_answer
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput, NotFound
-from shared.files.session_state import meta_record
+from shared.core.messages import message_record, meta_record, supersede_record
 from shared.files.session_store import SessionState, new_session_id
 from shared.llm import access, models
 from shared.llm.client import Offering
@@ -228,6 +223,6 @@ def _meta_changes(
     """Metadata to record with the user's message: a first title, a changed project context."""
     changes = titles.first_message_changes(rt, state, content)
     record = project.to_record()
-    if record != (state.project_context or ProjectInput().to_record()):
+    if record != (project_context_of(state) or ProjectInput().to_record()):
         changes["project_context"] = record
     return changes

@@ -19,9 +19,9 @@ from shared.accounts.people import Principal
 from shared.chat.compaction import Usage, to_model_messages
 from shared.chat.context import AssembledContext, assemble_context
 from shared.chat.needs import ChatRuntime
-from shared.chat.turn_input import ClientTurn, message_record
+from shared.chat.turn_input import ClientTurn
 from shared.chat.turn_plan import TurnPlan
-from shared.files.session_state import meta_record
+from shared.core.messages import MessageRecord, MetaRecord, message_record, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.llm.client import Messages
@@ -49,8 +49,8 @@ class StepEvent:
 class TurnResult:
     session_id: str
     user_message: Mapping[str, Any]  # a saved record: read it, never change it
-    assistant_message: dict[str, Any]  # the answer, or the call of a client's tools
-    steps: list[dict[str, Any]]  # this turn's tool calls and results, in order
+    assistant_message: MessageRecord  # the answer, or the call of a client's tools
+    steps: list[MessageRecord]  # this turn's tool calls and results, in order
     context: Usage
     memory_writes: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str = "stop"  # the model's; "tool_calls" when a client's tool is called
@@ -89,7 +89,7 @@ class _Conversation:
     context: AssembledContext
     tools: ToolContext
     messages: list[Mapping[str, Any] | orjson.Fragment]
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[MessageRecord] = field(default_factory=list)
     usage: UsageSum = field(default_factory=UsageSum)
 
 
@@ -158,7 +158,7 @@ def _tool_round(
 
 def _run_tool(
     turn: Turn, tools: ToolContext, call: ToolCall, message_id: str
-) -> Generator[StepEvent, None, dict[str, Any]]:
+) -> Generator[StepEvent, None, MessageRecord]:
     """One of Eonyx's tools: its call, its result record and the memory writes it made."""
     yield StepEvent("tool_call", {"message_id": message_id, **call.as_openai()})
     written = len(tools.events)
@@ -203,8 +203,8 @@ def _call_model(
 
 
 def _answer_meta(
-    client: ClientTurn, answer: dict[str, Any], client_calls: list[dict[str, Any]]
-) -> list[Any]:
+    client: ClientTurn, answer: MessageRecord, client_calls: list[dict[str, Any]]
+) -> list[MetaRecord]:
     """The metadata record the client asks to save with its answer, if any."""
     changes = client.answer_meta({**answer, "tool_calls": client_calls or None})
     return [meta_record(changes, answer["created_at"])] if changes else []
@@ -213,7 +213,7 @@ def _answer_meta(
 def _result(
     turn: Turn,
     talk: _Conversation,
-    answer: dict[str, Any],
+    answer: MessageRecord,
     finish_reason: str,
 ) -> TurnResult:
     return TurnResult(

@@ -32,18 +32,23 @@ from typing import Any
 from shared.accounts.people import Principal
 from shared.chat import turns
 from shared.chat.compaction import CHARS_PER_TOKEN
-from shared.chat.turn_input import ClientTurn, message_record
+from shared.chat.turn_input import ClientTurn
 from shared.chat.turns import NewSession, TurnEvent, TurnRequest, TurnResult
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, NotFound
-from shared.core.messages import content_text, message_chars, tool_call_parts
+from shared.core.messages import (
+    MessageRecord,
+    content_text,
+    message_chars,
+    message_record,
+    tool_call_parts,
+)
 from shared.files.session_store import SessionState, check_session_id
-from shared.integrations import bindings
+from shared.integrations import api_head, bindings
 from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest
 
 SOURCE = CHANNEL = "api"
-HEAD, PARENT, INPUT = "api_head", "api_parent", "api_input"  # meta keys of the session
 MAX_CANDIDATES = 32  # assistant messages of a history tried as the session's head, newest first
 
 
@@ -123,9 +128,9 @@ def _follows(
     """How the request continues `state` from its assistant message at `position`, if the
     session's own latest answer (or, for a regenerate, the answer before it) is that one."""
     new = tuple(messages[position + 1 :])
-    if key == state.api_head:
+    if key == api_head.head(state):
         return Continuation(state.id, new, key, retry=_asks_again(state, new))
-    if key == state.api_parent and _digest(new) == state.api_input:
+    if key == api_head.parent(state) and _digest(new) == api_head.input_digest(state):
         return Continuation(state.id, new, key, regenerate=True)
     return None
 
@@ -175,7 +180,7 @@ def choose_session(
 # -- the turn -----------------------------------------------------------------------------
 
 
-def _record(message: Mapping[str, Any]) -> dict[str, Any]:
+def _record(message: Mapping[str, Any]) -> MessageRecord:
     """A message of the client's, as a session record (text only: earlier images are not
     the turn's, and are left out)."""
     role = message["role"]
@@ -205,7 +210,7 @@ class FacadeClient(ClientTurn):
         return head_key(self.asked, answer)
 
     def answer_meta(self, answer: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self.meta, HEAD: self.head(answer)}
+        return {**self.meta, api_head.HEAD: self.head(answer)}
 
 
 @dataclass(frozen=True)
@@ -245,11 +250,11 @@ def plan_turn(chat: ChatRequest, continuation: Continuation, *, temporary: bool)
     if new[-1]["role"] == "user" and not again:
         content = new.pop()["content"]
     asked = _trailing(continuation.new)
-    meta: dict[str, Any] = {PARENT: continuation.parent, INPUT: _digest(asked)}
+    meta: dict[str, Any] = {api_head.PARENT: continuation.parent, api_head.INPUT: _digest(asked)}
     if chat.user:
-        meta["api_user"] = chat.user
+        meta[api_head.USER] = chat.user
     if chat.metadata:
-        meta["api_metadata"] = dict(chat.metadata)
+        meta[api_head.METADATA] = dict(chat.metadata)
     client = FacadeClient(
         instructions=chat.instructions,
         tools=chat.tools,

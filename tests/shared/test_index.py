@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import text
 
 from shared.accounts.people import Principal
-from shared.chat.turns import message_record
 from shared.core.clock import isoformat, utcnow
+from shared.core.messages import message_record
 from shared.db.orm import SessionRow
 from shared.files.session_store import SessionStore
 from shared.index import sync
