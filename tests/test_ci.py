@@ -70,6 +70,19 @@ def test_tsc_checks_every_ts_check_module_and_the_stores_and_api_have_it() -> No
     assert {"static/js/state.js", "static/js/lists.js", "static/js/api.js"} <= checked
 
 
+def test_tsc_checks_every_module_of_the_web_client() -> None:
+    """checkJs on, and every module of static/js and static/panels named (issue 40, item 7)."""
+    web = ROOT / "api" / "web"
+    config = json.loads((web / "jsconfig.json").read_text())
+    modules = {
+        path.relative_to(web).as_posix()
+        for folder in ("static/js", "static/panels")
+        for path in (web / folder).glob("*.js")
+    }
+    assert config["compilerOptions"]["checkJs"] is True
+    assert set(config["files"]) == modules
+
+
 def test_make_lint_installs_the_web_tools_from_the_lockfile() -> None:
     """A fresh clone has no api/web/node_modules: `make lint` runs npm ci first."""
     makefile = (ROOT / "Makefile").read_text()
