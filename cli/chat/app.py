@@ -10,7 +10,6 @@ and is dismissed with the session to open. Everything goes through `AsyncApiClie
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,10 @@ from textual.widgets.option_list import Option
 
 from cli.api_client import AsyncApiClient
 from cli.api_error import ApiError
-from cli.chat import commands
+from cli.chat import actions, commands
 from cli.chat.conversation import Conversation, Session
 from cli.chat.live import LiveEvents
-from cli.chat.manager import Confirm, SessionManager
+from cli.chat.manager import SessionManager
 from cli.chat.prompt import PromptInput
 from cli.chat.widgets import Gauge, SessionHeader, WorkerGroups
 
@@ -66,10 +65,8 @@ class ChatApp(WorkerGroups, App[None]):
         self.project = project or {}
         self.workdir = workdir or Path.cwd()
         self.live_events = live_events
-        # The slash commands by name; each is checked against commands.COMMANDS first.
-        self.commands: dict[str, Callable[[str], Awaitable[None]]] = {
-            name: getattr(self, f"{name}_command") for name in commands.NAMES
-        }
+        # The slash commands on the session; the app's own are its `<name>_command` methods.
+        self.actions = actions.on_the_conversation(self.workdir)
 
     def compose(self) -> ComposeResult:
         yield SessionHeader(id="header")
@@ -236,53 +233,16 @@ class ChatApp(WorkerGroups, App[None]):
         if refused:
             await self.say(refused, "error")
             return
-        await self.commands[name](argument)
+        if name in self.actions:
+            await self.actions[name](self.conversation, argument)
+        else:
+            await getattr(self, f"{name}_command")(argument)
 
     async def quit_command(self, _argument: str) -> None:
         self.exit()
 
-    async def help_command(self, _argument: str) -> None:
-        await self.conversation.show_answer(commands.help_text())
-
-    async def new_command(self, _argument: str) -> None:
-        await self.conversation.open(None)
-
     async def sessions_command(self, query: str) -> None:
         self.action_sessions(query or None)
-
-    async def rename_command(self, title: str) -> None:
-        if not title:
-            await self.say("/rename needs the new title: /rename <title>", "error")
-            return
-        renamed = await self.api.update_session(self.open_id, title=title)
-        self.session = renamed
-        await self.say(f"renamed to {renamed['title']!r}")
-
-    async def clear_command(self, _argument: str) -> None:
-        question = "Wipe this session's history? Its id and title stay; this cannot be undone."
-        if not await self.push_screen_wait(Confirm(question)):
-            await self.say("not cleared")
-            return
-        await self.api.clear(self.open_id)
-        await self.conversation.open(await self.api.session(self.open_id))
-        await self.say("cleared: the history is wiped; the id and title stay")
-
-    async def fork_command(self, _argument: str) -> None:
-        origin = (self.session or {}).get("title") or "untitled"
-        await self.conversation.open(await self.api.fork(self.open_id))
-        await self.say(f"forked {origin!r}: you are in the copy now")
-
-    async def export_command(self, _argument: str) -> None:
-        path = await self.export()
-        await self.say(f"exported to {path}")
-
-    async def export(self) -> Path:
-        text = await self.api.export_markdown(self.open_id)
-        folder = self.workdir / ".eonyx" / "exports"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"eonyx-{self.open_id}.md"
-        path.write_text(text, encoding="utf-8")
-        return path
 
     async def say(self, text: str, kind: str = "info") -> None:
         await self.conversation.say(text, kind)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from cli.chat import commands
+from pathlib import Path
+
+from cli.chat import actions, commands
+from cli.chat.app import ChatApp
 
 
 def test_a_line_is_a_command_or_a_message() -> None:
@@ -45,3 +48,12 @@ def test_what_each_command_needs_before_it_runs() -> None:
     clear = commands.BY_NAME["clear"]
     refused = commands.refusal(clear, streaming=True, in_session=False)
     assert refused == "/clear: an answer is still coming; Esc stops it first"
+
+
+def test_every_command_is_run_by_the_app_or_an_action_on_the_conversation(
+    tmp_path: Path,
+) -> None:
+    on_the_conversation = actions.on_the_conversation(tmp_path)
+    for name in commands.NAMES:
+        by_app = hasattr(ChatApp, f"{name}_command")
+        assert by_app != (name in on_the_conversation), name
