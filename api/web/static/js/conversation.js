@@ -22,7 +22,14 @@ import {
 
 /** @typedef {import("./state.js").Message} Message */
 /** @typedef {import("./state.js").Turn} Turn */
+/** @typedef {import("./state.js").Conversation} Conversation */
 /** @typedef {import("./state.js").Like} Like */
+/** @typedef {import("./events.js").TurnStreamEvents} TurnStreamEvents */
+/**
+ * One server-sent event of a streamed turn: its name and its data (events.d.ts, generated
+ * from the OpenAPI document).
+ * @typedef {{ [K in keyof TurnStreamEvents]: { name: K, data: TurnStreamEvents[K] } }[keyof TurnStreamEvents]} StreamEvent
+ */
 
 /** The likes a read of the transcript gives, as of `asked`. */
 function noteRead(/** @type {Message[]} */ messages, /** @type {number} */ asked) {
@@ -79,11 +86,11 @@ export function leftNewChat() {
 /**
  * The server-sent events of a streamed turn, their data read as JSON.
  * @param {Response} response
- * @returns {AsyncGenerator<{ name: string, data: any }>}
+ * @returns {AsyncGenerator<StreamEvent>}
  */
 async function* events(response) {
   for await (const event of readEvents(/** @type {ReadableStream<Uint8Array>} */ (response.body))) {
-    yield { name: event.name, data: JSON.parse(event.data) };
+    yield /** @type {StreamEvent} */ ({ name: event.name, data: JSON.parse(event.data) });
   }
 }
 
@@ -117,7 +124,7 @@ function postTurn(/** @type {string} */ id, /** @type {FormData} */ form, /** @t
 
 /**
  * One event of a streamed turn, applied to the turn shown in conversation `key`.
- * @param {{ name: string, data: any }} event
+ * @param {StreamEvent} event
  * @param {Turn} turn the turn as it stands
  * @param {(changes: Partial<Turn>) => void} set
  * @param {string} key
@@ -127,25 +134,45 @@ function applyEvent(event, turn, set, key) {
   if (name === "token") set({ text: turn.text + data.text });
   else if (name === "tool_call") set({ steps: [...turn.steps, { call: data, result: null }] });
   else if (name === "tool_result") {
-    set({ steps: turn.steps.map((s) => (s.call.id === data.tool_call_id ? { ...s, result: data } : s)) });
+    const result = /** @type {Message} */ (data);
+    set({ steps: turn.steps.map((s) => (s.call.id === result.tool_call_id ? { ...s, result } : s)) });
   } else if (name === "memory_write") set({ memory: [...turn.memory, data] });
-  else if (name === "done") {
-    // A retry answers the user message already shown: each message once.
-    /** @type {Message[]} */
-    const fresh = [data.user_message, ...data.steps, data.assistant_message].filter(Boolean);
-    const ids = new Set(fresh.map((m) => m.id));
-    const c = conversation(key).peek();
-    batch(() => {
-      updateConversation(key, {
-        messages: [...c.messages.filter((m) => !ids.has(m.id)), ...fresh],
-        context: data.context,
-        notices: new Map(c.notices).set(data.assistant_message.id, data.memory_writes || turn.memory),
-      });
-      set({ status: "done" });
-    });
-  } else if (name === "error") {
+  else if (name === "done") answered(/** @type {Answered} */ (/** @type {unknown} */ (data)), turn, set, key);
+  else if (name === "error") {
     set({ status: "error", error: { message: data.error?.message || "the turn failed", status: data.status } });
   }
+}
+
+/**
+ * A turn's `done` as the server always sends it (the schema leaves its parts optional).
+ * @typedef {object} Answered
+ * @property {Message | null} [user_message] none on a retry
+ * @property {Message[]} steps
+ * @property {Message} assistant_message
+ * @property {Conversation["context"]} context
+ * @property {Turn["memory"]} [memory_writes]
+ */
+
+/** The turn is answered: its messages join the transcript, each once (a retry answers the
+ * user message already shown). */
+function answered(
+  /** @type {Answered} */ data,
+  /** @type {Turn} */ turn,
+  /** @type {(changes: Partial<Turn>) => void} */ set,
+  /** @type {string} */ key,
+) {
+  /** @type {Message[]} */
+  const fresh = [data.user_message, ...data.steps, data.assistant_message].filter((m) => m != null);
+  const ids = new Set(fresh.map((m) => m.id));
+  const c = conversation(key).peek();
+  batch(() => {
+    updateConversation(key, {
+      messages: [...c.messages.filter((m) => !ids.has(m.id)), ...fresh],
+      context: data.context,
+      notices: new Map(c.notices).set(data.assistant_message.id, data.memory_writes || turn.memory),
+    });
+    set({ status: "done" });
+  });
 }
 
 /**
@@ -322,18 +349,15 @@ export async function like(id, message, liked) {
   }
 }
 
-onEvent(
-  "like.updated",
-  (/** @type {{ message_ids?: string[], status: string, detail?: string, pair_id?: string }} */ event) => {
-    /** @type {Like} */
-    const said = { status: event.status, detail: event.detail, pair_id: event.pair_id };
-    noteLikes((event.message_ids || []).map((/** @type {string} */ m) => [m, said]));
-  },
-);
+onEvent("like.updated", (event) => {
+  /** @type {Like} */
+  const said = { status: event.status, detail: event.detail, pair_id: event.pair_id };
+  noteLikes((event.message_ids || []).map((m) => [m, said]));
+});
 
 // A stopped turn is indexed when the server lets go of it, after this page asked: the row
 // (its message count) is read again then (seen before: stale after Stop).
-onEvent("session.updated", async (/** @type {{ session_id: string }} */ event) => {
+onEvent("session.updated", async (event) => {
   try {
     upsert(await api.get(`/sessions/${event.session_id}`));
   } catch {

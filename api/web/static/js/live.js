@@ -9,9 +9,8 @@ import { isStreaming, live, pendingTitles, sessions, titlePushed, titleSettled, 
 const POLL_MS = 2000;
 const ENDED = new Set(["invalid_token", "account_disabled", "missing_token"]);
 /**
- * A live event as the socket sends it: its `type` ("session.title", "like.updated",
- * "memory.updated"...) and that type's fields.
- * @typedef {{ type: string, [field: string]: any }} LiveEvent
+ * A live event as the socket sends it (events.d.ts, generated from the OpenAPI document).
+ * @typedef {import("./events.js").LiveEvent} LiveEvent
  * @typedef {(event: LiveEvent) => void} Listener
  */
 
@@ -28,10 +27,9 @@ let stopped = true;
 
 /**
  * Listen to one event type ("like.updated", "memory.updated"...); returns the unsubscribe.
- * `fn` says which fields of that type's events it reads.
- * @template {object} E
- * @param {string} type
- * @param {(event: E) => void} fn
+ * @template {LiveEvent["type"]} T
+ * @param {T} type
+ * @param {(event: Extract<LiveEvent, { type: T }>) => void} fn
  */
 export function onEvent(type, fn) {
   const listener = /** @type {Listener} */ (/** @type {unknown} */ (fn));
@@ -41,9 +39,7 @@ export function onEvent(type, fn) {
 }
 
 function dispatch(/** @type {LiveEvent} */ event) {
-  if (event.type === "session.title" && event.session_id) {
-    titlePushed(/** @type {Parameters<typeof titlePushed>[0]} */ (/** @type {unknown} */ (event)));
-  }
+  if (event.type === "session.title" && event.session_id) titlePushed(event);
   for (const fn of listeners.get(event.type) || []) fn(event);
 }
 
@@ -65,6 +61,7 @@ export function connect() {
   }
   socket = ws;
   ws.onmessage = (message) => {
+    /** @type {LiveEvent} */
     let event;
     try {
       event = JSON.parse(message.data);

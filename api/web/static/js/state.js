@@ -50,7 +50,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
 
 /**
  * A message's like: saving (the job runs), saved or failed; null when it is not liked.
- * @typedef {{ status: string, detail?: string, pair_id?: string } | null} Like
+ * @typedef {{ status: string | null, detail?: string | null, pair_id?: string } | null} Like
  */
 
 /**
@@ -161,7 +161,7 @@ export function titleSettled(/** @type {string} */ id) {
 }
 
 /** A `session.title` event: the title the chat keeps. */
-export function titlePushed(/** @type {{ session_id: string, title: string, title_pending?: boolean }} */ event) {
+export function titlePushed(/** @type {import("./events.js").SessionTitleEvent} */ event) {
   batch(() => {
     titleSettled(event.session_id);
     if (!event.title_pending) titled.value = new Set(titled.value).add(event.session_id);
