@@ -29,8 +29,9 @@ import httpx
 
 from cli.api_error import ApiError
 from cli.api_resources import LIST_PAGE, SOURCE, Resources
-from cli.stream import MODEL_FAILED, Done, Event, SessionMade, turn_event
+from cli.stream import MODEL_FAILED, Event, turn_event
 from shared.core import sse
+from shared.core.events import Done, SessionStarted
 from shared.core.text import printable
 
 __all__ = ["LIST_PAGE", "MODEL_FAILED", "SOURCE", "ApiClient", "ApiError", "AsyncApiClient"]
@@ -128,7 +129,7 @@ class TurnStream:
             if self.finished:
                 return
             event = turn_event(raw)
-            if isinstance(event, SessionMade):
+            if isinstance(event, SessionStarted):
                 self.session_id = event.session_id
             self.finished = raw.name in ("done", "error")
             if event is not None:
@@ -140,7 +141,7 @@ class TurnStream:
         turn = response.json()
         self.finished = True
         if self.session_id is None and turn.get("session_id"):
-            yield SessionMade(str(turn["session_id"]))
+            yield SessionStarted(str(turn["session_id"]))
         yield Done(turn)
 
 
@@ -248,8 +249,8 @@ class ApiClient(_Api, Resources[Any]):
         return self.body(response)
 
     def stream_turn(self, session_id: str | None, body: dict[str, Any]) -> Iterator[Event]:
-        """The turn's events, `Done` or `Failed` last (a first message's start with
-        `SessionMade`); a server that answers with JSON instead gives one `Done`."""
+        """The turn's events, `Done` or `TurnError` last (a first message's start with
+        `SessionStarted`); a server that answers with JSON instead gives one `Done`."""
         path, request = turn_request(session_id, {**body, "stream": True})
         stream = TurnStream(self, session_id)
         try:
@@ -314,8 +315,8 @@ class AsyncApiClient(_Api, Resources[Awaitable[Any]]):
     async def stream_turn(
         self, session_id: str | None, body: dict[str, Any]
     ) -> AsyncIterator[Event]:
-        """The turn's events, `Done` or `Failed` last (a first message's start with
-        `SessionMade`). A refusal before the stream starts raises ApiError, and so does a
+        """The turn's events, `Done` or `TurnError` last (a first message's start with
+        `SessionStarted`). A refusal before the stream starts raises ApiError, and so does a
         stream that ends without `done` or `error`."""
         path, request = turn_request(session_id, {**body, "stream": True})
         stream = TurnStream(self, session_id)

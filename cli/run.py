@@ -50,11 +50,8 @@ from cli.api_client import ApiClient, retry_hint
 from cli.api_error import ApiError
 from cli.stream import (
     MODEL_FAILED,
-    Done,
-    Failed,
-    SessionMade,
+    STEPS,
     Step,
-    Token,
     gauge_level,
     gauge_text,
     memory_line,
@@ -69,6 +66,7 @@ from shared.chat.project_context import (
     walk_up,
 )
 from shared.core.errors import EonyxError
+from shared.core.events import Done, SessionStarted, Token, ToolCall, ToolResult, TurnError
 from shared.core.text import printable
 
 
@@ -120,12 +118,12 @@ def format_gauge(percent: float | None) -> str | None:
 
 def echo_step(step: Step) -> None:
     """A tool step or memory write, one line on stderr (stdout keeps the answer alone)."""
-    if step.kind == "tool_call":
-        line = click.style(f"· {tool_call_line(step.data)}", dim=True)
-    elif step.kind == "tool_result":
-        line = click.style(f"  → {one_line(step.data.get('content'))}", dim=True)
+    if isinstance(step, ToolCall):
+        line = click.style(f"· {tool_call_line(step)}", dim=True)
+    elif isinstance(step, ToolResult):
+        line = click.style(f"  → {one_line(step.message.get('content'))}", dim=True)
     else:
-        line = click.style(f"✎ {memory_line(step.data)}", fg="cyan")
+        line = click.style(f"✎ {memory_line(step.event)}", fg="cyan")
     click.echo(line, err=True)
 
 
@@ -151,13 +149,13 @@ class StreamedTurn:
                     self.last = (self.last + event.text)[-1:]
                     continue
                 self.end_line()
-                if isinstance(event, SessionMade):
+                if isinstance(event, SessionStarted):
                     self.session_id = event.session_id
-                elif isinstance(event, Step):
+                elif isinstance(event, STEPS):
                     echo_step(event)
                 elif isinstance(event, Done):
-                    return event.turn
-                elif isinstance(event, Failed):
+                    return dict(event.result)
+                elif isinstance(event, TurnError):
                     raise streamed_error(event, self.session_id)
         except ApiError:
             self.end_line()
@@ -165,13 +163,13 @@ class StreamedTurn:
         raise AssertionError("the stream ends with done or error")
 
 
-def streamed_error(failed: Failed, session_id: str | None) -> ApiError:
+def streamed_error(failed: TurnError, session_id: str | None) -> ApiError:
     """The `error` event of a stream that had started: a failed model call, most often."""
     saved = failed.status == MODEL_FAILED and session_id is not None
     return ApiError(
         failed.status,
-        printable(failed.code),
-        printable(failed.message),
+        printable(failed.error.code),
+        printable(failed.error.message),
         retry_hint(session_id) if saved and session_id else None,
     )
 

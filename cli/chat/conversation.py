@@ -32,7 +32,8 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 from cli.api_client import AsyncApiClient
 from cli.api_error import ApiError
 from cli.chat.widgets import AnswerEntry, Entry, Notice, StepEntry, UserEntry, WorkerGroups
-from cli.stream import Done, Event, Failed, SessionMade, Step, Token, memory_line
+from cli.stream import STEPS, Event, Step, memory_line
+from shared.core.events import Done, SessionStarted, Token, ToolCall, ToolResult, TurnError
 from shared.core.messages import content_text
 
 SHOWN_MESSAGES = 120  # the tail of a long transcript that is drawn on opening
@@ -226,16 +227,16 @@ class Conversation(WorkerGroups, VerticalScroll):
         await self.mount(Notice(f"{exc}{where}", "error"))
 
     async def show_step(self, step: Step) -> None:
-        if step.kind == "tool_call":
-            entry = StepEntry(step.data)
+        if isinstance(step, ToolCall):
+            entry = StepEntry(step.as_json())
             self.steps[entry.call_id] = entry
             await self.mount(entry)
-        elif step.kind == "tool_result":
-            step_of = self.steps.get(str(step.data.get("tool_call_id")))
+        elif isinstance(step, ToolResult):
+            step_of = self.steps.get(str(step.message.get("tool_call_id")))
             if step_of is not None:
-                step_of.set_result(content_text(step.data.get("content")))
+                step_of.set_result(content_text(step.message.get("content")))
         else:
-            await self.mount(Notice(f"memory: {memory_line(step.data)}", "memory"))
+            await self.mount(Notice(f"memory: {memory_line(step.event)}", "memory"))
 
     def stop(self) -> None:
         if self.turn is not None and self.turn.is_running:
@@ -320,17 +321,17 @@ class TurnReader:
                 self.stream = Markdown.get_stream(self.answer.markdown)
             assert self.stream is not None
             await self.stream.write(event.text)  # the anchored view follows it
-        elif isinstance(event, SessionMade):
+        elif isinstance(event, SessionStarted):
             conversation.session = await conversation.api.session(event.session_id)
-        elif isinstance(event, Step):
+        elif isinstance(event, STEPS):
             await self.close()
             self.answer = None
             await conversation.show_step(event)
         elif isinstance(event, Done):
             await self.close()
-            await conversation.finish_turn(event.turn, self.user, self.answer)
-        elif isinstance(event, Failed):
-            raise ApiError(event.status, event.code, event.message)
+            await conversation.finish_turn(dict(event.result), self.user, self.answer)
+        elif isinstance(event, TurnError):
+            raise ApiError(event.status, event.error.code, event.error.message)
 
     async def close(self) -> None:
         await stopped(self.stream)
