@@ -35,7 +35,7 @@ def _role(role: str) -> dict[str, Any]:
 class Offerings(MethodView):
     @login_required
     @blp.response(200, OfferingSchema(many=True))
-    def get(self) -> list[dict[str, Any]]:
+    def get(self) -> list[models.OfferingView]:
         """Every offering; a plain user sees only those they may use (not those kept for
         groups they are in none of), without key variable, URL credentials nor groups."""
         rt, who = runtime(), principal()
@@ -46,7 +46,7 @@ class Offerings(MethodView):
     @admin_required
     @blp.arguments(NewOfferingSchema)
     @blp.response(201, OfferingSchema)
-    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def post(self, body: dict[str, Any]) -> models.OfferingView:
         with runtime().db.session() as db:
             return models.add_offering(db, **body).shown_to(admin=True)
 
@@ -55,7 +55,7 @@ class Offerings(MethodView):
 class OfferingById(MethodView):
     @login_required
     @blp.response(200, OfferingSchema)
-    def get(self, offering_id: str) -> dict[str, Any]:
+    def get(self, offering_id: str) -> models.OfferingView:
         """One offering; one the caller may not use is not found."""
         rt, who = runtime(), principal()
         with rt.db.session() as db:
@@ -67,7 +67,7 @@ class OfferingById(MethodView):
     @admin_required
     @blp.arguments(OfferingUpdateSchema)
     @blp.response(200, OfferingSchema)
-    def patch(self, body: dict[str, Any], offering_id: str) -> dict[str, Any]:
+    def patch(self, body: dict[str, Any], offering_id: str) -> models.OfferingView:
         """Keep the offering for some groups (`allowed_groups`), or open it to everyone
         again with an empty list. Administrators may always use every offering."""
         rt = runtime()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import marshmallow as ma
 from flask.views import MethodView
 
@@ -28,7 +26,7 @@ class MessageLike(MethodView):
     @login_required
     @blp.response(202, LikeSchema, description="the turn is being remembered")
     @blp.alt_response(200, schema=LikeSchema, description="already liked: nothing new started")
-    def post(self, session_id: str, message_id: str) -> tuple[dict[str, Any], int]:
+    def post(self, session_id: str, message_id: str) -> tuple[curation.LikeStatus, int]:
         """Like a user message or a final answer: its turn is distilled into MEMORY.md."""
         like, started = curation.like_message(runtime(), principal(), session_id, message_id)
         return like, 202 if started else 200

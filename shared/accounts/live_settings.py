@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import redis
 from sqlalchemy import delete, select
@@ -49,6 +49,16 @@ SWITCHES = (
     "user_memory_extraction_every_n_turns",
     "agent_memory_enabled",
 )
+
+
+class Switches(TypedDict, total=False):
+    """The switches an administrator set (the others follow the environment)."""
+
+    session_title_mode: str
+    user_profile_enabled: bool
+    user_memory_extraction: bool
+    user_memory_extraction_every_n_turns: int
+    agent_memory_enabled: bool
 
 
 class SwitchState(TypedDict):
@@ -154,12 +164,12 @@ class LiveSettings:
         with self._lock:
             self._kept = None
 
-    def _stored(self) -> dict[str, Any]:
+    def _stored(self) -> Switches:
         """The switches set by an administrator; a row this release cannot use (a value set
         by hand, a switch a later release added) is left out, with a warning."""
         with self._db.session() as db:
             rows = db.execute(select(DeploymentSetting.name, DeploymentSetting.value)).all()
-        stored: dict[str, Any] = {}
+        stored: dict[str, object] = {}
         for name, text in rows:
             try:
                 value = json.loads(text)
@@ -170,4 +180,4 @@ class LiveSettings:
                 log.warning("run-time setting %s ignored: %s", name, reason)
                 continue
             stored[name] = value
-        return stored
+        return cast(Switches, stored)  # each value checked by `problem`

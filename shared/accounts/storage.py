@@ -15,7 +15,7 @@ write is then refused.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -66,7 +66,13 @@ def used_by_kind(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> di
     return meter.get(user_id, lambda: measure_user(rt, user_id))
 
 
-def storage_usage(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> dict[str, Any]:
+class StorageUsage(TypedDict):
+    used_bytes: int
+    quota_bytes: int  # 0: none
+    by_kind: dict[str, int]  # sessions, images, memory, exports...
+
+
+def storage_usage(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> StorageUsage:
     """`{"used_bytes", "quota_bytes", "by_kind"}`: what /me/usage shows (quota 0: none)."""
     by_kind = used_by_kind(rt, user_id, fresh=fresh)
     return {

@@ -55,7 +55,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from shared.core.messages import (
     JobMessage,
@@ -102,6 +102,12 @@ prefer exact names, paths and numbers over vague description. Do not address the
 not continue the conversation, and output only the summary."""
 
 
+class UsageView(TypedDict):
+    tokens: int
+    window: int | None
+    percent: float | None
+
+
 @dataclass(frozen=True)
 class Usage:
     """The context estimate: `percent` (0-100, one decimal) is None without a window."""
@@ -115,7 +121,7 @@ class Usage:
         # integer percent arithmetic: 0.8 * 15 is 12.000000000000002 in floating point
         return self.window is not None and self.tokens * 100 >= _THRESHOLD_PCT * self.window
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> UsageView:
         return {"tokens": self.tokens, "window": self.window, "percent": self.percent}
 
 

@@ -19,7 +19,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import redis
 
@@ -91,10 +90,13 @@ class ChangeListener:
             self._live = live
             self._live_changed.notify_all()
 
-    def _hear(self, message: dict[str, Any]) -> None:
+    def _hear(self, message: Mapping[str, object]) -> None:
+        """One message of redis-py's pattern subscription (`channel` and `data` as bytes)."""
         channel = message["channel"]
         if isinstance(channel, bytes):
             channel = channel.decode()
+        if not isinstance(channel, str):
+            return
         data = message["data"]
         for prefix, handler in self._handlers.items():
             if channel.startswith(prefix):

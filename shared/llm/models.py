@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import NotRequired, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import delete, select
@@ -72,6 +72,21 @@ class NoModel(EonyxError):
     code = "no_model"
 
 
+class OfferingView(TypedDict):
+    """An offering as the API shows it; the key's variable, whether it is set, and the
+    groups only to administrators."""
+
+    id: str
+    base_url: str
+    model: str
+    api_key_env: NotRequired[str | None]
+    api_key_set: NotRequired[bool]
+    context_window: int | None
+    max_output_tokens: int | None
+    builtin: bool
+    allowed_groups: NotRequired[tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class OfferingInfo:
     """An offering as the API shows it: never the key, only whether one is available."""
@@ -86,13 +101,20 @@ class OfferingInfo:
     builtin: bool
     allowed_groups: tuple[str, ...] = ()  # group ids; none: everyone may use it (llm.access)
 
-    def shown_to(self, *, admin: bool) -> dict[str, Any]:
+    def shown_to(self, *, admin: bool) -> OfferingView:
         """The offering as the API shows it to an admin, or to a plain user: then without
         the key's variable, whether it is set, and credentials in the URL."""
-        shown = {f.name: getattr(self, f.name) for f in fields(self)}
-        if not admin:
-            del shown["api_key_env"], shown["api_key_set"], shown["allowed_groups"]
-            shown["base_url"] = redact_url(self.base_url)
+        shown: OfferingView = {
+            "id": self.id,
+            "base_url": self.base_url if admin else redact_url(self.base_url),
+            "model": self.model,
+            "context_window": self.context_window,
+            "max_output_tokens": self.max_output_tokens,
+            "builtin": self.builtin,
+        }
+        if admin:
+            shown["api_key_env"], shown["api_key_set"] = self.api_key_env, self.api_key_set
+            shown["allowed_groups"] = self.allowed_groups
         return shown
 
 

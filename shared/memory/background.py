@@ -65,7 +65,8 @@ class Outcome:
     marker: int | None = None  # extraction: the turns done after this run
     changes: int | None = None  # curation: how many entries were added, modified or removed
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
+        """The job's result, as JSON."""
         return asdict(self)
 
 

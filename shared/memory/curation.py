@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from shared.accounts.people import Principal
 from shared.core import registry
@@ -43,7 +43,7 @@ from shared.memory.files import AGENT_MEMORY, MemoryRefused, StaleVersion, rende
 from shared.memory.needs import MemoryRuntime
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
-from shared.sessions.transcript import LIKES, likes_of
+from shared.sessions.transcript import LIKES, Like, likes_of
 
 log = logging.getLogger(__name__)
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
@@ -93,7 +93,17 @@ def exchange_of(state: SessionState, message_id: str) -> Exchange:
     raise NotFound(f"no message {message_id!r} in this session")
 
 
-def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
+class LikeStatus(TypedDict):
+    """A like as its API and its live event show it."""
+
+    pair_id: str
+    message_ids: list[str]
+    status: str | None
+    detail: str | None
+    changes: int | None
+
+
+def _public(exchange_id: str, like: Like | None) -> LikeStatus:
     like = like or {}
     return {
         "pair_id": exchange_id,
@@ -105,13 +115,13 @@ def _public(exchange_id: str, like: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _push(
-    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
+    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: Like | None
 ) -> None:
     event_bus.publish(rt.redis, user_id, LikeUpdated(session_id, **_public(exchange_id, like)))
 
 
 def _set_like(
-    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: dict[str, Any] | None
+    rt: MemoryRuntime, user_id: str, session_id: str, exchange_id: str, like: Like | None
 ) -> None:
     """Record one exchange's like (None: remove it). The caller holds the session's like lock:
     the meta record carries the whole map, so writers must not interleave."""
@@ -143,7 +153,7 @@ def check_allowed(rt: MemoryRuntime, state: SessionState) -> None:
 
 def like_message(
     rt: MemoryRuntime, principal: Principal, session_id: str, message_id: str
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[LikeStatus, bool]:
     """Like a message's turn; returns (the like, whether a curation was started)."""
     session_service.get_session(rt, principal, session_id)  # another user's: not found
     user_id = principal.user_id
@@ -160,7 +170,7 @@ def like_message(
         if rt.jobs is None:
             raise Unavailable("no worker queue is configured to remember turns", code="no_queue")
         now = isoformat(utcnow())
-        like = {
+        like: Like = {
             "status": SAVING,
             "message_ids": [exchange_id, turn.answer["id"]],  # type: ignore[index]
             "liked_at": now,

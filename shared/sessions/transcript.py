@@ -7,9 +7,10 @@ the transcript route and the curation job read one record the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 from shared.accounts.people import Principal
+from shared.core.messages import MessageRecord
 from shared.files.session_state import meta_mapping
 from shared.files.session_store import SessionState
 from shared.sessions import service
@@ -20,26 +21,52 @@ LIKES = (
 )
 
 
-def likes_of(state: SessionState) -> dict[str, dict[str, Any]]:
+class Like(TypedDict, total=False):
+    """One exchange's like as the session file records it (memory's curation writes it)."""
+
+    status: str  # saving, saved or failed
+    message_ids: list[str]  # the exchange's user message and final answer
+    liked_at: str
+    updated_at: str
+    detail: str | None  # failed: why
+    changes: int  # saved: how many changes to MEMORY.md
+
+
+class LikeView(TypedDict, total=False):
+    """A like as a liked message of the transcript carries it."""
+
+    status: str | None
+    pair_id: str
+    detail: str | None
+
+
+class LikedMessage(MessageRecord, total=False):
+    like: LikeView
+
+
+def likes_of(state: SessionState) -> dict[str, Like]:
     """The session's likes as recorded (a copy: the caller may change it and write it back;
     none when the record is not a mapping, as in a hand-edited file)."""
-    return meta_mapping(state, LIKES) or {}
+    return cast(dict[str, Like], meta_mapping(state, LIKES) or {})
 
 
 def messages_with_likes(
     rt: SessionsRuntime, principal: Principal, session_id: str
-) -> list[dict[str, Any]]:
+) -> list[LikedMessage]:
     """The transcript, both messages of a liked exchange carrying `like: {status, ...}`."""
     service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
-    by_message: dict[str, dict[str, Any]] = {}
+    by_message: dict[str, LikeView] = {}
     for exchange_id, like in likes_of(state).items():
-        view = {"status": like.get("status"), "pair_id": exchange_id}
+        view: LikeView = {"status": like.get("status"), "pair_id": exchange_id}
         if like.get("detail"):
             view["detail"] = like["detail"]
         for message_id in like.get("message_ids") or [exchange_id]:
             by_message[message_id] = view
-    return [
-        {**m, "like": by_message[m["id"]]} if m.get("id") in by_message else dict(m)
-        for m in state.messages
-    ]
+    liked: list[LikedMessage] = []
+    for m in state.messages:
+        message = cast(LikedMessage, dict(m))  # a copy, which a like is added to
+        if m.get("id") in by_message:
+            message["like"] = by_message[m["id"]]
+        liked.append(message)
+    return liked
