@@ -1,4 +1,4 @@
-"""The live events of `eonyx chat`: the server's events socket (`/api/v1/events`), read in a
+"""The live events of `eonyx chat`: the server's events socket (`GET /events`), read in a
 thread, its events posted to the app as Textual messages.
 
 `LiveEvents` is an invisible widget that owns the socket: it opens it, says when it is

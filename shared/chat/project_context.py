@@ -49,12 +49,14 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
 from shared.core.text import check, strip_forbidden
-from shared.files.session_state import SessionState, meta_mapping
+
+if TYPE_CHECKING:  # the console clients walk projects with this module, without the files layer
+    from shared.files.session_state import SessionState
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ PROJECT_CONTEXT = "project_context"
 
 def project_context_of(state: SessionState) -> dict[str, Any] | None:
     """The project context the session's last turn recorded (None: none recorded yet)."""
+    from shared.files.session_state import meta_mapping
+
     return meta_mapping(state, PROJECT_CONTEXT)
 
 
