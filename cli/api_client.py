@@ -28,13 +28,11 @@ from typing import Any
 import httpx
 
 from cli.api_error import ApiError
-from cli.api_resources import LIST_PAGE, SOURCE, Resources
+from cli.api_resources import SOURCE, Resources
 from cli.stream import MODEL_FAILED, Event, turn_event
 from shared.core import sse
 from shared.core.events import Done, SessionStarted
 from shared.core.text import printable
-
-__all__ = ["LIST_PAGE", "MODEL_FAILED", "SOURCE", "ApiClient", "ApiError", "AsyncApiClient"]
 
 TURN_READ_TIMEOUT = 15 * 60.0  # a turn may wait for the session lock, retries, tool rounds
 TIMEOUT = httpx.Timeout(30.0, read=60.0)

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cli.api_client import ApiError
+from cli.api_error import ApiError
 from cli.mcp_server import Accesses, bearer_of, build_server, key_id
 
 Scope = MutableMapping[str, Any]

@@ -37,7 +37,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from cli.api_client import LIMITS, ApiError, AsyncApiClient
+from cli.api_client import LIMITS, AsyncApiClient
+from cli.api_error import ApiError
 from shared.core.messages import content_text, tool_call_parts
 from shared.core.registry import SCOPE_MEMORY_READ, SCOPE_MEMORY_WRITE, SCOPE_SESSIONS_READ
 from shared.core.release import eonyx_version
