@@ -179,25 +179,6 @@ class SessionState:
             meta=dict(self.meta),
         )
 
-    # Until the turn and the facade read these through their owners' accessors
-    # (shared.chat.project_context.project_context_of, shared.integrations.api_head): then
-    # these four go.
-    @property
-    def project_context(self) -> dict[str, Any] | None:
-        return meta_mapping(self, "project_context")
-
-    @property
-    def api_head(self) -> str | None:
-        return meta_text(self, "api_head")
-
-    @property
-    def api_parent(self) -> str | None:
-        return meta_text(self, "api_parent")
-
-    @property
-    def api_input(self) -> str | None:
-        return meta_text(self, "api_input")
-
 
 def meta_text(state: SessionState, key: str) -> str | None:
     """`state.meta[key]` if it is a string. A value of another type (a hand-edited file)
