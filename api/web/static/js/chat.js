@@ -306,6 +306,31 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
   </form>`;
 }
 
+/**
+ * The chat's header: the title (its spinner while generated), the model picker, the context
+ * gauge and the chat's menu.
+ * @param {{ sessionId: string | null, temporary: boolean, context: Context | undefined, onMenu: () => void }} props
+ */
+function ChatHead({ sessionId, temporary, context, onMenu }) {
+  const session = sessionId ? sessions.value.get(sessionId) : null;
+  const items = session && [
+    { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
+    { label: "Fork", run: () => actions.fork(session.id) },
+    { label: "Export (.zip)", run: () => actions.exportZip(session.id) },
+    { label: "Delete", danger: true, run: () => actions.trash(session.id) },
+  ];
+  return html`<header class="chat-head">
+    <button type="button" class="icon-button nav-toggle" aria-label="Show the chats" onClick=${onMenu}>
+      <${Icon} name="menu" /></button>
+    <h1 class="chat-title">${sessionId ? titleOf(session) : temporary ? "New temporary chat" : "New chat"}
+      ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>
+    ${(session?.temporary || (!sessionId && temporary)) && html`<span class="badge">Temporary</span>`}
+    <${ModelPicker} />
+    <${Gauge} context=${context} />
+    ${items && html`<${Menu} label="Chat actions" items=${items} />`}
+  </header>`;
+}
+
 /** @param {{ sessionId: string | null, temporary: boolean, onMenu: () => void }} props */
 export function ChatView({ sessionId, temporary, onMenu }) {
   const end = useRef(/** @type {HTMLDivElement | null} */ (null));
@@ -339,23 +364,8 @@ export function ChatView({ sessionId, temporary, onMenu }) {
   }
 
   const busy = c.turn?.status === "streaming";
-  const items = session && [
-    { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
-    { label: "Fork", run: () => actions.fork(session.id) },
-    { label: "Export (.zip)", run: () => actions.exportZip(session.id) },
-    { label: "Delete", danger: true, run: () => actions.trash(session.id) },
-  ];
   return html`<section class="chat" aria-label="Chat">
-    <header class="chat-head">
-      <button type="button" class="icon-button nav-toggle" aria-label="Show the chats" onClick=${onMenu}>
-        <${Icon} name="menu" /></button>
-      <h1 class="chat-title">${sessionId ? titleOf(session) : temporary ? "New temporary chat" : "New chat"}
-        ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>
-      ${(session?.temporary || (!sessionId && temporary)) && html`<span class="badge">Temporary</span>`}
-      <${ModelPicker} />
-      <${Gauge} context=${c.context} />
-      ${items && html`<${Menu} label="Chat actions" items=${items} />`}
-    </header>
+    <${ChatHead} sessionId=${sessionId} temporary=${temporary} context=${c.context} onMenu=${onMenu} />
     <div class="chat-scroll" onScroll=${onScroll}>
       ${
         !sessionId &&
