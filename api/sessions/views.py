@@ -74,7 +74,7 @@ class SessionById(MethodView):
     @login_required
     @blp.arguments(SessionPatchSchema)
     @blp.response(200, SessionSchema)
-    def patch(self, body: dict[str, Any], session_id: str) -> SessionRow:
+    def patch(self, body: sessions.SessionPatch, session_id: str) -> SessionRow:
         """A title given here is final: no title job or mode changes it afterwards."""
         return sessions.update_session(runtime(), principal(), session_id, body)
 

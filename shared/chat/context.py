@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import orjson
 
@@ -55,6 +55,15 @@ if TYPE_CHECKING:  # the runtime is passed in, never imported: it sits above thi
 log = logging.getLogger(__name__)
 
 
+class ProjectRecord(TypedDict):
+    """A `ProjectInput` as a session's metadata keeps it (`project_context`)."""
+
+    files: list[dict[str, str]]  # {path, content}
+    override: str | None
+    client_instructions: NotRequired[str]
+    context_window: NotRequired[int]
+
+
 @dataclass(frozen=True)
 class ProjectInput:
     """The caller's part of the prompt: AGENTS.md files, or an override that replaces them,
@@ -65,14 +74,15 @@ class ProjectInput:
     client_instructions: str | None = None
     context_window: int | None = None  # eonyx.json's bound on the window, in tokens
 
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {
+    def to_record(self) -> ProjectRecord:
+        record: ProjectRecord = {
             "files": [f.to_dict() for f in self.files],
             "override": self.override,
         }
-        for key in ("client_instructions", "context_window"):  # older records have neither
-            if getattr(self, key) is not None:
-                record[key] = getattr(self, key)
+        if self.client_instructions is not None:  # older records have neither
+            record["client_instructions"] = self.client_instructions
+        if self.context_window is not None:
+            record["context_window"] = self.context_window
         return record
 
     @classmethod

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict, cast
 
 import redis
 
@@ -72,10 +72,17 @@ BACKUPS_KEPT = 50
 SNAPSHOT = "snapshot"  # the session header's key for `MemoryStore.snapshot` taken at its start
 
 
-def snapshot_of(state: SessionState) -> dict[str, Any] | None:
+class MemorySnapshot(TypedDict, total=False):
+    """What a session's prompt shows of the memory, taken when it starts (None: off)."""
+
+    user_profile: str | None
+    agent_memory: str | None
+
+
+def snapshot_of(state: SessionState) -> MemorySnapshot | None:
     """The memory a session took when it started (`{user_profile, agent_memory}`); None for
     a temporary chat."""
-    return meta_mapping(state, SNAPSHOT)
+    return cast(MemorySnapshot | None, meta_mapping(state, SNAPSHOT))
 
 
 class MemoryRefused(InvalidInput):

@@ -74,7 +74,7 @@ def fork_session(
     original, _ = rt.store.load(user_id, session_id)
     messages = _fork_point(original.messages, message_id)
     now = isoformat(utcnow())
-    changes: dict[str, Any] = {
+    changes: dict[str, object] = {
         "title": clean_title(title) if title is not None else fork_title(original.title),
         "title_locked": original.title_locked or title is not None,
     }

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
@@ -345,7 +345,7 @@ def append_unlisted(
 
 
 def append_meta(
-    rt: SessionsRuntime, user_id: str, session_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, user_id: str, session_id: str, changes: Mapping[str, object]
 ) -> None:
     """Record metadata (a title, like status, extraction progress...) in the session."""
     append_and_index(rt, user_id, session_id, [meta_record(changes)])
@@ -373,15 +373,25 @@ def index_appended(
         )
 
 
+class SessionPatch(TypedDict, total=False):
+    """What `PATCH /sessions/<id>` may change."""
+
+    title: str | None
+    pinned: bool
+    archived: bool
+    folder_id: str | None
+
+
 def update_session(
-    rt: SessionsRuntime, principal: Principal, session_id: str, changes: dict[str, Any]
+    rt: SessionsRuntime, principal: Principal, session_id: str, patch: SessionPatch
 ) -> SessionRow:
     """Apply PATCH fields (title, pinned, archived, folder_id) as one meta record. A title
     given here is a rename, and final: `title_locked` keeps every title job and title mode
     from changing it afterwards."""
-    if "title" in changes:
-        given, changes["title"] = changes["title"], clean_title(changes["title"])
-        if given is not None and changes["title"] is None:  # "" or spaces: a slip, not a wish
+    changes: dict[str, object] = dict(patch)
+    if "title" in patch:
+        title = changes["title"] = clean_title(patch["title"])
+        if patch["title"] is not None and title is None:  # "" or spaces: a slip, not a wish
             raise InvalidInput(
                 "title must not be empty: give the new title (null removes it)",
                 code="empty_title",
@@ -389,11 +399,12 @@ def update_session(
             )
         changes["title_pending"] = False
         changes[titles.TITLE_LOCKED] = True
-    if "folder_id" in changes:
-        _check_folder_id(changes["folder_id"])
-    if changes.get("folder_id") is not None:
+    folder_id = patch.get("folder_id")
+    if "folder_id" in patch:
+        _check_folder_id(folder_id)
+    if folder_id is not None:
         with rt.db.session() as db:
-            check_folder(db, principal.user_id, changes["folder_id"])
+            check_folder(db, principal.user_id, folder_id)
     row = get_session(rt, principal, session_id)
     if not changes:
         return row
