@@ -69,10 +69,15 @@ def test_model_settings_shows_a_role_whose_feature_is_off_and_an_admin_turns_it_
         "environment": "truncate",
     }
 
-    # The next chat follows, without a restart: it waits for the model's title.
-    made = admin["http"].post("/sessions", json={})
+    # The next chat follows, without a restart: the model titles it, not its first words.
+    made = admin["http"].post("/sessions/turns", json={"content": "Plan a trip"})
     assert made.status_code == 201, made.text
-    assert made.json()["title_pending"] is True
+    path = f"/sessions/{made.json()['session_id']}"
+    named = poll(
+        lambda: (item := admin["http"].get(path).json())["title_pending"] is False and item,
+        "the model's title",
+    )
+    assert named["title"] != "Plan a trip"
 
     # A reload still shows it on: the server keeps it, not the page.
     page.reload()
