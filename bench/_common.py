@@ -35,8 +35,9 @@ from sqlalchemy import create_engine, text  # noqa: E402
 
 from shared.accounts import people  # noqa: E402
 from shared.core.clock import isoformat, utcnow  # noqa: E402
+from shared.core.messages import new_message_id  # noqa: E402
 from shared.db.database import Database  # noqa: E402
-from shared.files.session_store import SessionStore, new_message_id  # noqa: E402
+from shared.files.session_store import SessionStore  # noqa: E402
 
 NS_PER_MS = 1_000_000
 

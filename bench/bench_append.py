@@ -38,9 +38,9 @@ from _common import (
 
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
+from shared.core.messages import new_message_id
 from shared.core.settings import load_settings
 from shared.files.filestore import durable_append, encode_records, locked
-from shared.files.session_store import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from shared.core.clock import isoformat, utcnow
 from shared.core.errors import InvalidInput, NotFound, StorageError
-from shared.core.messages import CHAT_ROLES, new_message_id
+from shared.core.messages import CHAT_ROLES
 from shared.core.settings import Settings
 from shared.files.filestore import (
     append_locked,
@@ -51,7 +51,6 @@ __all__ = [
     "SessionStore",
     "check_session_id",
     "fold",
-    "new_message_id",
     "new_session_id",
 ]
 

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from shared.accounts import people
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import new_message_id
+from shared.core.messages import new_message_id
 from shared.index import sync
 from shared.index.listing import Filters
 from shared.runtime import Runtime

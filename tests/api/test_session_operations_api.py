@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import new_message_id
+from shared.core.messages import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from cli import main
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import new_message_id
+from shared.core.messages import new_message_id
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
 from tests.cli.conftest import login

@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
-from shared.files.session_store import new_message_id
+from shared.core.messages import new_message_id
 from shared.index import fulltext, search, sync
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
