@@ -62,6 +62,7 @@ from shared.chat.project_context import (
     choose_override,
     collect_agents_files,
     project_context_window,
+    project_system_prompt,
     read_project_config,
     walk_up,
 )
@@ -99,7 +100,7 @@ def project_part(system_prompt: str | None, cwd: Path | None = None) -> dict[str
         config = read_project_config(walk.project_root)
         window = project_context_window(config)
         bound = {"context_window": window} if window else {}
-        override = choose_override(system_prompt, config.get("system_prompt"))
+        override = choose_override(system_prompt, project_system_prompt(config))
         if override is not None:
             return {"system_prompt": override, **bound}
         return {"project_context": [f.to_dict() for f in collect_agents_files(walk)], **bound}

@@ -49,7 +49,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput
@@ -88,8 +88,9 @@ StopReason = Literal["project", "git", "boundary", "filesystem_root"]
 PROJECT_CONTEXT = "project_context"
 
 
-def project_context_of(state: SessionState) -> dict[str, Any] | None:
-    """The project context the session's last turn recorded (None: none recorded yet)."""
+def project_context_of(state: SessionState) -> Mapping[str, object] | None:
+    """The project context the session's last turn recorded (None: none recorded yet), as
+    the file holds it: `ProjectInput.from_record` reads it warily."""
     from shared.files.session_state import meta_mapping
 
     return meta_mapping(state, PROJECT_CONTEXT)
@@ -132,7 +133,7 @@ class ProjectContext:
     directory: Path
     walk: ProjectWalk
     files: list[ContextFile]
-    config: dict[str, Any]
+    config: Mapping[str, object]  # eonyx.json as its author wrote it
 
     @property
     def system_prompt(self) -> str | None:
@@ -341,7 +342,7 @@ def resolve_cwd(projects_dir: Path | None, cwd: str) -> Path:
     return real
 
 
-def read_project_config(root: Path | None, *, boundary: Path | None = None) -> dict[str, Any]:
+def read_project_config(root: Path | None, *, boundary: Path | None = None) -> dict[str, object]:
     """The parsed `eonyx.json` of a project root; `{}` when there is none (or root is None).
 
     Raises `InvalidInput` (code `invalid_project_config`) for a file that is too large, not
@@ -379,7 +380,7 @@ def read_project_config(root: Path | None, *, boundary: Path | None = None) -> d
     return config
 
 
-def project_context_window(config: Mapping[str, Any]) -> int | None:
+def project_context_window(config: Mapping[str, object]) -> int | None:
     """`context_window` from a parsed eonyx.json: the project's own bound on the model's
     window, in tokens (the smaller of it and the offering's applies); None when absent."""
     value = config.get("context_window")
@@ -394,7 +395,7 @@ def project_context_window(config: Mapping[str, Any]) -> int | None:
     return value
 
 
-def project_system_prompt(config: Mapping[str, Any]) -> str | None:
+def project_system_prompt(config: Mapping[str, object]) -> str | None:
     """`system_prompt` from a parsed eonyx.json; None when absent, null or blank."""
     value = config.get("system_prompt")
     if value is None:
