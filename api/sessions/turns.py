@@ -23,7 +23,7 @@ from api.sessions.schemas import (
 from api.streaming import event_stream
 from shared.chat import turns
 from shared.chat.context import describe_context
-from shared.core import sse
+from shared.core import events, sse
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import EonyxError, InvalidInput
 from shared.core.settings import Settings
@@ -50,6 +50,7 @@ SSE_EVENT = {
 }
 blp = Blueprint("turns", __name__, description="Chat turns and the context gauge")
 RESULT = TurnResultSchema()  # built once: building one costs ten times a dump
+MESSAGE = MessageSchema()
 
 STREAM_EVENTS = """With `stream: true`: `text/event-stream`, one JSON object per event's `data`.
 
@@ -133,9 +134,9 @@ class FirstTurns(MethodView):
             result = turns.run_turn(rt, who, new, turn_request)
             return result, 201, {"Location": _location(result.session_id)}
         started = turns.start_streamed(rt, who, new, turn_request)
-        made = sse.encode({"session_id": started.session_id}, "session")
-        events = itertools.chain([made], _sse(started.events))
-        return event_stream(events, _error_event, {"Location": _location(started.session_id)})
+        made = _encoded(events.SessionStarted(started.session_id))
+        stream = itertools.chain([made], _sse(started.events))
+        return event_stream(stream, _error_event, {"Location": _location(started.session_id)})
 
 
 NEW_SESSION_FIELDS = ("title", "folder_id", "temporary", "source")
@@ -171,21 +172,30 @@ def _multipart_turn(schema: type[ma.Schema]) -> dict[str, Any]:
     return body
 
 
-def _sse(events: Iterator[turns.TurnEvent]) -> Iterator[str]:
+def _sse(items: Iterator[turns.TurnEvent]) -> Iterator[str]:
     """`token` events with text and the steps as they happen, then `done` with the whole
     turn (see STREAM_EVENTS; a failure ends it with `_error_event`)."""
-    for item in events:
+    for item in items:
+        event: events.StreamEvent
         if isinstance(item, turns.TurnResult):
-            yield sse.encode(RESULT.dump(item), "done")
-        elif isinstance(item, turns.StepEvent):
-            data = MessageSchema().dump(item.data) if item.kind == "tool_result" else item.data
-            yield sse.encode(data, item.kind)
+            event = events.Done(RESULT.dump(item))
+        elif isinstance(item, turns.TextDelta):
+            event = events.Token(item.text)
+        elif isinstance(item, events.ToolResult):
+            event = events.ToolResult(MESSAGE.dump(item.message))
         else:
-            yield sse.encode({"text": item.text}, "token")
+            event = item
+        yield _encoded(event)
+
+
+def _encoded(event: events.StreamEvent) -> str:
+    return sse.encode(event.as_json(), event.NAME)
 
 
 def _error_event(status: int, body: dict[str, Any], exc: EonyxError | None) -> str:
-    return sse.encode({**body, "status": status}, "error")
+    error = body["error"]
+    said = events.ErrorBody(error["code"], error["message"], error.get("details"))
+    return _encoded(events.TurnError(said, status))
 
 
 @blp.route("/sessions/<session_id:session_id>/context")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.core.errors import Conflict, InvalidInput
-from shared.core.messages import MessageRecord
+from shared.core.messages import MessageRecord, calls_tools, is_final_answer
 from shared.files.session_state import SessionState
 
 
@@ -63,7 +63,7 @@ def unanswered_calls(state: SessionState) -> list[str]:
         if role == "tool":
             answered.add(record.get("tool_call_id") or "")
             continue
-        if role == "assistant" and record.get("tool_calls"):
+        if calls_tools(record):
             ids = [call.get("id") or "" for call in record["tool_calls"]]
             return [call_id for call_id in ids if call_id not in answered]
         return []
@@ -88,7 +88,7 @@ def check_tool_results(state: SessionState, records: Sequence[Mapping[str, Any]]
             pending.remove(call_id)
             continue
         _no_call_left(pending)
-        if role == "assistant" and record.get("tool_calls"):
+        if calls_tools(record):
             pending = [call.get("id") for call in record["tool_calls"]]
     _no_call_left(pending)
 
@@ -115,6 +115,6 @@ def message_to_answer(
         role = record.get("role")
         if role == "user":
             return record, list(messages[position + 1 :]) if regenerate else []
-        if role == "assistant" and not record.get("tool_calls") and not regenerate:
+        if is_final_answer(record) and not regenerate:
             break
     raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")

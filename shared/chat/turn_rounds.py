@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
@@ -21,6 +21,7 @@ from shared.chat.context import AssembledContext, assemble_context
 from shared.chat.needs import ChatRuntime
 from shared.chat.turn_input import ClientTurn
 from shared.chat.turn_plan import TurnPlan
+from shared.core import events
 from shared.core.messages import MessageRecord, MetaRecord, message_record, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
@@ -35,14 +36,10 @@ class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
-class StepEvent:
-    """A step of the turn as it happens, for a streaming client: `tool_call` (the model asked
-    for a tool), `tool_result` (the tool's message record) or `memory_write` (a memory file
-    changed). The records themselves are saved with their round, before the next model call."""
-
-    kind: Literal["tool_call", "tool_result", "memory_write"]
-    data: Mapping[str, Any]
+# A step of the turn as it happens, for a streaming client: the model asked for a tool, the
+# tool's message record, a memory file changed. The records themselves are saved with their
+# round, before the next model call.
+StepEvent = events.ToolCall | events.ToolResult | events.MemoryWrite
 
 
 @dataclass
@@ -160,13 +157,13 @@ def _run_tool(
     turn: Turn, tools: ToolContext, call: ToolCall, message_id: str
 ) -> Generator[StepEvent, None, MessageRecord]:
     """One of Eonyx's tools: its call, its result record and the memory writes it made."""
-    yield StepEvent("tool_call", {"message_id": message_id, **call.as_openai()})
+    yield events.ToolCall(message_id, call.id, events.FunctionCall(call.name, call.arguments))
     written = len(tools.events)
     output = turn.rt.tools.run(tools, call.name, call.arguments)
     record = message_record("tool", output, tool_call_id=call.id, name=call.name)
-    yield StepEvent("tool_result", record)
+    yield events.ToolResult(record)
     for event in tools.events[written:]:
-        yield StepEvent("memory_write", event)
+        yield events.MemoryWrite(event)
     return record
 
 

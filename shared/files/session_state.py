@@ -37,10 +37,6 @@ from shared.core.messages import (
     model_message,
 )
 
-# Re-exported for shared/sessions/title_job.py until it imports them from shared.core.messages.
-from shared.core.messages import MetaRecord as MetaRecord
-from shared.core.messages import meta_record as meta_record
-
 META_FIELDS = (
     "title",
     "title_pending",

@@ -444,8 +444,8 @@ def _check_empty_sessions(rt: SessionsRuntime, db: Session, user_id: str) -> Non
     """A user holding EMPTY_SESSIONS_PER_USER sessions with no message makes no more (429
     `too_many_empty_sessions`): the clients make a session with its first message
     (POST /sessions/turns), and the sweep removes an empty one after
-    EMPTY_SESSION_GRACE_SECONDS, so only a script making sessions in a loop meets the cap. Made at the same moment, a few may
-    pass it (the count is not locked)."""
+    EMPTY_SESSION_GRACE_SECONDS, so only a script making sessions in a loop meets the cap.
+    Made at the same moment, a few may pass it (the count is not locked)."""
     cap = rt.settings.empty_sessions_per_user
     if not cap:
         return

@@ -25,8 +25,8 @@ from shared.core.clock import parse_time
 from shared.core.errors import NotFound, StorageError
 from shared.core.events import SessionTitle
 from shared.core.job_names import SESSION_TITLE, JobQueue
+from shared.core.messages import MetaRecord, meta_record
 from shared.db.orm import SessionRow
-from shared.files.session_state import MetaRecord, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
 from shared.infra.lost_jobs import JOB_LOCK_TTL, JOB_LOCK_WAIT, LOST_AFTER, job_running, resend
