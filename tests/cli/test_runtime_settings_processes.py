@@ -120,8 +120,12 @@ def test_a_change_through_one_api_reaches_another_api_process_and_the_worker(
         changed_at = time.monotonic()
 
         def pending_session() -> dict | None:
-            made = b.post("/api/v1/sessions", json={}).json()
-            return made if made["title_pending"] else None
+            # A session is made by its first message (POST /sessions/turns; an empty one
+            # waits with no title pending): in llm mode its title waits for the worker.
+            made = b.post("/api/v1/sessions/turns", json={"content": OPENING})
+            assert made.status_code == 201, made.text
+            got = b.get(f"/api/v1/sessions/{made.json()['session_id']}").json()
+            return got if got["title_pending"] or got["title"] == TITLE else None
 
         session = wait_for(
             pending_session, 10, "a new session waiting for a model's title", interval=0.3
