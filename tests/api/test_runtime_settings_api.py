@@ -42,8 +42,15 @@ def patch(chat: Chat, who: Account, **body: Any) -> Any:
 
 
 def new_session_pending(chat: Chat) -> bool:
-    """Whether a new session waits for a model-made title (session_title_mode llm)."""
-    session_id = chat.new_session()
+    """Whether a new session's first message leaves it waiting for a model-made title
+    (session_title_mode llm; the title job is recorded, never run)."""
+    if not isinstance(chat.rt.jobs, RecordingJobs):
+        chat.rt.jobs = RecordingJobs()
+    made = chat.client.post(
+        f"{API}/sessions/turns", json={"content": "Plan a trip"}, headers=chat.user.headers
+    )
+    assert made.status_code == 201, made.get_json()
+    session_id = made.get_json()["session_id"]
     got = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers)
     return got.get_json()["title_pending"]
 
