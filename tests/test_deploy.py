@@ -25,7 +25,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from cli import main as eonyx_main
+from cli.command import main as eonyx_main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"

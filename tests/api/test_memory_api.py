@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from werkzeug.serving import make_server
 
-from cli import main
+from cli.command import main
 from shared.memory.files import version_of
 from tests.api import websockets
 from tests.api.conftest import API, Chat, live_events

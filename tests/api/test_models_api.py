@@ -9,7 +9,7 @@ from sqlalchemy import event
 
 from api.app import create_app
 from api.context import runtime_of
-from cli import main
+from cli.command import main
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
 from shared.db.orm import OfferingRow, RoleBinding

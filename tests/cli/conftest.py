@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 
 from api.app import create_app
 from api.context import runtime_of
-from cli import main
+from cli.command import main
 from shared.runtime import Runtime
 from tests.cli.serving import start_serve
 from tests.conftest import Account, Backend, create_account, make_settings

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 
 from api.app import create_app
 from api.context import runtime_of
-from cli import main
+from cli.command import main
 from shared.backup import dumps
 from shared.core.settings import Settings
 from tests.conftest import PG_URL, Account, Backend, create_account, make_settings

@@ -19,11 +19,11 @@ from click.testing import CliRunner
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 
-from cli import main
 from cli.api_client import AsyncApiClient
 from cli.chat.app import ChatApp
 from cli.chat.manager import Confirm, Prompt, SessionManager
 from cli.chat.widgets import AnswerEntry, Gauge, Notice, StepEntry, UserEntry
+from cli.command import main
 from cli.run import project_part
 from shared.core.events import SessionTitle
 from shared.core.messages import MAX_MESSAGE_CHARS

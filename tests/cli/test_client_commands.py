@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli import main
+from cli.command import main
 from shared.accounts.people import ACCOUNT_POLICY
 from shared.runtime import Runtime
 from tests.cli.conftest import login

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cli import backup, client, main, mcp_command, memory, models, run, server, tokens
+from cli import backup, client, mcp_command, memory, models, run, server, tokens
+from cli.command import main
 
 
 def test_every_command_of_every_module_is_registered() -> None:
@@ -26,7 +27,7 @@ def test_every_command_of_every_module_is_registered() -> None:
 
 def test_the_chat_client_starts_without_importing_the_server_stack() -> None:
     probe = (
-        "import sys; from cli import main; main.commands['chat']; main.commands['run']; "
+        "import sys; from cli.command import main; main.commands['chat']; main.commands['run']; "
         "print(sorted(m for m in ('sqlalchemy', 'celery', 'flask') if m in sys.modules))"
     )
     result = subprocess.run(
@@ -39,7 +40,7 @@ def test_the_mcp_server_runs_without_importing_the_server_stack() -> None:
     """`eonyx mcp` is a client of the API: building its server, the stdio and the HTTP one,
     loads neither the database layer, nor Celery, nor Flask."""
     probe = (
-        "import sys; from cli import main; main.commands['mcp']; main.commands['tokens']; "
+        "import sys; from cli.command import main; main.commands['mcp']; main.commands['tokens']; "
         "from cli import mcp_http, mcp_server; mcp_http.http_app('http://127.0.0.1:1', "
         "stateless=True, host='127.0.0.1', sessions_per_key=2, key_check_seconds=1); "
         "mcp_server.build_server(mcp_server.Accesses('http://x', 't'), stdio=True); "

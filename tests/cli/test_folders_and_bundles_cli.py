@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from werkzeug.serving import make_server
 
-from cli import main
+from cli.command import main
 from tests.api.conftest import API, Chat, make_chat  # noqa: F401  (make_chat is a fixture)
 from tests.fake_llm import text
 

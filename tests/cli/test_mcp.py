@@ -28,7 +28,7 @@ from werkzeug.serving import make_server
 
 from api.app import create_app
 from api.context import runtime_of
-from cli import main
+from cli.command import main
 from shared.core.release import eonyx_version
 from tests.api import websockets
 from tests.conftest import (

@@ -14,7 +14,7 @@ import pytest
 from click.testing import Result
 
 import cli.run as run_module
-from cli import main
+from cli.command import main
 from shared.core.text import printable
 from shared.llm.tools import Tool
 from tests.cli.conftest import Live

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main, server
+from cli import server
+from cli.command import main
 from shared.accounts import people
 from shared.accounts.people import PASSWORD_RULE, USERNAME_RULE, Principal
 from shared.core.clock import utcnow

@@ -8,7 +8,7 @@ import re
 from click.testing import CliRunner
 from flask.testing import FlaskClient
 
-from cli import main
+from cli.command import main
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.messages import new_message_id

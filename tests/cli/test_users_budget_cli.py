@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from cli import main
+from cli.command import main
 from shared.runtime import Runtime
 from tests.cli.test_server_commands import server_env
 from tests.conftest import Account, Backend

@@ -90,7 +90,7 @@ def test_everything_goes_to_the_queue_the_worker_consumes(
     from click.testing import CliRunner
 
     import workers.app
-    from cli import main
+    from cli.command import main
 
     argvs: list[list[str]] = []
     monkeypatch.setattr(workers.app, "create_celery", lambda settings: celery_app)
