@@ -29,7 +29,7 @@ from shared.chat.prompt import choose_override
 from shared.chat.turn_input import ClientTurn, check_tool_results, message_to_answer
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
-from shared.core.errors import InvalidInput, NotFound
+from shared.core.errors import InvalidInput
 from shared.core.messages import message_record, meta_record, supersede_record
 from shared.files.session_store import SessionState, new_session_id
 from shared.llm import access, models
@@ -81,11 +81,10 @@ class TurnPlan:
 def plan_turn(
     rt: ChatRuntime, principal: Principal, target: str | NewSession, request: TurnRequest
 ) -> TurnPlan:
-    """Every check of `request` that needs no session state; NotFound for a session that
-    is not the caller's (another user's is not under their directory)."""
+    """Every check of `request` that needs no session state (NotFound for a session that is
+    not the caller's)."""
     if isinstance(target, str):
-        if not rt.store.path(principal.user_id, target).is_file():
-            raise NotFound("session not found")
+        session_service.check_exists(rt, principal.user_id, target)
     else:
         target = _checked_new(rt, principal, target, request)
     rt.usage.check(principal.user_id)  # 429 budget_exceeded

@@ -432,6 +432,13 @@ def session_ids_in_folder(rt: SessionsRuntime, user_id: str, folder_id: str) -> 
         )
 
 
+def check_exists(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
+    """NotFound unless the user has the session's file: a stat, for a turn's plan (another
+    user's session is not under this user's directory)."""
+    if not rt.store.path(user_id, session_id).is_file():
+        raise NotFound("session not found")
+
+
 def refuse_in_trash(session: SessionRow | SessionState) -> None:
     """The trash rule: a session in the trash takes no turn, edit, fork or clear until it is
     restored. Checked on the index row by the API's operations, and on the file's state by
