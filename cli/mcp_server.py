@@ -334,44 +334,81 @@ async def session_note(
 # -- the MCP server ------------------------------------------------------------------------
 
 
-def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
-    handlers: dict[str, Callable[[AsyncApiClient, Mapping[str, Any]], Awaitable[str]]] = {
-        "memory_read": memory_read,
-        "memory_add": memory_write("add"),
-        "memory_replace": memory_write("replace"),
-        "memory_remove": memory_write("remove"),
-        "sessions_search": sessions_search,
-        "session_read": session_read,
+Handler = Callable[[AsyncApiClient, Mapping[str, Any]], Awaitable[str]]
+Tool = Callable[[AsyncApiClient, Mapping[str, Any], ServerRequestContext[Any, Any]], Awaitable[str]]
+
+
+def client_only(handler: Handler) -> Tool:
+    """A tool that needs only the API client and its arguments, not the request."""
+
+    async def call(
+        client: AsyncApiClient, args: Mapping[str, Any], ctx: ServerRequestContext[Any, Any]
+    ) -> str:
+        return await handler(client, args)
+
+    return call
+
+
+def memory_tools() -> dict[str, Tool]:
+    """The memory files: read one, and the entry writes (through the API's write path)."""
+    writes = {f"memory_{action}": memory_write(action) for action in ("add", "replace", "remove")}
+    return {
+        name: client_only(handler)
+        for name, handler in {"memory_read": memory_read, **writes}.items()
     }
 
-    async def scopes(ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
-        """What the key may do; an MCP error saying why when the API refuses the key."""
-        try:
-            return await accesses.of(ctx).allowed()
-        except ApiError as exc:
-            raise MCPError(types.INVALID_REQUEST, exc.reason) from None
+
+def session_tools() -> dict[str, Tool]:
+    """The past sessions: search them, read one's transcript."""
+    return {
+        "sessions_search": client_only(sessions_search),
+        "session_read": client_only(session_read),
+    }
+
+
+def note_tools(*, stdio: bool) -> dict[str, Tool]:
+    """The note: signed with the agent's name, and on stdio in this process's directory."""
+
+    async def note(
+        client: AsyncApiClient, args: Mapping[str, Any], ctx: ServerRequestContext[Any, Any]
+    ) -> str:
+        return await session_note(client, args, agent_name(ctx), stdio)
+
+    return {"session_note": note}
+
+
+async def allowed_scopes(accesses: Accesses, ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+    """What the key may do; an MCP error saying why when the API refuses the key."""
+    try:
+        return await accesses.of(ctx).allowed()
+    except ApiError as exc:
+        raise MCPError(types.INVALID_REQUEST, exc.reason) from None
+
+
+def tool_of(name: str, spec: ToolSpec) -> types.Tool:
+    annotations = types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False)
+    return types.Tool(
+        name=name, description=spec.description, input_schema=spec.schema, annotations=annotations
+    )
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The server's tools: those of TOOLS the key's scopes allow, each run by its `Tool`."""
+
+    accesses: Accesses
+    run: Mapping[str, Tool]
 
     async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        allowed = await scopes(ctx)
+        allowed = await allowed_scopes(self.accesses, ctx)
         return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=name,
-                    description=spec.description,
-                    input_schema=spec.schema,
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=spec.read_only, destructive_hint=False
-                    ),
-                )
-                for name, spec in TOOLS.items()
-                if spec.scope in allowed
-            ]
+            tools=[tool_of(name, spec) for name, spec in TOOLS.items() if spec.scope in allowed]
         )
 
     async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         spec = TOOLS.get(params.name)
         args = params.arguments or {}
@@ -379,21 +416,24 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
             if spec is None:
                 raise ApiError(404, "unknown_tool", f"there is no tool {params.name!r}")
             jsonschema.validate(args, spec.schema)
-            access = accesses.of(ctx)
-            if params.name == "session_note":
-                text = await session_note(access.client, args, agent_name(ctx), stdio)
-            else:
-                text = await handlers[params.name](access.client, args)
+            text = await self.run[params.name](self.accesses.of(ctx).client, args, ctx)
         except jsonschema.ValidationError as exc:
             return refused(f"the arguments are wrong: {exc.message}")
         except ApiError as exc:
             return refused(exc.reason)
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
+
+@dataclass(frozen=True)
+class MemoryResources:
+    """USER.md and MEMORY.md as resources (RESOURCES), for a key that may read memory."""
+
+    accesses: Accesses
+
     async def list_resources(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        if SCOPE_MEMORY_READ not in await scopes(ctx):
+        if SCOPE_MEMORY_READ not in await allowed_scopes(self.accesses, ctx):
             return types.ListResourcesResult(resources=[])
         return types.ListResourcesResult(
             resources=[
@@ -403,14 +443,14 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
         )
 
     async def read_resource(
-        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri not in RESOURCES:
             known = ", ".join(RESOURCES)
             raise MCPError(types.INVALID_PARAMS, f"no resource {uri!r}; there are {known}")
         try:
-            file = await accesses.of(ctx).client.memory(RESOURCES[uri][0])
+            file = await self.accesses.of(ctx).client.memory(RESOURCES[uri][0])
         except ApiError as exc:
             raise MCPError(types.INVALID_REQUEST, exc.reason) from None
         return types.ReadResourceResult(
@@ -419,14 +459,18 @@ def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
             ]
         )
 
+
+def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
+    tools = Tools(accesses, {**memory_tools(), **session_tools(), **note_tools(stdio=stdio)})
+    resources = MemoryResources(accesses)
     return Server(
         NAME,
         version=eonyx_version(),
         instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+        on_list_resources=resources.list_resources,
+        on_read_resource=resources.read_resource,
     )
 
 
