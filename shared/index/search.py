@@ -95,63 +95,78 @@ def search(
     many, and whether there may be more.
 
     Matching texts are read newest first in tiers of `window`. A session belongs to the tier
-    of its newest match; within a tier sessions are ranked by their best text there (ties:
-    the newer), among its PER_SESSION newest texts there (a conversation with more matches
-    than that in one tier is listed anyway; scoring them all only cost time). A text's
-    score is BM25's term-frequency saturation and length normalisation
-    without corpus statistics (every candidate has every word): for each word, with tf its
-    substring count in the text (at least 1), tf·(K1+1) / (tf + K1·(1-B+B·len/AVERAGE_CHARS)),
-    summed, and times TITLE_WEIGHT for a title. Deeper pages read more tiers, so the first
-    pages never change as one pages on, and a word found in every message costs a tier per
-    page, not a scan. `keep` (the list's filters) says which of a tier's sessions may be
-    shown."""
+    of its newest match; within a tier sessions are ranked by their best text there
+    (`_best_texts` says how it is scored), the newer first on a tie. Deeper pages read more
+    tiers, so the first pages never change as one pages on, and a word found in every
+    message costs a tier per page, not a scan. `keep` (the list's filters) says which of a
+    tier's sessions may be shown."""
     if not terms:
         return [], False
     window, tiers = window or WINDOW, tiers or MAX_TIERS
     engine = fulltext.engine_for(db)
     words = [term.word for term in terms]
-    placed: set[str] = set()
+    placed: set[str] = set()  # sessions of the tiers already read
     hits: list[Hit] = []
     before: int | None = None
     for _ in range(tiers):
         found = engine.candidates(db, user_id, terms, before=before, window=window)
-        best: dict[str, tuple[float, fulltext.Row]] = {}
-        scored: dict[str, int] = {}
-        for row in found:  # the hot loop when a word is common: kept to plain arithmetic
-            session_id = row[1]
-            if session_id in placed:
-                continue
-            count = scored.get(session_id, 0)
-            if count >= PER_SESSION:
-                continue
-            scored[session_id] = count + 1
-            lowered, norm, value = (
-                row[4].lower(),
-                K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
-                0.0,
-            )
-            for word in words:
-                tf = lowered.count(word) or 1
-                value += tf * (K1 + 1) / (tf + norm)
-            if row[3] == TITLE:
-                value *= TITLE_WEIGHT
-            current = best.get(session_id)
-            if current is None or (value, row[0]) > (current[0], current[1][0]):
-                best[session_id] = (value, row)
+        best = _best_texts(found, words, placed)
         placed.update(best)
-        shown = keep(list(best))
-        tier = [
-            Hit(session_id, value, Candidate(*row))
-            for session_id, (value, row) in best.items()
-            if session_id in shown
-        ]
-        hits += sorted(tier, key=lambda h: (h.score, h.best.id), reverse=True)
+        hits += _ranked(best, keep(list(best)))
         if len(found) < window:
             return hits, False
         if len(hits) >= wanted:
             return hits, True
         before = min(row[0] for row in found)
     return hits, False  # the last tier read: older matches are out of reach
+
+
+def _best_texts(
+    found: Sequence[fulltext.Row], words: Sequence[str], placed: Collection[str]
+) -> dict[str, tuple[float, fulltext.Row]]:
+    """Each session's best-scoring text in a tier, with its score, among the session's
+    PER_SESSION newest texts there (a conversation with more matches than that in one tier
+    is listed anyway; scoring them all only cost time); sessions `placed` in a newer tier
+    are left out.
+
+    A text's score is BM25's term-frequency saturation and length normalisation without
+    corpus statistics (every candidate has every word): for each word, with tf its substring
+    count in the text (at least 1), tf·(K1+1) / (tf + K1·(1-B+B·len/AVERAGE_CHARS)), summed,
+    and times TITLE_WEIGHT for a title. Ties go to the newer text."""
+    best: dict[str, tuple[float, fulltext.Row]] = {}
+    scored: dict[str, int] = {}
+    for row in found:  # the hot loop when a word is common: kept to plain arithmetic
+        session_id = row[1]
+        if session_id in placed:
+            continue
+        count = scored.get(session_id, 0)
+        if count >= PER_SESSION:
+            continue
+        scored[session_id] = count + 1
+        lowered, norm, value = (
+            row[4].lower(),
+            K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
+            0.0,
+        )
+        for word in words:
+            tf = lowered.count(word) or 1
+            value += tf * (K1 + 1) / (tf + norm)
+        if row[3] == TITLE:
+            value *= TITLE_WEIGHT
+        current = best.get(session_id)
+        if current is None or (value, row[0]) > (current[0], current[1][0]):
+            best[session_id] = (value, row)
+    return best
+
+
+def _ranked(best: Mapping[str, tuple[float, fulltext.Row]], shown: Collection[str]) -> list[Hit]:
+    """A tier's hits, the sessions `shown` only, best score first (ties: the newer text)."""
+    tier = [
+        Hit(session_id, value, Candidate(*row))
+        for session_id, (value, row) in best.items()
+        if session_id in shown
+    ]
+    return sorted(tier, key=lambda h: (h.score, h.best.id), reverse=True)
 
 
 def add_snippets(hits: Sequence[Hit], terms: Sequence[Term]) -> None:
