@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.command import main, runfile
+from cli import runfile
+from cli.command import main
 from shared.accounts import people
 from shared.core.settings import load_settings
 from shared.db.database import Database
