@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import click
@@ -87,13 +88,7 @@ def serve(host: str, port: int, workers: int, connections: int | None, dev: bool
     stop, force = threading.Event(), threading.Event()
     with _signals(stop, force), _listening(host, port) as listener:
         port = listener.getsockname()[1]
-        embedded = None
-        if not settings.redis_url:
-            embedded = EmbeddedRedis(settings.data_dir)
-            try:
-                settings = settings.with_changes(redis_url=embedded.start())
-            except RuntimeError as exc:
-                raise click.ClickException(str(exc)) from None
+        settings, embedded = _with_redis(settings)
         written: list[Path] = []
         worker = http = None
         made: Path | None = None  # the metrics directory made here, removed at the end
@@ -102,25 +97,10 @@ def serve(host: str, port: int, workers: int, connections: int | None, dev: bool
             env, made = _child_env(settings)
             worker = Supervised(Child("worker", _worker_argv(), env), _say)
             worker.start()
-            if dev:
-                listener.close()  # werkzeug binds it again itself (and again on each reload)
-                http = Child("HTTP server", _dev_argv(host, port), env)
-            else:
-                argv = _gunicorn_argv(listener.fileno(), workers, connections)
-                http = Child("HTTP server", argv, env, pass_fds=[listener.fileno()])
-            http.start()
-            listener.close()
+            http = _http_child(listener, host, port, env, workers, connections, dev)
             url = f"http://{_url_host(host)}:{port}"
             _wait_until_answering(url, http, stop)
-            children = (http, worker.child, embedded)
-
-            def record() -> list[Path]:
-                try:
-                    return runfile.write(settings, url, _groups(children))
-                except OSError as exc:  # a full disk: commands will need DATA_DIR, no more
-                    _say(f"cannot write the run file: {exc.strerror or exc}")
-                    return []
-
+            record = partial(_record, settings, url, (http, worker.child, embedded))
             written = record()
             click.echo(f"Eonyx is running at {url} (data in {settings.data_dir})")
             click.echo("Press Ctrl+C to stop.")
@@ -139,6 +119,51 @@ def serve(host: str, port: int, workers: int, connections: int | None, dev: bool
     if problem:
         raise click.ClickException(f"{problem}; Eonyx stopped.")
     click.echo("Eonyx stopped.")
+
+
+def _with_redis(settings: Settings) -> tuple[Settings, EmbeddedRedis | None]:
+    """The settings with a Redis to use: REDIS_URL's, or an embedded one started here."""
+    if settings.redis_url:
+        return settings, None
+    embedded = EmbeddedRedis(settings.data_dir)
+    try:
+        return settings.with_changes(redis_url=embedded.start()), embedded
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _http_child(
+    listener: socket.socket,
+    host: str,
+    port: int,
+    env: dict[str, str],
+    workers: int,
+    connections: int | None,
+    dev: bool,
+) -> Child:
+    """The HTTP server, started on the listening socket (gunicorn inherits it; the
+    development server binds the port again itself, and again on each reload)."""
+    if dev:
+        listener.close()
+        http = Child("HTTP server", _dev_argv(host, port), env)
+    else:
+        argv = _gunicorn_argv(listener.fileno(), workers, connections)
+        http = Child("HTTP server", argv, env, pass_fds=[listener.fileno()])
+    http.start()
+    listener.close()
+    return http
+
+
+def _record(
+    settings: Settings, url: str, children: tuple[Child, Child, EmbeddedRedis | None]
+) -> list[Path]:
+    """The run file, for commands to find this server; none on a full disk (they will
+    need DATA_DIR then, no more)."""
+    try:
+        return runfile.write(settings, url, _groups(children))
+    except OSError as exc:
+        _say(f"cannot write the run file: {exc.strerror or exc}")
+        return []
 
 
 def _say(message: str) -> None:
