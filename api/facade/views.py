@@ -46,8 +46,7 @@ class ChatCompletions(MethodView):
     def post(self, body: dict[str, Any]) -> Any:
         rt, who, chat = runtime(), facade.caller(principal()), read_chat_request(body)
         header = request.headers.get(SESSION_HEADER)
-        planned = facade.plan_request(rt, who, chat, header, temporary=_temporary())
-        run = facade.run_chat(rt, who, planned, stream=chat.stream)
+        run = facade.run_chat(rt, who, chat, header, temporary=_temporary())
         where = {SESSION_HEADER: run.session_id}
         if run.result is not None:
             return completion_body(chat.model, run.result), 200, where

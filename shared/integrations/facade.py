@@ -27,6 +27,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from shared.accounts.people import Principal
@@ -312,16 +313,19 @@ def plan_request(
 def run_chat(
     rt: IntegrationsRuntime,
     principal: Principal,
-    planned: PlannedTurn,
+    chat: ChatRequest,
+    header: str | None,
     *,
-    stream: bool,
-    done: Callable[[TurnResult], None] | None = None,
+    temporary: bool,
+    done: Callable[[PlannedTurn, TurnResult], None] | None = None,
 ) -> FacadeRun:
-    """Run a planned request's turn; `done(result)` (by default: bind the new head) once the
-    answer is saved, before a stream yields it. A streamed turn runs up to its first
-    answer event here, so errors before the model speaks are plain errors."""
-    finish = done or (lambda result: remember(rt, principal, planned, result))
-    if not stream:
+    """A request from start to end: its session and turn (`plan_request`), the turn run,
+    and `done(planned, result)` (by default: bind the new head) once the answer is saved,
+    before a stream yields it. A streamed turn runs up to its first answer event here, so
+    errors before the model speaks are plain errors."""
+    planned = plan_request(rt, principal, chat, header, temporary=temporary)
+    finish = partial(done or partial(remember, rt, principal), planned)
+    if not chat.stream:
         result = turns.run_turn(rt, principal, planned.target, planned.request)
         finish(result)
         return FacadeRun(result.session_id, result)

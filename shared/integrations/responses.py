@@ -285,14 +285,13 @@ def run_response(
     new one), run its turn, and keep the finished response once it is answered."""
     chat, previous = read_responses_request(body)
     session = session_of(rt, principal, previous) if previous else header
-    planned = facade.plan_request(rt, principal, chat, session, temporary=temporary)
     run = ResponseRun(skeleton(new_response_id(), body, chat.model), item_id("msg"))
 
-    def done(result: TurnResult) -> None:
+    def done(planned: PlannedTurn, result: TurnResult) -> None:
         run.answer = finished(run.response, result, run.message_id)
         keep(rt, principal, planned, result, run.answer)
 
-    run.turn = facade.run_chat(rt, principal, planned, stream=chat.stream, done=done)
+    run.turn = facade.run_chat(rt, principal, chat, session, temporary=temporary, done=done)
     return run
 
 
