@@ -15,7 +15,8 @@ Not a benchmark (`make bench` leaves it out: its name does not start with bench_
 - the web client's modules tsc checks, of all it has, and the README's lines;
 - the walk of one `POST /api/v1/sessions/<id>/turns` in the API process: the modules of the
   project's functions in the order they are called (a call within the same module is no
-  step); the modules visited, and how many calls came back to a module already left.
+  step); the modules visited, how many calls came back to a module already left, and the
+  calls from a module into a higher layer's (by the import contracts: callbacks).
 """
 
 from __future__ import annotations
@@ -196,14 +197,26 @@ def tsc_checked() -> tuple[int, int]:
     return checked, len(modules)
 
 
+def _first_of(modules: tuple[str, ...], name: str) -> Any:
+    """`name` from the first of `modules` that has it."""
+    import importlib
+
+    for module in modules:
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ModuleNotFoundError:
+            continue
+        if found is not None:
+            return found
+    raise ImportError(f"none of {modules} has {name}")
+
+
 def walk_one_turn() -> tuple[int, int, list[str]]:
     """Modules visited and returns to a module left, over one turn (the second one of a
     session, so first-use imports and caches do not count)."""
     import tempfile
 
-    from api.app import create_app
     from api.context import runtime_of
-    from shared.accounts import people
     from shared.core.settings import load_settings
     from shared.infra.embedded_redis import EmbeddedRedis
     from tests.fake_llm import FakeLLM
@@ -222,15 +235,16 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
                 "RATE_LIMITS_ENABLED": "false",
             }
         )
-        from shared.db.database import Database
-
-        database = Database(settings.database_url)
+        # Where these live since issue 40, or before it (the script measures both trees).
+        create_app = _first_of(("api.app", "api"), "create_app")
+        create_user = _first_of(("shared.accounts.people", "shared.accounts"), "create_user")
+        database = _first_of(("shared.db.database", "shared.db"), "Database")(settings.database_url)
         database.migrate()
         database.dispose()
         app = create_app(settings)
         rt = runtime_of(app)
         with rt.db.session() as db:
-            people.create_user(db, "walker", "correct horse battery")
+            create_user(db, "walker", "correct horse battery")
         client = app.test_client()
         login = client.post(
             "/api/v1/auth/login", json={"username": "walker", "password": "correct horse battery"}
@@ -240,10 +254,17 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
         url = f"/api/v1/sessions/{session_id}/turns"
         client.post(url, json={"content": "hello"}, headers=headers)
         trail: list[str] = []
+        upward: set[tuple[str, str]] = set()
 
         def where(frame: Any) -> str | None:
             module = frame.f_globals.get("__name__", "") if frame else ""
             return module if module.split(".")[0] in PACKAGES else None
+
+        def caller_of(frame: Any) -> str | None:
+            frame = frame.f_back
+            while frame is not None and where(frame) is None:
+                frame = frame.f_back
+            return where(frame)
 
         def profile(frame: Any, event: str, _arg: Any) -> None:
             if event != "call":
@@ -251,6 +272,9 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
             module = where(frame)
             if module and (not trail or trail[-1] != module):
                 trail.append(module)
+                caller = caller_of(frame)
+                if caller and _layer(module) < _layer(caller):
+                    upward.add((caller, module))
 
         sys.setprofile(profile)
         try:
@@ -268,7 +292,39 @@ def walk_one_turn() -> tuple[int, int, list[str]]:
     for module in trail:
         returns += module in seen
         seen.add(module)
-    return len(seen), returns, sorted(seen)
+    return len(seen), returns, sorted(f"{a} -> {b}" for a, b in upward)
+
+
+# The import contracts' layers (pyproject.toml), highest first: a call from a module into a
+# higher layer's is a callback (a registered tool or hook, a runtime's method), not an import.
+LAYERS = [
+    "cli",
+    "api",
+    "workers",
+    "shared.runtime",
+    "shared.integrations",
+    "shared.chat",
+    "shared.memory",
+    "shared.sessions",
+    "shared.llm",
+    "shared.accounts",
+    "shared.backup",
+    "shared.index",
+    "shared.files",
+    "shared.db",
+    "shared.infra",
+    "shared.safety",
+    "shared.core",
+]
+SAME_LAYER = {"workers": "api", "shared.backup": "shared.accounts", "shared.db": "shared.files"}
+
+
+def _layer(module: str) -> int:
+    """The module's layer, 0 the highest; the package of a module outside the list."""
+    for name in LAYERS:
+        if module == name or module.startswith(name + "."):
+            return LAYERS.index(SAME_LAYER.get(name, name))
+    return len(LAYERS)
 
 
 def main() -> None:
@@ -304,8 +360,11 @@ def main() -> None:
     print(f"web modules tsc checks: {checked} of {modules}")
     print(f"README lines: {len((ROOT / 'README.md').read_text().splitlines())}")
     if not args.no_walk:
-        visited, returns, _ = walk_one_turn()
+        visited, returns, upward = walk_one_turn()
         print(f"walk of one turn (POST /sessions/<id>/turns): {visited} modules, {returns} returns")
+        print(f"  calls into a higher layer (callbacks): {len(upward)}")
+        for pair in upward:
+            print(f"    {pair}")
 
 
 if __name__ == "__main__":
