@@ -29,7 +29,7 @@ import httpx
 # What `eonyx serve` reads from the environment and a bench decides itself.
 _OWNED = ("DATA_DIR", "DATABASE_URL", "REDIS_URL", "HOME")
 # A bench sends hundreds of turns a minute with one token: rate limits off unless asked.
-BENCH_SETTINGS = {"RATE_LIMITS_ENABLED": "false"}
+BENCH_SETTINGS = {"RATE_LIMITS_ENABLED": "false", "EMPTY_SESSIONS_PER_USER": "0"}
 
 
 @dataclass(frozen=True)
