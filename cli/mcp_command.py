@@ -33,23 +33,42 @@ async def serve_stdio(url: str, token: str) -> None:
     "--port", default=8001, show_default=True, type=click.IntRange(0, 65535), help="With --http."
 )
 @click.option(
+    "--url",
+    "url",
+    default=None,
+    help="The Eonyx server (before EONYX_URL and the saved login's).",
+)
+@click.option(
+    "--token",
+    "token",
+    default=None,
+    help="On stdio: the Eonyx API key (before EONYX_TOKEN and the saved login's).",
+)
+@click.option(
     "--stateless",
     is_flag=True,
     help="With --http: no MCP sessions kept between requests (for replicas).",
 )
-def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
+def mcp(
+    http: bool, host: str, port: int, url: str | None, token: str | None, stateless: bool
+) -> None:
     """Serve your Eonyx memory and sessions to a coding agent over MCP.
 
-    On stdio (the default) with the token of `eonyx login` or EONYX_URL/EONYX_TOKEN:
-    `claude mcp add eonyx -- eonyx mcp`. With --http, for remote agents, each request
-    brings its Eonyx API key as a bearer token (`Authorization: Bearer eyx_...`), checked
-    with the API (MCP_KEY_CHECK_SECONDS, MCP_SESSIONS_PER_KEY: see cli/mcp_http.py)."""
+    On stdio (the default) with the server and key of --url/--token, else of
+    EONYX_URL/EONYX_TOKEN, else of `eonyx login`: an agent starts its MCP servers with a
+    minimal environment, so the flags or the saved login are what surely reach this process
+    (`claude mcp add eonyx -- eonyx mcp --url ... --token ...`). With --http, for remote
+    agents, each request brings its Eonyx API key as a bearer token (`Authorization: Bearer
+    eyx_...`), checked with the API (MCP_KEY_CHECK_SECONDS, MCP_SESSIONS_PER_KEY: see
+    cli/mcp_http.py)."""
 
     from cli.config import saved_login, server_url
 
     if not http:
-        anyio.run(serve_stdio, *saved_login())
+        anyio.run(serve_stdio, server_url(url), token or saved_login()[1])
         return
+    if token:
+        raise click.UsageError("--token is for stdio: over --http each request brings its key")
     import uvicorn
 
     from cli.mcp_http import http_app
@@ -60,13 +79,13 @@ def mcp(http: bool, host: str, port: int, stateless: bool) -> None:
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     app = http_app(
-        server_url(),
+        server_url(url),
         stateless=stateless,
         host=host,
         sessions_per_key=settings.mcp_sessions_per_key,
         key_check_seconds=settings.mcp_key_check_seconds,
     )
-    click.echo(f"Eonyx MCP at http://{host}:{port}/mcp (for {server_url()})", err=True)
+    click.echo(f"Eonyx MCP at http://{host}:{port}/mcp (for {server_url(url)})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -135,7 +135,8 @@ TOOLS: dict[str, ToolSpec] = {
         SCOPE_MEMORY_WRITE,
         "Leave a note in the user's sessions, e.g. what you did and why, for the user and "
         "their assistant to find later. Without session_id it goes to a session of its own "
-        "for your working directory (made on the first note).",
+        "for your working directory (made on the first note); over a remote connection "
+        "without workdir, to one for your API key and client.",
         {
             "type": "object",
             "properties": {
@@ -160,6 +161,7 @@ class Access:
     def __init__(self, client: AsyncApiClient, ttl: float) -> None:
         self.client, self.ttl = client, ttl
         self.scopes: frozenset[str] = frozenset()
+        self.token_id = ""  # the key's id at the API (`GET /tokens/current`)
         self.checked = float("-inf")
         self.lock = anyio.Lock()
 
@@ -175,6 +177,7 @@ class Access:
             if not self.fresh:
                 current = await self.client.current_token()
                 self.scopes, self.checked = frozenset(current["scopes"]), time.monotonic()
+                self.token_id = str(current.get("id") or "")
         return self.scopes
 
 
@@ -314,20 +317,25 @@ def message_text(number: int, message: Mapping[str, Any]) -> str:
 
 
 async def session_note(
-    client: AsyncApiClient, args: Mapping[str, Any], agent: str | None, stdio: bool
+    client: AsyncApiClient,
+    args: Mapping[str, Any],
+    agent: str | None,
+    default_place: str,
+    made_for: str,
 ) -> str:
+    """Append the note to `session_id`, or else to the session of `workdir`, or else to
+    the session of `default_place` (the notebook this server gives a caller that names none).
+    """
     body: dict[str, Any] = {"note": args["note"]}
     if args.get("session_id"):
         body["session_id"] = args["session_id"]
     else:
-        workdir = args.get("workdir") or (os.getcwd() if stdio else None)
-        if workdir:
-            body["workdir"] = workdir
+        body["workdir"] = args.get("workdir") or default_place
     if agent:
         body["agent"] = agent
     noted = await client.note(body)
     session = noted["session"]
-    made = " (made for this working directory)" if noted["created"] else ""
+    made = f" (made for {made_for})" if noted["created"] else ""
     return f"Noted in session {session['id']} ({session.get('title') or 'untitled'}){made}."
 
 
@@ -366,15 +374,30 @@ def session_tools() -> dict[str, Tool]:
     }
 
 
-def note_tools(*, stdio: bool) -> dict[str, Tool]:
-    """The note: signed with the agent's name, and on stdio in this process's directory."""
+def note_tools(accesses: Accesses, *, stdio: bool) -> dict[str, Tool]:
+    """The note: signed with the agent's name; without a session or workdir of its own, on
+    stdio in this process's directory, over HTTP in the notebook of its key and client name."""
 
     async def note(
         client: AsyncApiClient, args: Mapping[str, Any], ctx: ServerRequestContext[Any, Any]
     ) -> str:
-        return await session_note(client, args, agent_name(ctx), stdio)
+        agent = agent_name(ctx)
+        if stdio or args.get("workdir"):
+            return await session_note(client, args, agent, os.getcwd(), "this working directory")
+        place = await http_notebook(accesses.of(ctx), agent)
+        return await session_note(client, args, agent, place, "this API key and MCP client")
 
     return {"session_note": note}
+
+
+async def http_notebook(access: Access, agent: str | None) -> str:
+    """The default notebook of an HTTP caller: one per API key and MCP client name, as stdio
+    has one per working directory, which a remote server does not share with its agent. The
+    API makes it on the first note and finds it again by this name (the `workdir` it binds),
+    so it outlives the MCP session: a client that reconnects writes on in the same one. A
+    stateless request carries no `clientInfo`; its notes share the key's unnamed notebook."""
+    await access.allowed()  # the key's id, as the API last said
+    return f"{agent or 'MCP client'} (key {access.token_id})"
 
 
 async def allowed_scopes(accesses: Accesses, ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
@@ -461,7 +484,9 @@ class MemoryResources:
 
 
 def build_server(accesses: Accesses, *, stdio: bool) -> Server[Any]:
-    tools = Tools(accesses, {**memory_tools(), **session_tools(), **note_tools(stdio=stdio)})
+    tools = Tools(
+        accesses, {**memory_tools(), **session_tools(), **note_tools(accesses, stdio=stdio)}
+    )
     resources = MemoryResources(accesses)
     return Server(
         NAME,

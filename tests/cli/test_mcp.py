@@ -4,6 +4,7 @@ bearer token), against one live Eonyx server for the module."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import mcp.types as types
 import pytest
 from click.testing import CliRunner
 from mcp import ClientSession
@@ -307,6 +309,84 @@ def test_notes_land_in_the_working_directory_s_session(served: Served) -> None:
     assert [(s["source"], s["title"]) for s in found] == [("mcp", f"Notes: {served.workdir.name}")]
     messages = served.api("GET", f"/sessions/{found[0]['id']}/messages", served.alice.token)
     assert messages["items"][0]["content"].endswith(": Refactored the cart module")
+
+
+@asynccontextmanager
+async def named_client(served: Served, name: str) -> AsyncIterator[ClientSession]:
+    """A stateful HTTP session with the full key, introduced as the MCP client `name`."""
+    headers = {"Authorization": f"Bearer {served.full_key}"}
+    info = types.Implementation(name=name, version="1")
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(served.mcp_urls["http"], http_client=http) as (read, write),
+        ClientSession(read, write, client_info=info) as session,
+    ):
+        await initialized(session)
+        yield session
+
+
+def test_http_notes_without_a_place_land_in_one_session_per_key_and_client(
+    served: Served,
+) -> None:
+    async def note(client: str, words: str) -> str:
+        async with named_client(served, client) as session:
+            noted = await call(session, "session_note", note=words)
+            assert not noted.is_error, text_of(noted)
+            return text_of(noted)
+
+    async def scenario() -> list[str]:
+        return [
+            await note("agent-one", "Migrated the pelican schema"),
+            await note("agent-one", "Pelican schema migration verified"),
+            await note("agent-two", "Pelican dashboards drafted"),
+        ]
+
+    first, again, other = anyio.run(scenario)
+    assert "(made for this API key and MCP client)" in first
+    assert "(made for" not in again
+    assert "(made for" in other
+    found = served.api("GET", "/sessions?q=pelican", served.alice.token)["items"]
+    counts: dict[str, int] = {}
+    for session in found:
+        messages = served.api("GET", f"/sessions/{session['id']}/messages", served.alice.token)
+        counts[session["title"]] = len(messages["items"])
+    assert {s["source"] for s in found} == {"mcp"}
+    assert sorted(counts.values()) == [1, 2]
+    assert all(title.startswith(("Notes: agent-one", "Notes: agent-two")) for title in counts)
+
+
+def stdio_params(served: Served, config: Path, *args: str) -> StdioServerParameters:
+    """`eonyx mcp` as an agent starts it: a bare environment, no EONYX_* variables."""
+    return StdioServerParameters(
+        command=eonyx_executable(),
+        args=["mcp", *args],
+        env={"PATH": os.environ["PATH"], "XDG_CONFIG_HOME": str(config)},
+        cwd=served.workdir,
+    )
+
+
+async def reads_memory(params: StdioServerParameters) -> str:
+    async with (
+        stdio_client(params, errlog=sys.stderr) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await initialized(session)
+        result = await call(session, "memory_read", kind="user")
+        assert not result.is_error, text_of(result)
+        return text_of(result)
+
+
+def test_stdio_takes_its_server_and_key_from_flags_or_the_saved_login(
+    served: Served, tmp_path: Path
+) -> None:
+    empty, saved = tmp_path / "empty", tmp_path / "saved"
+    (saved / "eonyx").mkdir(parents=True)
+    login = {"url": served.url, "token": served.full_key}
+    (saved / "eonyx" / "config.json").write_text(json.dumps(login))
+    flags = stdio_params(served, empty, "--url", served.url, "--token", served.full_key)
+
+    assert anyio.run(reads_memory, flags).startswith("USER.md")
+    assert anyio.run(reads_memory, stdio_params(served, saved)).startswith("USER.md")
 
 
 def test_the_http_endpoint_wants_a_key(served: Served) -> None:
