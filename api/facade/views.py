@@ -14,7 +14,7 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
-from api.facade import SESSION_HEADER, TEMPORARY_HEADER
+from api.facade import IGNORED_HEADER, SESSION_HEADER, TEMPORARY_HEADER
 from api.facade.completions import completion_body, completion_chunks, error_chunk
 from api.facade.errors import OPENAI_ERRORS, handle_errors_of
 from api.facade.models import model_object
@@ -35,6 +35,15 @@ def _temporary() -> bool:
     return (request.headers.get(TEMPORARY_HEADER) or "").strip().lower() in TRUE
 
 
+def _headers(session_id: str, ignored: tuple[str, ...]) -> dict[str, str]:
+    """The answer's headers: its session (when it has one), and what was accepted but not
+    honoured."""
+    headers = {SESSION_HEADER: session_id} if session_id else {}
+    if ignored:
+        headers[IGNORED_HEADER] = ",".join(ignored)
+    return headers
+
+
 @blp.route("/chat/completions")
 class ChatCompletions(MethodView):
     @counts_as_turn
@@ -47,7 +56,7 @@ class ChatCompletions(MethodView):
         rt, who, chat = runtime(), facade.caller(principal()), read_chat_request(body)
         header = request.headers.get(SESSION_HEADER)
         run = facade.run_chat(rt, who, chat, header, temporary=_temporary())
-        where = {SESSION_HEADER: run.session_id}
+        where = _headers(run.session_id, chat.ignored)
         if run.result is not None:
             return completion_body(chat.model, run.result), 200, where
         chunks = completion_chunks(chat.model, run.events, include_usage=chat.include_usage)
@@ -66,7 +75,7 @@ class Responses(MethodView):
         rt, who = runtime(), facade.caller(principal())
         header = request.headers.get(SESSION_HEADER)
         run = responses.run_response(rt, who, body, header, temporary=_temporary())
-        where = {SESSION_HEADER: run.turn.session_id}
+        where = _headers(run.turn.session_id, run.ignored)
         if run.turn.result is not None:
             return run.answer, 200, where
         stream = ResponseStream(run)

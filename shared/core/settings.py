@@ -50,6 +50,7 @@ class Settings:
     max_image_bytes: int = 5 * MIB
     max_images_per_message: int = 8
     fetch_image_urls: bool = False
+    front_end_tasks_as_chats: bool = False  # Open WebUI's title, tags... prompts as sessions
     storage_quota_bytes: int = 5 * 1024 * MIB  # per user, over DATA_DIR; 0 = no quota
     monthly_token_budget: int = 0  # per user, model tokens a month (UTC); 0 = no budget
 
@@ -262,6 +263,7 @@ VARIABLES: dict[str, tuple[str, Parser]] = {
     "MAX_IMAGE_BYTES": ("max_image_bytes", _int),
     "MAX_IMAGES_PER_MESSAGE": ("max_images_per_message", _int),
     "FETCH_IMAGE_URLS": ("fetch_image_urls", _bool),
+    "FRONT_END_TASKS_AS_CHATS": ("front_end_tasks_as_chats", _bool),
     "STORAGE_QUOTA_BYTES": (
         "storage_quota_bytes",
         lambda env, name, default: _int(env, name, default, minimum=0),
