@@ -56,8 +56,8 @@ def mcp(
 
     On stdio (the default) with the server and key of --url/--token, else of
     EONYX_URL/EONYX_TOKEN, else of `eonyx login`: an agent starts its MCP servers with a
-    minimal environment, so the flags or the saved login are what surely reach this process
-    (`claude mcp add eonyx -- eonyx mcp --url ... --token ...`). With --http, for remote
+    minimal environment, so give them as the agent passes environment (`claude mcp add eonyx
+    -e EONYX_URL=... -e EONYX_TOKEN=... -- eonyx mcp`), or as flags. With --http, for remote
     agents, each request brings its Eonyx API key as a bearer token (`Authorization: Bearer
     eyx_...`), checked with the API (MCP_KEY_CHECK_SECONDS, MCP_SESSIONS_PER_KEY: see
     cli/mcp_http.py)."""

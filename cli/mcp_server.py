@@ -395,7 +395,7 @@ async def http_notebook(access: Access, agent: str | None) -> str:
     has one per working directory, which a remote server does not share with its agent. The
     API makes it on the first note and finds it again by this name (the `workdir` it binds),
     so it outlives the MCP session: a client that reconnects writes on in the same one. A
-    stateless request carries no `clientInfo`; its notes share the key's unnamed notebook."""
+    request without `clientInfo` (a stateless one may have none) goes to the key's unnamed one."""
     await access.allowed()  # the key's id, as the API last said
     return f"{agent or 'MCP client'} (key {access.token_id})"
 

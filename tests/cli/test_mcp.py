@@ -355,12 +355,13 @@ def test_http_notes_without_a_place_land_in_one_session_per_key_and_client(
     assert all(title.startswith(("Notes: agent-one", "Notes: agent-two")) for title in counts)
 
 
-def stdio_params(served: Served, config: Path, *args: str) -> StdioServerParameters:
-    """`eonyx mcp` as an agent starts it: a bare environment, no EONYX_* variables."""
+def stdio_params(served: Served, config: Path, *args: str, **env: str) -> StdioServerParameters:
+    """`eonyx mcp` as an agent starts it: a bare environment, no EONYX_* variables unless
+    given in `env`."""
     return StdioServerParameters(
         command=eonyx_executable(),
         args=["mcp", *args],
-        env={"PATH": os.environ["PATH"], "XDG_CONFIG_HOME": str(config)},
+        env={"PATH": os.environ["PATH"], "XDG_CONFIG_HOME": str(config), **env},
         cwd=served.workdir,
     )
 
@@ -387,6 +388,21 @@ def test_stdio_takes_its_server_and_key_from_flags_or_the_saved_login(
 
     assert anyio.run(reads_memory, flags).startswith("USER.md")
     assert anyio.run(reads_memory, stdio_params(served, saved)).startswith("USER.md")
+
+
+def test_stdio_prefers_flags_then_the_environment_then_the_saved_login(
+    served: Served, tmp_path: Path
+) -> None:
+    (tmp_path / "eonyx").mkdir()
+    stale = {"url": f"http://127.0.0.1:{free_port()}", "token": "eyx_stale"}
+    (tmp_path / "eonyx" / "config.json").write_text(json.dumps(stale))
+    key = served.full_key
+    environment = stdio_params(served, tmp_path, EONYX_URL=served.url, EONYX_TOKEN=key)
+    wrong = {"EONYX_URL": stale["url"], "EONYX_TOKEN": "eyx_wrong"}
+    flags = stdio_params(served, tmp_path, "--url", served.url, "--token", key, **wrong)
+
+    assert anyio.run(reads_memory, environment).startswith("USER.md")
+    assert anyio.run(reads_memory, flags).startswith("USER.md")
 
 
 def test_the_http_endpoint_wants_a_key(served: Served) -> None:
