@@ -2,20 +2,27 @@
 the request goes into the turn.
 
 OpenAI-style clients resend the whole conversation with every request; Eonyx keeps the
-conversation itself. A request continues a session when its history holds an answer that
-Eonyx gave as that session's latest: the answer, with the messages that asked for it (those
-after the assistant message before it), hashed (`head_key`), names the session (a binding,
-shared/integrations/bindings.py) and is saved with the answer in the session's file (its
-`api_head`). What the request holds after that answer is the new turn. So:
+conversation itself. A request continues a session when its history holds the answer that
+Eonyx gave as that session's latest: the answer's exact text and tool calls, hashed
+(`head_key`), name the session (a binding, shared/integrations/bindings.py) and are saved with
+the answer in the session's file (its `api_head`). What the request holds after that answer
+is the new turn. The answer alone is hashed, not the messages that asked for it: clients
+such as aider append a reminder to the current question and resend it without one next
+time. The answer with what asked for it (`exchange_key`) is bound too, and looked up first,
+so two conversations whose answers happen to read the same ("OK.") stay apart while their
+questions differ. So:
 
 - a history that only repeats a greeting, few-shot examples or a system prompt, none of
   them Eonyx's answers, starts a new session: two conversations are never merged;
-- a client that trims or rewrites older messages still continues its session, since only
-  the last exchange is hashed; system and developer messages are never hashed;
+- a client that trims or rewrites older messages, or its own earlier questions, still
+  continues its session; system and developer messages are never hashed;
 - a request that sends the session's last question again without the answer Eonyx gave
   (a "regenerate") answers it anew, superseding the old answer;
 - a history that matches an older answer of a session (the client edited its past) starts
   a new session with the whole conversation, rather than mixing two branches in one.
+
+Sessions saved before answers were hashed alone hold an exchange key as their head; it is
+still read, so they go on.
 
 The `X-Eonyx-Session` header names the session outright; the history then only says which
 of the request's messages are new.
@@ -28,7 +35,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.accounts.people import Principal
 from shared.chat import turns
@@ -84,9 +91,24 @@ def _digest(messages: Sequence[Mapping[str, Any]]) -> str:
     return bindings.digest(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
 
 
-def head_key(asked: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]) -> str:
-    """The key of an answer: it, and the messages since the assistant message before it."""
+def head_key(answer: Mapping[str, Any]) -> str:
+    """The key of an answer of Eonyx's: its text and tool calls, which no other
+    conversation has, whatever the client later does to the questions before it."""
+    return _digest([answer])
+
+
+def exchange_key(asked: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]) -> str:
+    """The key of an answer with the messages since the assistant message before it: looked
+    up first (two answers that read the same, each of its own question), and the head of
+    sessions saved before answers were hashed alone."""
     return _digest([*asked, answer])
+
+
+class Keys(NamedTuple):
+    """The keys a request's assistant message may be known by, the surest first."""
+
+    exchange: str
+    answer: str
 
 
 def _trailing(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -97,14 +119,15 @@ def _trailing(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return list(messages)
 
 
-def _candidates(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, str]]:
-    """(position, key) of the last MAX_CANDIDATES assistant messages, newest first, each key
+def _candidates(messages: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, Keys]]:
+    """(position, keys) of the last MAX_CANDIDATES assistant messages, newest first, each
     computed only when asked for (the first one usually matches)."""
     positions = [i for i, message in enumerate(messages) if message.get("role") == "assistant"]
     for n in range(len(positions) - 1, max(-1, len(positions) - 1 - MAX_CANDIDATES), -1):
         start = positions[n - 1] + 1 if n else 0
         position = positions[n]
-        yield position, head_key(messages[start:position], messages[position])
+        answer = messages[position]
+        yield position, Keys(exchange_key(messages[start:position], answer), head_key(answer))
 
 
 # -- which session ------------------------------------------------------------------------
@@ -124,15 +147,15 @@ class Continuation:
 
 
 def _follows(
-    state: SessionState, messages: Sequence[Mapping[str, Any]], position: int, key: str
+    state: SessionState, messages: Sequence[Mapping[str, Any]], position: int, keys: Keys
 ) -> Continuation | None:
     """How the request continues `state` from its assistant message at `position`, if the
     session's own latest answer (or, for a regenerate, the answer before it) is that one."""
     new = tuple(messages[position + 1 :])
-    if key == api_head.head(state):
-        return Continuation(state.id, new, key, retry=_asks_again(state, new))
-    if key == api_head.parent(state) and _digest(new) == api_head.input_digest(state):
-        return Continuation(state.id, new, key, regenerate=True)
+    if api_head.head(state) in keys:
+        return Continuation(state.id, new, keys.answer, retry=_asks_again(state, new))
+    if api_head.parent(state) in keys and _digest(new) == api_head.input_digest(state):
+        return Continuation(state.id, new, keys.answer, regenerate=True)
     return None
 
 
@@ -162,20 +185,28 @@ def choose_session(
     if header:
         session_id = check_session_id(header.strip())
         state, _ = rt.store.load(principal.user_id, session_id)  # NotFound: not the caller's
-        for position, key in candidates:
-            if (found := _follows(state, messages, position, key)) is not None:
+        for position, keys in candidates:
+            if (found := _follows(state, messages, position, keys)) is not None:
                 return found
         return Continuation(session_id, tuple(_trailing(messages)), None)
-    for position, key in candidates:
-        bound = bindings.lookup(rt, principal.user_id, CHANNEL, key)
+    for position, keys in candidates:
+        bound = _bound(rt, principal, keys)
         if bound is None:
             continue
         kept = _load(rt, principal, bound)
-        found = _follows(kept, messages, position, key) if kept else None
+        found = _follows(kept, messages, position, keys) if kept else None
         if found is not None:
             return found
         break  # an older answer of a session: the client changed its past; start anew
     return Continuation(None, tuple(messages), None)
+
+
+def _bound(rt: IntegrationsRuntime, principal: Principal, keys: Keys) -> str | None:
+    """The session bound to an assistant message, by its surest key first."""
+    for key in keys:
+        if (bound := bindings.lookup(rt, principal.user_id, CHANNEL, key)) is not None:
+            return bound
+    return None
 
 
 # -- the turn -----------------------------------------------------------------------------
@@ -202,13 +233,17 @@ def _record(message: Mapping[str, Any]) -> MessageRecord:
 @dataclass(frozen=True)
 class FacadeClient(ClientTurn):
     """The facade's part of a turn: it saves, with the answer, the session's new head (the
-    key of the answer and what asked for it) and what the request said of itself."""
+    key of the answer) and what the request said of itself."""
 
     asked: tuple[Mapping[str, Any], ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def head(self, answer: Mapping[str, Any]) -> str:
-        return head_key(self.asked, answer)
+        return head_key(answer)
+
+    def keys(self, answer: Mapping[str, Any]) -> Keys:
+        """The keys the client's next request will know the answer by."""
+        return Keys(exchange_key(self.asked, answer), head_key(answer))
 
     def answer_meta(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         return {**self.meta, api_head.HEAD: self.head(answer)}
@@ -232,8 +267,12 @@ class PlannedTurn:
 
     def head(self, result: TurnResult) -> str:
         """The session's head once `result` is saved (what `answer_meta` saved with it)."""
+        return self.keys(result).answer
+
+    def keys(self, result: TurnResult) -> Keys:
+        """The keys of `result`'s answer, as the client will send it back."""
         answer = {**result.assistant_message, "tool_calls": result.client_tool_calls or None}
-        return self.client.head(answer)
+        return self.client.keys(answer)
 
 
 def plan_turn(chat: ChatRequest, continuation: Continuation, *, temporary: bool) -> PlannedTurn:
@@ -279,8 +318,10 @@ def remember(
     rt: IntegrationsRuntime, principal: Principal, planned: PlannedTurn, result: TurnResult
 ) -> None:
     """Bind the session's new head, so the client's next request, which resends it, lands
-    in the same session."""
-    bindings.bind(rt, principal.user_id, CHANNEL, planned.head(result), result.session_id)
+    in the same session (by both its keys, the answer's alone for a client that edits the
+    question)."""
+    for key in planned.keys(result):
+        bindings.bind(rt, principal.user_id, CHANNEL, key, result.session_id)
 
 
 # -- the request, from start to end -------------------------------------------------------

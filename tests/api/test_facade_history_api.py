@@ -1,0 +1,81 @@
+"""Sessions that survive a client's edits to its own history (issue 41): the facade knows a
+conversation by Eonyx's own last answer, not by the questions before it, which clients such
+as aider resend changed. Driven by the `openai` package against the app on loopback; the
+model is tests/fake_llm.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.api.conftest import Facade
+
+AIDER = {"role": "system", "content": "Act as an expert software developer."}
+REMINDER = "\n\nReply in English."
+
+
+def user(content: str) -> dict[str, Any]:
+    return {"role": "user", "content": content}
+
+
+def assistant(content: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+def test_an_aider_conversation_keeps_one_session(facade: Facade) -> None:
+    """Each request appends a reminder to the current question; the next one resends that
+    question without it."""
+    facade.llm.script("A1.", "A2.", "A3.")
+    questions, history, sessions = ["Q1", "Q2", "Q3"], [AIDER], set()
+    for question, answer in zip(questions, ["A1.", "A2.", "A3."], strict=True):
+        text, session_id = facade.create([*history, user(question + REMINDER)])
+        assert text == answer
+        sessions.add(session_id)
+        history += [user(question), assistant(answer)]
+    [session_id] = sessions
+    assert len(facade.sessions()) == 1
+    assert facade.transcript(session_id) == [
+        ("user", "Q1" + REMINDER),
+        ("assistant", "A1."),
+        ("user", "Q2" + REMINDER),
+        ("assistant", "A2."),
+        ("user", "Q3" + REMINDER),
+        ("assistant", "A3."),
+    ]
+
+
+def test_two_conversations_with_the_same_first_question_stay_apart(facade: Facade) -> None:
+    facade.llm.script("Answer one.", "Answer two.", "More one.", "More two.")
+    _, first = facade.create([user("Hi")])
+    _, second = facade.create([user("Hi")])
+    assert first != second
+    assert facade.create([user("Hi"), assistant("Answer one."), user("More")]) == (
+        "More one.",
+        first,
+    )
+    assert facade.create([user("Hi"), assistant("Answer two."), user("More")]) == (
+        "More two.",
+        second,
+    )
+    assert len(facade.sessions()) == 2
+
+
+def test_answers_that_read_the_same_keep_their_own_sessions(facade: Facade) -> None:
+    facade.llm.script("OK.", "OK.", "X it is.", "Y it is.")
+    _, first = facade.create([user("Remember X.")])
+    _, second = facade.create([user("Remember Y.")])
+    assert facade.create([user("Remember X."), assistant("OK."), user("Which?")])[1] == first
+    assert facade.create([user("Remember Y."), assistant("OK."), user("Which?")])[1] == second
+
+
+def test_an_edited_answer_starts_a_new_session(facade: Facade) -> None:
+    facade.llm.script("A1.", "B.")
+    _, session_id = facade.create([user("Q1")])
+    _, other = facade.create([user("Q1"), assistant("A1, edited."), user("Q2")])
+    assert other != session_id
+    assert [content for _, content in facade.transcript(other)] == [
+        "Q1",
+        "A1, edited.",
+        "Q2",
+        "B.",
+    ]
+    assert len(facade.transcript(session_id)) == 2  # the first is as it was
