@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.integrations import api_head, bindings
+from shared.integrations import facade as facade_module
 from tests.api.conftest import Facade
 
 AIDER = {"role": "system", "content": "Act as an expert software developer."}
@@ -79,3 +81,21 @@ def test_an_edited_answer_starts_a_new_session(facade: Facade) -> None:
         "B.",
     ]
     assert len(facade.transcript(session_id)) == 2  # the first is as it was
+
+
+def test_a_session_saved_with_the_older_head_goes_on(facade: Facade) -> None:
+    """Sessions saved before answers were hashed alone hold the key of the exchange."""
+    facade.llm.script("A1.", "A2.")
+    _, session_id = facade.create([user("Q1")])
+    answer, asked = assistant("A1."), [user("Q1")]
+    path = facade.rt.store.path(facade.user.user_id, session_id)
+    saved = path.read_text()
+    assert facade_module.head_key(answer) in saved
+    path.write_text(
+        saved.replace(facade_module.head_key(answer), facade_module.exchange_key(asked, answer))
+    )
+    user_id = facade.user.user_id
+    state, _ = facade.rt.store.load(user_id, session_id)
+    assert api_head.head(state) == facade_module.exchange_key(asked, answer)
+    bindings.unbind(facade.rt, user_id, facade_module.CHANNEL, facade_module.head_key(answer))
+    assert facade.create([*asked, answer, user("Q2")]) == ("A2.", session_id)
