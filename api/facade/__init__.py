@@ -6,6 +6,7 @@ from __future__ import annotations
 PREFIX = "/v1"  # where OpenAI clients look for it: /v1, not /api/v1
 SESSION_HEADER = "X-Eonyx-Session"  # names the session of a request, and of every answer
 TEMPORARY_HEADER = "X-Eonyx-Temporary"  # true: a session that is never listed (helper calls)
+IGNORED_HEADER = "X-Eonyx-Ignored"  # what a request asked that was accepted, not honoured
 
 
 def under_facade(path: str) -> bool:

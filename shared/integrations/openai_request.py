@@ -1,17 +1,20 @@
-"""A Chat Completions request as the facade reads it: every message, parameter and tool a
-client sends is either honoured or refused with a 400 naming it; nothing is silently dropped.
+"""A Chat Completions request as the facade reads it: every parameter and tool a client
+sends is honoured, ignored by name, or refused with a 400 naming it (issue 41).
 
 Honoured, sent to the model as given (`FORWARDED`): sampling and length parameters, stop
-sequences, `response_format`, `tools`, `tool_choice`, `parallel_tool_calls`, `user` and
-the like. Read by Eonyx itself: `stream`, `stream_options.include_usage`, `store: false`
-(a temporary session), `metadata` (kept with the answer), `n: 1` and `logprobs: false`.
-Refused (`REFUSED`): what a single proxied answer cannot give (`n` above 1, log
-probabilities, audio, predicted outputs, the retired `functions`). Anything else is refused
-as OpenAI refuses it: an unrecognized request argument.
+sequences, `response_format`, function `tools`, `tool_choice`, `parallel_tool_calls`, `user`
+and the like. Read by Eonyx itself: `stream`, `stream_options.include_usage`, `store` (it
+keeps no stored completions; the conversation is a session all the same), `metadata` (kept
+with the answer), `n: 1` and `logprobs: false`. Refused (`REFUSED`): only what would change
+the meaning of the answer (`n` above 1, log probabilities, audio, predicted outputs, the
+retired `functions`). Anything else, and tools of a type the model cannot run, is accepted
+and ignored: clients send fields of their next release, and refusing them breaks the client.
+What was ignored is named in `ChatRequest.ignored` (the `X-Eonyx-Ignored` header).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +50,6 @@ REFUSED: dict[str, Callable[[Any], bool]] = {  # parameter -> whether a value is
     "audio": lambda value: value is not None,
     "modalities": lambda value: value not in (None, ["text"]),
     "prediction": lambda value: value is not None,
-    "web_search_options": lambda value: value is not None,
     "functions": lambda value: value is not None,
     "function_call": lambda value: value is not None,
 }
@@ -60,6 +62,7 @@ WHY_REFUSED = {
 }
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,10 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
     stream: bool = False
     include_usage: bool = False
-    temporary: bool = False  # `store: false`
+    temporary: bool = False  # set by no field: `store: false` keeps the session (issue 41)
     user: str | None = None
     metadata: Mapping[str, Any] | None = None
+    ignored: tuple[str, ...] = ()  # what was accepted but not honoured, by name
 
 
 def _refuse(message: str, param: str, code: str = "invalid_request") -> InvalidInput:
@@ -127,11 +131,24 @@ def _check_message(message: Any, number: int) -> None:
     text_of(content, where)
 
 
-def _check_tools(tools: Any) -> tuple[dict[str, Any], ...]:
+def _runnable(tools: Any, ignored: list[str]) -> list[Any]:
+    """The tools the model can run: those of another type (hosted ones such as
+    `web_search`) are dropped and named in `ignored`."""
     if tools is None:
-        return ()
+        return []
     if not isinstance(tools, list):
         raise _refuse("tools must be a list", "tools")
+    kept = []
+    for tool in tools:
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if isinstance(kind, str) and kind != "function":
+            ignored.append(f"tools[{kind}]")
+        else:
+            kept.append(tool)
+    return kept
+
+
+def _check_tools(tools: list[Any]) -> tuple[dict[str, Any], ...]:
     names: set[str] = set()
     for number, tool in enumerate(tools):
         where = f"tools[{number}]"
@@ -187,14 +204,11 @@ def check_encodable(body: Mapping[str, Any]) -> None:
         )
 
 
-def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
-    """The request in `body`, or InvalidInput naming the parameter or message at fault."""
+def read_chat_request(body: Mapping[str, Any], ignored: Sequence[str] = ()) -> ChatRequest:
+    """The request in `body`, or InvalidInput naming the parameter or message at fault;
+    `ignored` is what a caller (the Responses reading) already set aside."""
     check_encodable(body)
-    for name in body:
-        if name not in FORWARDED and name not in READ and name not in REFUSED:
-            raise _refuse(
-                f"Unrecognized request argument supplied: {name}", name, "unknown_parameter"
-            )
+    unused = [*ignored, *(n for n in body if n not in (*FORWARDED, *READ, *REFUSED))]
     for name, refused in REFUSED.items():
         if name in body and refused(body[name]):
             why = WHY_REFUSED.get(name, f"Eonyx does not support {name}")
@@ -208,7 +222,7 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
         raise _refuse(
             "the last message must be the user's or a tool's result: it is the turn", "messages"
         )
-    tools = _check_tools(body.get("tools"))
+    tools = _check_tools(_runnable(body.get("tools"), unused))
     _check_tool_choice(body.get("tool_choice"), tools)
     _check_response_format(body.get("response_format"))
     instructions = [
@@ -218,6 +232,8 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     ]
     stream_options = body.get("stream_options") or {}
     user = body.get("user")
+    if unused:
+        log.debug("accepted but not honoured: %s", ", ".join(unused))
     return ChatRequest(
         model=body["model"],
         messages=tuple(m for m in messages if m["role"] not in INSTRUCTION_ROLES),
@@ -226,7 +242,7 @@ def read_chat_request(body: Mapping[str, Any]) -> ChatRequest:
         tools=tools,
         stream=bool(body.get("stream")),
         include_usage=bool(stream_options.get("include_usage")),
-        temporary=body.get("store") is False,
         user=user if isinstance(user, str) else None,
         metadata=body.get("metadata"),
+        ignored=tuple(dict.fromkeys(unused)),
     )

@@ -7,12 +7,16 @@ Input items map onto chat messages: a message item by its role (system and devel
 are the client's instructions, after `instructions`), `function_call` items onto the tool
 calls of the assistant message they follow, `function_call_output` onto tool results.
 `reasoning` items carry nothing a chat model reads and are passed over. Function tools,
-`tool_choice`, `text.format` and the sampling parameters become their chat forms; any other
-tool type, `background`, `conversation` and the like are refused by name.
+`tool_choice`, `text.format` and the sampling parameters become their chat forms (tools:
+shared/integrations/response_tools.py). What cannot be honoured (`include` items,
+`prompt_cache_key`, `client_metadata`, `reasoning.summary`, hosted tools, fields unknown to
+Eonyx) is accepted and named in `ChatRequest.ignored`, so that a client's next release still
+connects (issue 41).
 
 `previous_response_id` continues that response's session (the id -> session mapping is kept
-in the database, for the responses that were stored: `store: false` gives a temporary
-session whose responses are not kept, as OpenAI keeps none).
+in the database, for the responses that were stored). `store: false` only means that: the
+response is not kept, yet the conversation is a listed session with memory; a temporary one
+is asked for with `X-Eonyx-Temporary`.
 """
 
 from __future__ import annotations
@@ -37,18 +41,14 @@ from shared.integrations.facade import FacadeRun, PlannedTurn
 from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
 from shared.integrations.response_object import finished, item_id, skeleton
+from shared.integrations.response_tools import ResponseTools, flat_name, read_tools, restore
 
 # Responses field -> Chat Completions field, for the fields that only change their name.
 RENAMED = {"max_output_tokens": "max_tokens"}
-SAME = ("model", "temperature", "top_p", "parallel_tool_calls", "user", "metadata", "store")
+SAME = ("model", "temperature", "top_p", "parallel_tool_calls", "user", "metadata")
 READ = ("input", "instructions", "previous_response_id", "stream", "tools", "tool_choice")
-ACCEPTED = {  # read and honoured without a chat counterpart
-    "truncation": lambda value: value in (None, "disabled", "auto"),
-    "include": lambda value: not value,
-    "reasoning": lambda value: value is None or isinstance(value, Mapping),
-    "stream_options": lambda value: value is None or isinstance(value, Mapping),
-}
-FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+READ_HERE = ("store", "truncation", "stream_options")  # honoured without a chat counterpart
+REASONING_READ = ("effort",)  # forwarded as reasoning_effort; any other setting is ignored
 PART_TEXT_TYPES = ("input_text", "output_text", "text", "refusal")
 _TABLE = cast(Table, ApiResponse.__table__)
 # Built once: building a statement costs as much as running it on SQLite.
@@ -112,10 +112,11 @@ def _messages(items: Any) -> list[dict[str, Any]]:
             content = _content(item.get("content"), where)
             messages.append({"role": item.get("role"), "content": content})
         elif kind == "function_call":
+            name = flat_name(item.get("namespace"), item.get("name"))
             call = {
                 "id": item.get("call_id"),
                 "type": "function",
-                "function": {"name": item.get("name"), "arguments": item.get("arguments") or ""},
+                "function": {"name": name, "arguments": item.get("arguments") or ""},
             }
             last = messages[-1] if messages else None
             if (
@@ -137,26 +138,6 @@ def _messages(items: Any) -> list[dict[str, Any]]:
     return messages
 
 
-def _tools(tools: Any) -> list[dict[str, Any]] | None:
-    if tools is None:
-        return None
-    if not isinstance(tools, list):
-        raise _refuse("tools must be a list", "tools")
-    chat_tools = []
-    for number, tool in enumerate(tools):
-        if not isinstance(tool, Mapping) or tool.get("type") != "function":
-            kind = tool.get("type") if isinstance(tool, Mapping) else None
-            raise _refuse(
-                f"tools[{number}]: tools of type {kind!r} are not supported; only function",
-                f"tools[{number}]",
-            )
-        function = {
-            k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool
-        }
-        chat_tools.append({"type": "function", "function": function})
-    return chat_tools
-
-
 def _tool_choice(choice: Any) -> Any:
     if choice is None or isinstance(choice, str):
         return choice
@@ -175,26 +156,32 @@ def _response_format(text: Any) -> dict[str, Any] | None:
     return dict(form)
 
 
-def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | None]:
-    """(the request in chat form, its previous_response_id), or InvalidInput naming the
-    field at fault."""
+def _ignored(body: Mapping[str, Any]) -> list[str]:
+    """The fields accepted but not honoured: those with no meaning for Eonyx, `include`
+    items and `reasoning` settings other than its effort."""
+    known = (*RENAMED, *SAME, *READ, *READ_HERE, "text", "reasoning")
+    ignored = [name for name in body if name not in known and body[name] is not None]
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, Mapping):
+        ignored += [f"reasoning.{k}" for k in reasoning if k not in REASONING_READ]
+    return ignored
+
+
+def read_responses_request(
+    body: Mapping[str, Any],
+) -> tuple[ChatRequest, str | None, ResponseTools]:
+    """(the request in chat form, its previous_response_id, its tools as read), or
+    InvalidInput naming the field at fault."""
     check_encodable(body)
-    chat: dict[str, Any] = {}
-    for name, value in body.items():
-        if name in RENAMED:
-            chat[RENAMED[name]] = value
-        elif name in SAME:
-            chat[name] = value
-        elif name == "text":
-            chat["response_format"] = _response_format(value)
-        elif name in ACCEPTED:
-            if not ACCEPTED[name](value):
-                raise _refuse(f"Eonyx does not support {name}={value!r}", name)
-        elif name not in READ:
-            raise _refuse(f"Eonyx does not support {name}", name, "unsupported_parameter")
-    effort = (body.get("reasoning") or {}).get("effort")
+    chat: dict[str, Any] = {name: body[name] for name in SAME if name in body}
+    chat |= {RENAMED[name]: body[name] for name in RENAMED if name in body}
+    if "text" in body:
+        chat["response_format"] = _response_format(body["text"])
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
     if effort:
         chat["reasoning_effort"] = effort
+    tools = read_tools(body.get("tools"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise _refuse("instructions must be a string", "instructions")
@@ -203,7 +190,7 @@ def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | 
         messages.insert(0, {"role": "system", "content": instructions})
     chat |= {
         "messages": messages,
-        "tools": _tools(body.get("tools")),
+        "tools": tools.chat if isinstance(body.get("tools"), list) else body.get("tools"),
         "tool_choice": _tool_choice(body.get("tool_choice")),
         "stream": bool(body.get("stream")),
         # a stream's last event carries the usage: ask the model for it
@@ -212,7 +199,8 @@ def read_responses_request(body: Mapping[str, Any]) -> tuple[ChatRequest, str | 
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise _refuse("previous_response_id must be a string", "previous_response_id")
-    return read_chat_request({k: v for k, v in chat.items() if v is not None}), previous
+    given = {k: v for k, v in chat.items() if v is not None}
+    return read_chat_request(given, [*_ignored(body), *tools.ignored]), previous, tools
 
 
 def _kept(
@@ -271,6 +259,7 @@ class ResponseRun:
     message_id: str
     turn: FacadeRun = field(default_factory=lambda: FacadeRun(""))
     answer: dict[str, Any] | None = None
+    ignored: tuple[str, ...] = ()  # accepted but not honoured (the X-Eonyx-Ignored header)
 
 
 def run_response(
@@ -283,12 +272,14 @@ def run_response(
 ) -> ResponseRun:
     """Read the request, choose its session (`previous_response_id`'s, the header's, or a
     new one), run its turn, and keep the finished response once it is answered."""
-    chat, previous = read_responses_request(body)
+    chat, previous, tools = read_responses_request(body)
     session = session_of(rt, principal, previous) if previous else header
     run = ResponseRun(skeleton(new_response_id(), body, chat.model), item_id("msg"))
+    run.ignored = chat.ignored
 
     def done(planned: PlannedTurn, result: TurnResult) -> None:
         run.answer = finished(run.response, result, run.message_id)
+        restore(run.answer["output"], tools.namespaces)
         keep(rt, principal, planned, result, run.answer)
 
     run.turn = facade.run_chat(rt, principal, chat, session, temporary=temporary, done=done)
