@@ -320,8 +320,9 @@ def remember(
     """Bind the session's new head, so the client's next request, which resends it, lands
     in the same session (by both its keys, the answer's alone for a client that edits the
     question)."""
-    for key in planned.keys(result):
-        bindings.bind(rt, principal.user_id, CHANNEL, key, result.session_id)
+    with rt.db.transaction() as db:  # one commit for both
+        for key in planned.keys(result):
+            bindings.bind_in(db, principal.user_id, CHANNEL, key, result.session_id)
 
 
 # -- the request, from start to end -------------------------------------------------------
