@@ -52,7 +52,7 @@ from shared.core.messages import (
     tool_call_parts,
 )
 from shared.files.session_store import SessionState, check_session_id
-from shared.integrations import api_head, bindings
+from shared.integrations import api_head, bindings, tasks
 from shared.integrations.needs import IntegrationsRuntime
 from shared.integrations.openai_request import ChatRequest
 
@@ -330,7 +330,8 @@ def remember(
 
 @dataclass
 class FacadeRun:
-    """A request's turn under way: its session, and its result (without stream) or its
+    """A request's turn under way: its session ("" for a front end's task, which has none:
+    shared/integrations/tasks.py), and its result (without stream) or its
     events (with stream: the result last, its head bound before it is yielded)."""
 
     session_id: str
@@ -365,6 +366,12 @@ def run_chat(
     and `done(planned, result)` (by default: bind the new head) once the answer is saved,
     before a stream yields it. A streamed turn runs up to its first answer event here, so
     errors before the model speaks are plain errors."""
+    if not rt.settings.front_end_tasks_as_chats and tasks.is_front_end_task(chat):
+        task = tasks.run_task(rt, principal, chat)  # no session: nothing to finish
+        if not chat.stream:
+            return FacadeRun("", task)
+        text = turns.TextDelta(str(task.assistant_message.get("content") or ""))
+        return FacadeRun("", events=iter([text, task]))
     planned = plan_request(rt, principal, chat, header, temporary=temporary)
     finish = partial(done or partial(remember, rt, principal), planned)
     if not chat.stream:
