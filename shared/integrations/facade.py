@@ -348,9 +348,9 @@ def plan_request(
     temporary: bool,
 ) -> PlannedTurn:
     """The session a request continues (`X-Eonyx-Session` names it outright), and its turn.
-    A new session is temporary when the request or its header asks."""
+    A new session is temporary when the request's header asks."""
     continuation = choose_session(rt, principal, chat, header)
-    return plan_turn(chat, continuation, temporary=chat.temporary or temporary)
+    return plan_turn(chat, continuation, temporary=temporary)
 
 
 def run_chat(

@@ -77,7 +77,6 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
     stream: bool = False
     include_usage: bool = False
-    temporary: bool = False  # set by no field: `store: false` keeps the session (issue 41)
     user: str | None = None
     metadata: Mapping[str, Any] | None = None
     ignored: tuple[str, ...] = ()  # what was accepted but not honoured, by name
@@ -218,7 +217,10 @@ def read_chat_request(body: Mapping[str, Any], ignored: Sequence[str] = ()) -> C
         raise _refuse("messages must not be empty", "messages")
     for number, message in enumerate(messages):
         _check_message(message, number)
-    if messages[-1]["role"] not in ("user", "tool"):
+    # A system or developer message after the turn's (aider's reminders) is an instruction
+    # for this turn, as OpenAI takes it: what the turn answers is the last other message.
+    turn = [m for m in messages if m["role"] not in INSTRUCTION_ROLES]
+    if not turn or turn[-1]["role"] not in ("user", "tool"):
         raise _refuse(
             "the last message must be the user's or a tool's result: it is the turn", "messages"
         )
@@ -244,5 +246,5 @@ def read_chat_request(body: Mapping[str, Any], ignored: Sequence[str] = ()) -> C
         include_usage=bool(stream_options.get("include_usage")),
         user=user if isinstance(user, str) else None,
         metadata=body.get("metadata"),
-        ignored=tuple(dict.fromkeys(unused)),
+        ignored=tuple(sorted(set(unused))),  # sorted: the body's key order is not kept
     )

@@ -99,3 +99,14 @@ def test_a_session_saved_with_the_older_head_goes_on(facade: Facade) -> None:
     assert api_head.head(state) == facade_module.exchange_key(asked, answer)
     bindings.unbind(facade.rt, user_id, facade_module.CHANNEL, facade_module.head_key(answer))
     assert facade.create([*asked, answer, user("Q2")]) == ("A2.", session_id)
+
+
+def test_a_trailing_system_message_is_this_turns_instruction(facade: Facade) -> None:
+    """aider puts its reminder in a system message after the question, as OpenAI allows."""
+    facade.llm.script("A1.")
+    reminder = {"role": "system", "content": "Reply in English."}
+    answer, session_id = facade.create([AIDER, user("Q1"), reminder])
+    assert answer == "A1."
+    prompt = facade.llm.completions[-1].messages[0]["content"]
+    assert prompt.endswith(f"{AIDER['content']}\n\nReply in English.")
+    assert facade.transcript(session_id) == [("user", "Q1"), ("assistant", "A1.")]
