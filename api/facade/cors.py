@@ -25,11 +25,11 @@ from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from api.context import runtime
-from api.facade import SESSION_HEADER, TEMPORARY_HEADER, under_facade
+from api.facade import IGNORED_HEADER, SESSION_HEADER, TEMPORARY_HEADER, under_facade
 
 # What the facade reads from a request; a preflight also allows what the browser asks for.
 ALLOWED_HEADERS = ("Authorization", "Content-Type", SESSION_HEADER, TEMPORARY_HEADER)
-EXPOSED_HEADERS = (SESSION_HEADER,)
+EXPOSED_HEADERS = (SESSION_HEADER, IGNORED_HEADER)
 MAX_AGE_SECONDS = 7200  # Chromium's ceiling; Firefox allows a day
 
 

@@ -237,7 +237,8 @@ def keep(
     it was asked not to be stored, in one transaction."""
     session_id = result.session_id
     with rt.db.transaction() as db:
-        bindings.bind_in(db, principal.user_id, facade.CHANNEL, planned.head(result), session_id)
+        for key in planned.keys(result):
+            bindings.bind_in(db, principal.user_id, facade.CHANNEL, key, session_id)
         if response.get("store") is False:
             return
         row = {

@@ -72,13 +72,17 @@ def test_a_preflight_is_answered_without_a_key_and_spends_no_budget(
     assert session_id
 
 
+EXPOSED = f"{SESSION}, X-Eonyx-Ignored"
+
+
 def test_answers_carry_the_origin_and_expose_the_session_header(facade: Facade) -> None:
+    """A browser client reads the session and what was ignored (X-Eonyx-Ignored)."""
     browser = {**facade.user.headers, "Origin": PAGE}
     body = {"model": "default", "messages": [user("from a page")]}
     plain = httpx.post(facade.url + "/v1/chat/completions", headers=browser, json=body)
     assert plain.status_code == 200
     assert plain.headers["access-control-allow-origin"] == "*"
-    assert plain.headers["access-control-expose-headers"] == SESSION
+    assert plain.headers["access-control-expose-headers"] == EXPOSED
     assert plain.headers[SESSION]
 
     facade.llm.script(text("streamed to a page"))
@@ -89,7 +93,7 @@ def test_answers_carry_the_origin_and_expose_the_session_header(facade: Facade) 
         json={**body, "stream": True},
     ) as streamed:
         assert streamed.headers["access-control-allow-origin"] == "*"
-        assert streamed.headers["access-control-expose-headers"] == SESSION
+        assert streamed.headers["access-control-expose-headers"] == EXPOSED
         events = list(sse.iter_events(streamed.iter_bytes()))
     assert events[-1].data == "[DONE]"
 
@@ -109,7 +113,7 @@ def test_listed_origins_are_echoed_and_others_get_no_cors(
     assert "Origin" in allowed.headers["vary"]
     models = httpx.get(facade.url + "/v1/models", headers={**facade.user.headers, "Origin": PAGE})
     assert models.headers["access-control-allow-origin"] == PAGE
-    assert models.headers["access-control-expose-headers"] == SESSION
+    assert models.headers["access-control-expose-headers"] == EXPOSED
     assert "Origin" in models.headers["vary"]
 
     other = "https://evil.example.net"
