@@ -10,6 +10,7 @@ model. A request refused by either leaves the session as it was, and a new sessi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +115,7 @@ def _checked_new(
     title = session_service.check_new_session(
         rt, principal, title=new.title, folder_id=new.folder_id
     )
-    return NewSession(title, new.folder_id, new.temporary, new.source, new.keep_unanswered)
+    return dataclasses.replace(new, title=title)
 
 
 def _message(

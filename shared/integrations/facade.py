@@ -238,15 +238,12 @@ class FacadeClient(ClientTurn):
     asked: tuple[Mapping[str, Any], ...] = ()
     meta: Mapping[str, Any] = field(default_factory=dict)
 
-    def head(self, answer: Mapping[str, Any]) -> str:
-        return head_key(answer)
-
     def keys(self, answer: Mapping[str, Any]) -> Keys:
         """The keys the client's next request will know the answer by."""
         return Keys(exchange_key(self.asked, answer), head_key(answer))
 
     def answer_meta(self, answer: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self.meta, api_head.HEAD: self.head(answer)}
+        return {**self.meta, api_head.HEAD: head_key(answer)}
 
 
 @dataclass(frozen=True)
@@ -264,10 +261,6 @@ class PlannedTurn:
         (the client sends the whole request again, which would make another)."""
         session_id = self.continuation.session_id
         return session_id or NewSession(temporary=self.temporary, keep_unanswered=False)
-
-    def head(self, result: TurnResult) -> str:
-        """The session's head once `result` is saved (what `answer_meta` saved with it)."""
-        return self.keys(result).answer
 
     def keys(self, result: TurnResult) -> Keys:
         """The keys of `result`'s answer, as the client will send it back."""

@@ -473,9 +473,9 @@ def _check_empty_sessions(rt: SessionsRuntime, db: Session, user_id: str) -> Non
 
 
 def discard_unanswered(rt: SessionsRuntime, user_id: str, session_id: str) -> None:
-    """Remove a session made for a request that then failed or was refused, if no answer
-    was saved in it. The client still holds its messages and sends them again, which makes
-    a session anew: this one would be left behind as an unanswered duplicate."""
+    """Remove a session a turn made whose first answer failed, if no answer was saved in it
+    (shared/chat/turns.py, for an OpenAI-style client: it sends its whole request again,
+    which makes a session anew, and this one would stay as an unanswered duplicate)."""
 
     def unanswered(state: SessionState) -> bool:
         return state.message_count == state.user_messages  # user messages only, if any
