@@ -19,6 +19,7 @@ from api.docs.event_schemas import register_event_schemas
 from api.errors import register_error_handlers
 from api.events import register_events
 from api.extensions import EonyxApi, FastJSONProvider
+from api.facade import anthropic as facade_anthropic
 from api.facade import models as facade_models
 from api.facade import views as facade_views
 from api.facade.cors import register_cors
@@ -121,4 +122,5 @@ def register_api(app: Flask) -> None:
     # The OpenAI-compatible facade lives where OpenAI clients look for it: /v1, not /api/v1.
     api.register_blueprint(facade_views.blp)
     api.register_blueprint(facade_models.blp)
+    api.register_blueprint(facade_anthropic.blp)  # Anthropic's Messages API, for its clients
     register_event_schemas(api.spec)  # what the events socket and a streamed turn send

@@ -1,10 +1,11 @@
 """Request context: the runtime, the authenticated principal, and the auth decorators.
 
-A caller authenticates with `Authorization: Bearer <token>` or, from a browser, with the
-session cookie set by `POST /auth/session` (`session_cookie_name`). A cookie rides along on
-requests other sites trigger, so a state-changing request authenticated by it must also carry
-the sign-in's CSRF token in `X-CSRF-Token` (a page of another origin cannot read it); bearer
-requests need nothing more, since no browser adds that header on its own.
+A caller authenticates with `Authorization: Bearer <token>` (or `x-api-key: <token>`, as
+Anthropic's clients send it) or, from a browser, with the session cookie set by
+`POST /auth/session` (`session_cookie_name`). A cookie rides along on requests other sites
+trigger, so a state-changing request authenticated by it must also carry the sign-in's CSRF
+token in `X-CSRF-Token` (a page of another origin cannot read it); bearer and x-api-key
+requests need nothing more, since no browser adds those headers on its own.
 
 An API key made with scopes (shared.accounts.SCOPES) may call only the routes that name one
 of them (`scope_required`); every other route, the events socket and /v1 refuse it with 403
@@ -30,6 +31,7 @@ EXTENSION = "eonyx"  # the key of the app's Runtime in `app.extensions`
 SESSION_COOKIE = "eonyx_session"
 SECURE_SESSION_COOKIE = "__Host-" + SESSION_COOKIE
 CSRF_HEADER = "X-CSRF-Token"
+API_KEY_HEADER = "x-api-key"  # Anthropic's clients send their key here, not as a bearer
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # What a sign-in whose password an administrator reset may still do (with DELETE
 # /auth/session, which checks its cookie itself): change the password, or sign out.
@@ -66,11 +68,14 @@ def session_cookie() -> str:
 
 def presented_token(fallback_token: str | None = None) -> tuple[str, bool]:
     """The token the request authenticates with, and whether it is the session cookie's:
-    `Authorization: Bearer <token>`, else `fallback_token` (for clients such as browsers'
-    WebSockets that cannot send headers), else the cookie. ("", False) when there is none."""
+    `Authorization: Bearer <token>`, else `x-api-key: <token>` (how Anthropic's clients send
+    their key), else `fallback_token` (for clients such as browsers' WebSockets that cannot
+    send headers), else the cookie. ("", False) when there is none."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip(), False
+    if key := request.headers.get(API_KEY_HEADER, "").strip():
+        return key, False
     if fallback_token and fallback_token.strip():
         return fallback_token.strip(), False
     cookie = session_cookie()

@@ -68,3 +68,42 @@ class OpenAIErrorSchema(ma.Schema):
     """What every facade error answers: OpenAI's shape, so OpenAI clients can read it."""
 
     error = ma.fields.Nested(OpenAIErrorBodySchema, required=True)
+
+
+class MessagesRequestSchema(ma.Schema):
+    """Anthropic's Messages request (`POST /v1/messages`); every other field is let through
+    and ignored by name (shared/integrations/anthropic_messages.py)."""
+
+    class Meta:
+        unknown = ma.INCLUDE
+
+    model = Line(required=True, metadata={"description": "an offering id (GET /v1/models)"})
+    max_tokens = ma.fields.Integer(required=True, validate=ma.validate.Range(1))
+    messages = ma.fields.List(ma.fields.Raw(), required=True)
+    system = Raw(allow_none=True, metadata={"description": "a string or text blocks"})
+    stream = ma.fields.Boolean(load_default=False)
+    tools = ma.fields.List(ma.fields.Dict(), allow_none=True)
+    tool_choice = ma.fields.Dict(allow_none=True)
+    stop_sequences = ma.fields.List(ma.fields.String(), allow_none=True)
+    temperature = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 1))
+    top_p = ma.fields.Float(allow_none=True, validate=ma.validate.Range(0, 1))
+    metadata = ma.fields.Dict(allow_none=True)
+
+
+class CountTokensRequestSchema(MessagesRequestSchema):
+    """What `POST /v1/messages/count_tokens` counts: a Messages request without max_tokens."""
+
+    max_tokens = ma.fields.Integer(allow_none=True, validate=ma.validate.Range(1))
+
+
+class AnthropicErrorBodySchema(ma.Schema):
+    type = ma.fields.String(required=True)
+    message = ma.fields.String(required=True)
+    code = ma.fields.String(allow_none=True, metadata={"description": "Eonyx's name for it"})
+
+
+class AnthropicErrorSchema(ma.Schema):
+    """What every /v1/messages error answers: Anthropic's shape."""
+
+    type = ma.fields.String(required=True, metadata={"description": "always error"})
+    error = ma.fields.Nested(AnthropicErrorBodySchema, required=True)

@@ -31,11 +31,11 @@ blp = Blueprint("openai", __name__, url_prefix="/v1", description="OpenAI-compat
 handle_errors_of(blp)
 
 
-def _temporary() -> bool:
+def asks_temporary() -> bool:
     return (request.headers.get(TEMPORARY_HEADER) or "").strip().lower() in TRUE
 
 
-def _headers(session_id: str, ignored: tuple[str, ...]) -> dict[str, str]:
+def answer_headers(session_id: str, ignored: tuple[str, ...]) -> dict[str, str]:
     """The answer's headers: its session (when it has one), and what was accepted but not
     honoured."""
     headers = {SESSION_HEADER: session_id} if session_id else {}
@@ -55,8 +55,8 @@ class ChatCompletions(MethodView):
     def post(self, body: dict[str, Any]) -> Any:
         rt, who, chat = runtime(), facade.caller(principal()), read_chat_request(body)
         header = request.headers.get(SESSION_HEADER)
-        run = facade.run_chat(rt, who, chat, header, temporary=_temporary())
-        where = _headers(run.session_id, chat.ignored)
+        run = facade.run_chat(rt, who, chat, header, temporary=asks_temporary())
+        where = answer_headers(run.session_id, chat.ignored)
         if run.result is not None:
             return completion_body(chat.model, run.result), 200, where
         chunks = completion_chunks(chat.model, run.events, include_usage=chat.include_usage)
@@ -74,8 +74,8 @@ class Responses(MethodView):
     def post(self, body: dict[str, Any]) -> Any:
         rt, who = runtime(), facade.caller(principal())
         header = request.headers.get(SESSION_HEADER)
-        run = responses.run_response(rt, who, body, header, temporary=_temporary())
-        where = _headers(run.turn.session_id, run.ignored)
+        run = responses.run_response(rt, who, body, header, temporary=asks_temporary())
+        where = answer_headers(run.turn.session_id, run.ignored)
         if run.turn.result is not None:
             return run.answer, 200, where
         stream = ResponseStream(run)
