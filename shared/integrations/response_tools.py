@@ -3,7 +3,9 @@
 Function tools pass as they are. A `namespace` tool (Codex sends its MCP servers' tools so,
 e.g. `mcp__eonyx`) is flattened: each of its function tools reaches the model as
 `<namespace>__<name>`, Codex's own full name for an MCP tool, and a call of it comes back
-with its namespace put back (`restore`), which Codex needs to route the call. Hosted tools
+with its namespace put back (`restore`), which Codex needs to route the call; a
+`tool_choice` may name such a tool with its namespace, or by its own name alone when one
+namespace has it (`chosen`). Hosted tools
 (`web_search`, `file_search`, `code_interpreter`, ...) cannot run on the upstream model:
 they are dropped for it and named as ignored (`tools[web_search]`), not refused (issue 41).
 """
@@ -37,6 +39,18 @@ class ResponseTools:
             function["name"] = flat_name(namespace, tool["name"])
             self.namespaces[function["name"]] = (namespace, tool["name"])
         self.chat.append({"type": "function", "function": function})
+
+    def chosen(self, namespace: Any, name: Any) -> Any:
+        """The model's name for the tool a `tool_choice` names: flattened with its namespace;
+        without one, a plain function's name as it is, else the one namespaced tool of that
+        own name (a client that names `memory_read` means `mcp__eonyx`'s). A name matching
+        nothing is left for the chat reading to refuse."""
+        if namespace:
+            return flat_name(namespace, name)
+        if any(tool["function"].get("name") == name for tool in self.chat):
+            return name
+        found = [flat for flat, (_, own) in self.namespaces.items() if own == name]
+        return found[0] if len(found) == 1 else name
 
 
 def read_tools(tools: Any) -> ResponseTools:

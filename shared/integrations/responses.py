@@ -6,7 +6,8 @@ Chat Completions form, so that sessions, tools, formats and refusals follow the 
 Input items map onto chat messages: a message item by its role (system and developer ones
 are the client's instructions, after `instructions`), `function_call` items onto the tool
 calls of the assistant message they follow, `function_call_output` onto tool results.
-`reasoning` items carry nothing a chat model reads and are passed over. Function tools,
+`reasoning` items carry nothing a chat model reads and are passed over, as are items of a
+type Eonyx does not know (a client's newer kinds), named as ignored. Function tools,
 `tool_choice`, `text.format` and the sampling parameters become their chat forms (tools:
 shared/integrations/response_tools.py). What cannot be honoured (`include` items,
 `prompt_cache_key`, `client_metadata`, `reasoning.summary`, hosted tools, fields unknown to
@@ -96,8 +97,9 @@ def _content(content: Any, where: str) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _messages(items: Any) -> list[dict[str, Any]]:
-    """The input items as chat messages (see the module docstring)."""
+def _messages(items: Any, ignored: list[str]) -> list[dict[str, Any]]:
+    """The input items as chat messages (see the module docstring); the types of the items
+    passed over, other than reasoning, are added to `ignored`."""
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
     if not isinstance(items, list) or not items:
@@ -134,15 +136,18 @@ def _messages(items: Any) -> list[dict[str, Any]]:
                 {"role": "tool", "tool_call_id": item.get("call_id"), "content": content}
             )
         elif kind != "reasoning":
-            raise _refuse(f"{where}: items of type {kind!r} are not supported", where)
+            ignored.append(f"input[{kind}]")
+    if not messages:
+        raise _refuse("input holds no message, tool call or tool result to answer", "input")
     return messages
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: Any, tools: ResponseTools) -> Any:
     if choice is None or isinstance(choice, str):
         return choice
     if isinstance(choice, Mapping) and choice.get("type") == "function":
-        return {"type": "function", "function": {"name": choice.get("name")}}
+        name = tools.chosen(choice.get("namespace"), choice.get("name"))
+        return {"type": "function", "function": {"name": name}}
     raise _refuse("tool_choice must be none, auto, required or a function", "tool_choice")
 
 
@@ -185,13 +190,14 @@ def read_responses_request(
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise _refuse("instructions must be a string", "instructions")
-    messages = _messages(body.get("input"))
+    passed_over: list[str] = []
+    messages = _messages(body.get("input"), passed_over)
     if instructions:
         messages.insert(0, {"role": "system", "content": instructions})
     chat |= {
         "messages": messages,
         "tools": tools.chat if isinstance(body.get("tools"), list) else body.get("tools"),
-        "tool_choice": _tool_choice(body.get("tool_choice")),
+        "tool_choice": _tool_choice(body.get("tool_choice"), tools),
         "stream": bool(body.get("stream")),
         # a stream's last event carries the usage: ask the model for it
         "stream_options": {"include_usage": True} if body.get("stream") else None,
@@ -200,7 +206,8 @@ def read_responses_request(
     if previous is not None and not isinstance(previous, str):
         raise _refuse("previous_response_id must be a string", "previous_response_id")
     given = {k: v for k, v in chat.items() if v is not None}
-    return read_chat_request(given, [*_ignored(body), *tools.ignored]), previous, tools
+    ignored = [*_ignored(body), *tools.ignored, *passed_over]
+    return read_chat_request(given, ignored), previous, tools
 
 
 def _kept(

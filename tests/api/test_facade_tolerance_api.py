@@ -144,3 +144,46 @@ def test_what_changes_the_answer_is_still_refused(facade: Facade) -> None:
     error = refused.value.response.json()["error"]
     assert (error["param"], error["type"]) == ("n", "invalid_request_error")
     assert facade.llm.completions == []
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"type": "function", "name": "memory_read", "namespace": "mcp__eonyx"},
+        {"type": "function", "name": "memory_read"},  # its own name, in one namespace only
+    ],
+)
+def test_a_tool_choice_may_name_a_namespaced_function(
+    facade: Facade, choice: dict[str, Any]
+) -> None:
+    answered = post(facade, codex_body(tool_choice=choice))
+    assert answered.status_code == 200, answered.text
+    sent = facade.llm.completions[-1].body
+    assert sent["tool_choice"]["function"]["name"] == "mcp__eonyx__memory_read"
+    [item] = [o for o in answered.json()["output"] if o["type"] == "function_call"]
+    assert (item["namespace"], item["name"]) == ("mcp__eonyx", "memory_read")
+
+
+def test_a_tool_choice_naming_no_tool_is_still_refused(facade: Facade) -> None:
+    choice = {"type": "function", "name": "memory_read", "namespace": "mcp__other"}
+    refused = post(facade, codex_body(tool_choice=choice))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "tool_choice"
+    assert facade.llm.completions == []
+
+
+def test_input_items_of_unknown_types_are_passed_over_by_name(facade: Facade) -> None:
+    items = [
+        {"type": "compaction", "encrypted_content": "gAAAA-opaque"},
+        *codex_body()["input"],
+        {"type": "item_reference", "id": "msg_0123"},
+    ]
+    facade.llm.script(text("Still here."))
+    answered = post(facade, codex_body(input=items))
+    assert answered.status_code == 200, answered.text
+    ignored = answered.headers[IGNORED].split(",")
+    assert {"input[compaction]", "input[item_reference]"} <= set(ignored)
+    assert answered.json()["output"][0]["content"][0]["text"] == "Still here."
+    messages = facade.llm.completions[-1].messages
+    assert messages[-1] == {"role": "user", "content": "What do you remember?"}
+    assert "opaque" not in json.dumps(messages)
