@@ -2,7 +2,8 @@
 custom model provider on the Responses wire pointed at the facade, and `eonyx mcp` as its MCP
 server, in a CODEX_HOME of the test's own with update checks and analytics off. The model
 behind Eonyx is the fake one on loopback; it calls the tool the prompt names, so Codex runs
-Eonyx's `memory_read` over MCP and sends the result back through the facade (issue 41)."""
+Eonyx's `memory_read` (or `memory_add`) over MCP and sends the result back through the
+facade (issue 41)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ SESSION_ID = re.compile(r"^session id: (\S+)$", re.MULTILINE)
 def config_toml(eonyx: Facade) -> str:
     """A user's ~/.codex/config.toml for Eonyx: the facade as the model provider (its key read
     from KEY_VARIABLE), `eonyx mcp` with its server and key as flags, nothing that phones
-    home. `required` makes Codex wait for the MCP server before its first request."""
+    home. `required` makes Codex wait for the MCP server before its first request; memory_add
+    is approved (Codex asks before any MCP tool that is not read-only, and `exec` cannot ask)."""
     mcp_args = ["mcp", "--url", eonyx.url, "--token", eonyx.user.token]
     return f"""\
 model = "default"
@@ -57,6 +59,9 @@ command = {json.dumps(eonyx_executable())}
 args = {json.dumps(mcp_args)}
 startup_timeout_sec = 30
 required = true
+
+[mcp_servers.eonyx.tools.memory_add]
+approval_mode = "approve"
 """
 
 
@@ -179,3 +184,18 @@ def test_a_resumed_run_continues_its_session_and_a_new_run_starts_another(
     assert len(sessions) == 2, sessions
     [other] = set(sessions) - {started["id"]}
     assert user_turns(eonyx, other)[-1] == "Say hello to a new run."
+
+
+def test_an_approved_memory_add_through_codex_lands_in_eonyx_memory(
+    codex: Codex, eonyx: Facade
+) -> None:
+    """Codex runs an MCP tool that is not read-only only when approved: config_toml approves
+    memory_add, as a user who wants Codex to save to Eonyx does (Codex's own error otherwise:
+    "MCP tool call requires approval, but approval policy is never")."""
+    entry = "Ships with make deploy"
+    ran = codex.exec(f"Call mcp__eonyx__memory_add with kind: agent content: '{entry}'")
+
+    assert "mcp: eonyx/memory_add (completed)" in ran.progress, ran
+    assert f"Saved: added {entry!r} to MEMORY.md." in ran.answer, ran
+    memory = httpx.get(f"{eonyx.url}/api/v1/memory/agent", headers=eonyx.user.headers)
+    assert f"- {entry}\n" in memory.json()["content"]
