@@ -22,6 +22,7 @@ from api.extensions import EonyxApi, FastJSONProvider
 from api.facade import anthropic as facade_anthropic
 from api.facade import models as facade_models
 from api.facade import views as facade_views
+from api.facade.anthropic_errors import register_messages_routing_errors
 from api.facade.cors import register_cors
 from api.facade.errors import register_routing_errors
 from api.folders import ui_state
@@ -77,6 +78,7 @@ def create_app(settings: Settings, *, jobs_queue: JobQueue | None = None) -> Fla
     register_api(app)
     register_error_handlers(app)
     register_cors(app)  # before the rate limits: a preflight spends no budget
+    register_messages_routing_errors(app)  # /v1/messages' 404 and 405 in Anthropic's shape, first
     register_routing_errors(app)  # /v1's 404 and 405 in OpenAI's shape
     app.register_blueprint(health.blp)
     app.register_blueprint(teams.blp)

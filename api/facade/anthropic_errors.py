@@ -4,17 +4,19 @@ the `anthropic` SDK raises its own exception for each status (`anthropic.BadRequ
 `NotFoundError` ...).
 
 The OpenAI facade's handlers (api/facade/errors.py) decide the status and the message of
-every error, parsing and routing included; this only reshapes their answer.
+every error, parsing and routing included (a path under /v1/messages that no route takes,
+a method its route does not take); this only reshapes their answer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from flask import Flask, request
 from flask_smorest import Blueprint
 from werkzeug.exceptions import HTTPException
 
-from api.facade.errors import Answer, domain_error, http_error
+from api.facade.errors import Answer, domain_error, http_error, routing_error
 from shared.core.errors import EonyxError
 
 PREFIX = "/v1/messages"
@@ -53,3 +55,14 @@ def handle_errors_of(blueprint: Blueprint) -> None:
     """Anthropic's shape for the errors of this blueprint's views (see the facade's own)."""
     blueprint.register_error_handler(EonyxError, lambda exc: reshaped(domain_error(exc)))
     blueprint.register_error_handler(HTTPException, lambda exc: reshaped(http_error(exc)))
+
+
+def _routing_error() -> Answer | None:
+    answer = routing_error() if under_messages(request.path) else None
+    return reshaped(answer) if answer is not None else None
+
+
+def register_messages_routing_errors(app: Flask) -> None:
+    """Anthropic's shape for a path under /v1/messages that routing refused (404, 405).
+    Registered before the facade's own hook, which would answer it in OpenAI's shape."""
+    app.before_request(_routing_error)

@@ -91,7 +91,7 @@ def _describe(status: int, exc: HTTPException) -> str:
     return exc.description or exc.name
 
 
-def _routing_error() -> Answer | None:
+def routing_error() -> Answer | None:
     """A path under /v1 that no route serves, or a method its route does not take."""
     exc = request.routing_exception
     if not under_facade(request.path) or not isinstance(exc, HTTPException):
@@ -113,4 +113,4 @@ def handle_errors_of(blueprint: Blueprint) -> None:
 
 def register_routing_errors(app: Flask) -> None:
     """OpenAI's shape for a path under /v1 that routing refused (404, 405)."""
-    app.before_request(_routing_error)
+    app.before_request(routing_error)

@@ -286,3 +286,26 @@ def test_a_stream_is_anthropics_events_and_ends_in_an_error_event_on_failure(
     ):
         "".join(stream.text_stream)
     assert failed.value.body["error"]["type"] == error["error"]["type"]  # type: ignore[index]
+
+
+def test_http_edges_of_the_messages_routes(facade: Facade) -> None:
+    """A wrong method is a 405 in Anthropic's shape; a browser's preflight is answered (the
+    facade's CORS covers /v1/messages) with the headers an Anthropic client sends."""
+    wrong = httpx.get(facade.url + "/v1/messages", headers={"x-api-key": facade.user.token})
+    assert wrong.status_code == 405
+    assert "POST" in wrong.headers["Allow"]
+    assert wrong.json()["type"] == "error"
+    assert wrong.json()["error"]["type"] == "invalid_request_error"
+    asked = "x-api-key, anthropic-version, content-type"
+    preflight = httpx.options(
+        facade.url + "/v1/messages?beta=true",
+        headers={
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": asked,
+        },
+    )
+    assert preflight.status_code == 204
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    allowed = preflight.headers["Access-Control-Allow-Headers"].lower()
+    assert {"x-api-key", "anthropic-version"} <= {h.strip() for h in allowed.split(",")}
