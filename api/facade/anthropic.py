@@ -48,6 +48,8 @@ class Messages(MethodView):
     @blp.response(200)
     @blp.alt_response(200, description="with stream: true, text/event-stream", success=True)
     def post(self, body: dict[str, Any]) -> Any:
+        """A turn in Anthropic's Messages form: the answer as a `message`, or with
+        `stream: true` as Anthropic's events; its session in `X-Eonyx-Session`."""
         rt, who = runtime(), facade.caller(principal())
         chat = anthropic_messages.read_messages_request(body)
         header = request.headers.get(SESSION_HEADER)
@@ -66,4 +68,5 @@ class CountTokens(MethodView):
     @blp.arguments(CountTokensRequestSchema)
     @blp.response(200)
     def post(self, body: dict[str, Any]) -> dict[str, int]:
+        """Eonyx's estimate of a Messages request's input tokens; no model is called."""
         return anthropic_messages.count_tokens(body)
