@@ -1,11 +1,13 @@
 """A front end's own tasks, which are not chats.
 
-Open WebUI asks the model for a chat's title, tags, follow-up questions, an emoji or search
-queries with requests of its own: one user message that opens with `### Task:` and quotes
-the chat inside `<chat_history>`. Run as chats, each would be a session of its own, listed
-beside the conversation it describes (one chat of four turns listed eight sessions). They
-are answered here without a session: the model is asked once with the request as sent, the
-user's token usage counts it, and nothing is saved, remembered or listed.
+Open WebUI asks the model for a chat's title, tags, follow-up questions or search queries
+with requests of its own: one user message that opens with `### Task:` and quotes the chat
+inside `<chat_history>`. In a voice call it also asks for an emoji for each sentence spoken,
+with a prompt of another shape (`EMOJI_OPENING`, then the sentence). Run as chats, each
+would be a session of its own, listed beside the conversation it describes (one chat of
+four turns listed eight sessions). They are answered here without a session: the model is
+asked once with the request as sent, the user's token usage counts it, and nothing is
+saved, remembered or listed.
 FRONT_END_TASKS_AS_CHATS=true turns this off.
 """
 
@@ -24,6 +26,9 @@ from shared.llm.wire import UsageSum
 
 TASK_OPENING = "### Task:"
 CHAT_HISTORY = "<chat_history>"
+EMOJI_OPENING = (
+    "Your task is to reflect the speaker's likely facial expression through a fitting emoji."
+)
 
 
 def is_front_end_task(chat: ChatRequest) -> bool:
@@ -31,8 +36,9 @@ def is_front_end_task(chat: ChatRequest) -> bool:
     last = chat.messages[-1] if chat.messages else None
     if last is None or last.get("role") != "user" or chat.tools:
         return False
-    text = content_text(last.get("content"))
-    return text.lstrip().startswith(TASK_OPENING) and CHAT_HISTORY in text
+    text = content_text(last.get("content")).lstrip()
+    quotes_the_chat = text.startswith(TASK_OPENING) and CHAT_HISTORY in text
+    return quotes_the_chat or text.startswith(EMOJI_OPENING)
 
 
 def run_task(rt: IntegrationsRuntime, principal: Principal, chat: ChatRequest) -> TurnResult:
