@@ -128,6 +128,10 @@ def codex(eonyx: Facade, tmp_path: Path) -> Codex:
         "HOME": str(home),
         "CODEX_HOME": str(home / ".codex"),
         KEY_VARIABLE: eonyx.user.token,
+        # Whatever would still phone home fails at once and never leaves the machine.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
     }
     return Codex(command, home, workdir, env)
 
