@@ -73,6 +73,10 @@ def aider(
         "HOME": str(home),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "TERM": "dumb",
+        # a dead proxy for all but loopback: whatever else aider would fetch fails at once
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
     }
     args = [
         str(command),
