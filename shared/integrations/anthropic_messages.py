@@ -5,8 +5,9 @@ There is no second turn engine: a Messages request is read into the facade's Cha
 form (`read_chat_request`) and run by `facade.run_chat`, as the Responses API is, so sessions,
 tools, memory and refusals follow the same rules. The mapping:
 
-- `system` (a string or text blocks) is the client's instructions; `cache_control` is a
-  caching hint and is passed over wherever it is.
+- `system` (a string or text blocks) is the client's instructions, and so is a message of
+  role `system` among the messages (Claude Code sends its environment so, after the user's
+  question); `cache_control` is a caching hint and is passed over wherever it is.
 - A user message's `tool_result` blocks become `tool` messages, before the rest of its
   content (text and `image` blocks, base64 or url sources, as image_url parts); images
   inside a tool result go to that user content, since a tool message carries text only.
@@ -77,6 +78,14 @@ def _parts(blocks: Any, where: str, skip: tuple[str, ...] = ()) -> list[dict[str
     return parts
 
 
+def _text(content: Any, where: str) -> str:
+    """Instructions given as a string or text blocks (their images would be lost: refused)."""
+    parts = _parts(content, where)
+    if any(part["type"] != "text" for part in parts):
+        raise _refuse(f"{where} must be text", where)
+    return "\n\n".join(part["text"] for part in parts)
+
+
 def _joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     """Text alone as one string (as a client's plain string would read), else the parts."""
     if all(part["type"] == "text" for part in parts):
@@ -140,8 +149,7 @@ def _messages(messages: Any, system: Any) -> list[dict[str, Any]]:
         raise _refuse("messages must be a non-empty list", "messages")
     chat: list[dict[str, Any]] = []
     if system:
-        texts = [part["text"] for part in _parts(system, "system") if part["type"] == "text"]
-        chat += [{"role": "system", "content": text} for text in texts]
+        chat.append({"role": "system", "content": _text(system, "system")})
     for number, message in enumerate(messages):
         where = f"messages[{number}]"
         role = message.get("role") if isinstance(message, Mapping) else None
@@ -149,8 +157,10 @@ def _messages(messages: Any, system: Any) -> list[dict[str, Any]]:
             chat += _user(message.get("content"), where)
         elif role == "assistant" and isinstance(message, Mapping):
             chat += _assistant(message.get("content"), where)
+        elif role == "system" and isinstance(message, Mapping):  # Claude Code's, mid-list
+            chat.append({"role": "system", "content": _text(message.get("content"), where)})
         else:
-            raise _refuse(f"{where}.role must be user or assistant", where)
+            raise _refuse(f"{where}.role must be user, assistant or system", where)
     return chat
 
 

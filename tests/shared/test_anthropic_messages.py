@@ -79,6 +79,7 @@ def test_system_blocks_tools_and_choice_take_their_chat_forms() -> None:
     chat = read_messages_request(
         body(
             {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "text", "text": "Three."}]},  # Claude Code's
             system=[{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}],
             tools=tools,
             tool_choice={"type": "any", "disable_parallel_tool_use": True},
@@ -86,7 +87,8 @@ def test_system_blocks_tools_and_choice_take_their_chat_forms() -> None:
             top_k=3,
         )
     )
-    assert chat.instructions == "One.\n\nTwo."
+    assert chat.instructions == "One.\n\nTwo.\n\nThree."
+    assert [message["role"] for message in chat.messages] == ["user"]
     assert [tool["function"]["name"] for tool in chat.tools] == ["Bash"]
     assert chat.options["tool_choice"] == "required"
     assert chat.options["parallel_tool_calls"] is False
@@ -101,7 +103,7 @@ def test_system_blocks_tools_and_choice_take_their_chat_forms() -> None:
 @pytest.mark.parametrize(
     ("message", "param"),
     [
-        ({"role": "system", "content": "hi"}, "messages[0]"),
+        ({"role": "tool", "content": "hi"}, "messages[0]"),
         (
             {"role": "user", "content": [{"type": "document", "source": {}}]},
             "messages[0].content[0]",
