@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -667,7 +666,7 @@ def test_a_revoked_key_stops_within_the_key_check_time(
     url = guarded.urls[transport]
     token_id, key = new_key(served, f"revoked {transport}")
 
-    async def scenario() -> tuple[float, str]:
+    async def scenario() -> str:
         async with client_of(url, key) as (session, _):
             await initialized(session)
             assert (await session.list_tools()).tools  # the key is trusted from here on
@@ -675,18 +674,15 @@ def test_a_revoked_key_stops_within_the_key_check_time(
                 f"{served.url}/api/v1/tokens/{token_id}", headers=served.alice.headers
             )
             assert revoking.status_code == 204
-            revoked = time.monotonic()
-            while time.monotonic() - revoked < KEY_CHECK + 2:
-                try:
-                    await session.list_tools()
-                except MCPError as exc:
-                    return time.monotonic() - revoked, str(exc)
-                await anyio.sleep(0.05)
-        pytest.fail("the revoked key still works")
+            # Once the key check time has passed since the key was last checked (before the
+            # revocation), the very next call is refused: no loop, no clock read.
+            await anyio.sleep(KEY_CHECK + 0.1)
+            with pytest.raises(MCPError) as refused:
+                await session.list_tools()
+            return str(refused.value)
 
-    stopped_after, refusal = anyio.run(scenario)
+    refusal = anyio.run(scenario)
     assert "refused this key: invalid, expired or revoked token" in refusal
-    assert stopped_after <= KEY_CHECK + 0.5
     assert "invalid, expired or revoked token" in challenge_of(initialize(url, key))
 
 
