@@ -9,8 +9,9 @@ tools, memory and refusals follow the same rules. The mapping:
   role `system` among the messages (Claude Code sends its environment so, after the user's
   question); `cache_control` is a caching hint and is passed over wherever it is.
 - A user message's `tool_result` blocks become `tool` messages, before the rest of its
-  content (text and `image` blocks, base64 or url sources, as image_url parts); images
-  inside a tool result go to that user content, since a tool message carries text only.
+  content (text and `image` blocks, base64 or url sources, as image_url parts; plain-text
+  `document` blocks as text); images inside a tool result go to that user content, since a
+  tool message carries text only.
 - An assistant message's text blocks are its content and its `tool_use` blocks its tool
   calls (arguments as JSON text), so a resent answer hashes as the one Eonyx gave
   (`facade.head_key`) and the conversation stays in its session; thinking blocks carry
@@ -49,14 +50,29 @@ def _refuse(message: str, param: str) -> InvalidInput:
     return InvalidInput(message, code="invalid_request", param=param)
 
 
-def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _source(block: Mapping[str, Any], kind: str, *fields: str) -> list[str] | None:
+    """The fields of a block's source of `kind`, when it is one and they are text."""
     source = block.get("source")
-    kind = source.get("type") if isinstance(source, Mapping) else None
-    if kind == "base64" and isinstance(source, Mapping):
-        return image_part(f"data:{source.get('media_type')};base64,{source.get('data')}")
-    if kind == "url" and isinstance(source, Mapping) and isinstance(source.get("url"), str):
-        return image_part(source["url"])
+    if not isinstance(source, Mapping) or source.get("type") != kind:
+        return None
+    values = [source.get(name) for name in fields]
+    texts = [value for value in values if isinstance(value, str)]
+    return texts if len(texts) == len(fields) else None
+
+
+def _image(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if (encoded := _source(block, "base64", "media_type", "data")) is not None:
+        return image_part(f"data:{encoded[0]};base64,{encoded[1]}")
+    if (url := _source(block, "url", "url")) is not None:
+        return image_part(url[0])
     raise _refuse(f"{where}: an image source must be base64 or url", where)
+
+
+def _document(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A plain-text document as text; any other (a PDF) the model behind Eonyx cannot read."""
+    if (data := _source(block, "text", "data")) is not None:
+        return text_part(data[0])
+    raise _refuse(f"{where}: only documents with a text source are supported", where)
 
 
 def _parts(blocks: Any, where: str, skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -73,6 +89,8 @@ def _parts(blocks: Any, where: str, skip: tuple[str, ...] = ()) -> list[dict[str
             parts.append(text_part(str(block.get("text") or "")))
         elif kind == "image" and isinstance(block, Mapping):
             parts.append(_image(block, at))
+        elif kind == "document" and isinstance(block, Mapping):
+            parts.append(_document(block, at))
         elif kind not in (*SKIPPED_BLOCKS, *skip):
             raise _refuse(f"{at}: blocks of type {kind!r} are not supported here", at)
     return parts

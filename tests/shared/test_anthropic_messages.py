@@ -10,6 +10,7 @@ from shared.core.errors import InvalidInput
 from shared.integrations import facade
 from shared.integrations.anthropic_messages import read_messages_request, tool_use
 
+PDF = {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}
 PNG = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
 CALL = {
     "id": "call_1",
@@ -49,6 +50,7 @@ def test_tool_results_come_first_and_their_images_go_with_the_user() -> None:
             "content": [{"type": "text", "text": "a red square"}, {"type": "image", "source": PNG}],
         },
         {"type": "text", "text": "What is it?"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "A"}},
         {
             "type": "tool_result",
             "tool_use_id": "call_2",
@@ -66,8 +68,9 @@ def test_tool_results_come_first_and_their_images_go_with_the_user() -> None:
     tool, failed, user = chat.messages[2:]
     assert tool == {"role": "tool", "tool_call_id": "call_1", "content": "a red square"}
     assert failed == {"role": "tool", "tool_call_id": "call_2", "content": "Error: no such file"}
-    assert [part["type"] for part in user["content"]] == ["text", "image_url"]
-    assert user["content"][1]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
+    assert [part["type"] for part in user["content"]] == ["text", "text", "image_url"]
+    assert user["content"][1]["text"] == "A"  # a plain-text document
+    assert user["content"][2]["image_url"]["url"] == "data:image/png;base64,iVBORw0KGgo="
 
 
 def test_system_blocks_tools_and_choice_take_their_chat_forms() -> None:
