@@ -41,7 +41,12 @@ from shared.integrations.response_object import item_id
 
 SAME = ("model", "max_tokens", "temperature", "top_p", "metadata", "stream")
 READ = ("messages", "system", "tools", "tool_choice", "stop_sequences")
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
 SKIPPED_BLOCKS = ("thinking", "redacted_thinking")
 CUSTOM_TOOL_TYPES = (None, "custom")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -309,3 +310,18 @@ def test_http_edges_of_the_messages_routes(facade: Facade) -> None:
     assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
     allowed = preflight.headers["Access-Control-Allow-Headers"].lower()
     assert {"x-api-key", "anthropic-version"} <= {h.strip() for h in allowed.split(",")}
+
+
+def test_messages_spend_the_turn_budget_and_a_refusal_is_anthropics_429(
+    make_facade: Callable[..., Facade],
+) -> None:
+    facade = make_facade(RATE_LIMIT_TURNS_PER_MINUTE="2")
+    sdk = client(facade)
+    for question in ("one", "two"):
+        sdk.messages.create(model="default", max_tokens=10, messages=[ask(question)])
+    with pytest.raises(anthropic.RateLimitError) as refused:
+        sdk.messages.create(model="default", max_tokens=10, messages=[ask("three")])
+    assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    assert int(refused.value.response.headers["Retry-After"]) >= 1
+    assert sdk.messages.count_tokens(model="default", messages=[ask("four")]).input_tokens > 0
+    assert len(facade.llm.completions) == 2  # the refused turn never reached the model
