@@ -20,6 +20,7 @@ from api.facade.errors import Answer, domain_error, http_error, routing_error
 from shared.core.errors import EonyxError
 
 PREFIX = "/v1/messages"
+ERROR = "error"  # the `type` of Anthropic's error body and stream event (not an Eonyx event)
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -41,7 +42,7 @@ def anthropic_error(status: int, message: str, code: str | None) -> dict[str, An
     beside Anthropic's fields (as the OpenAI shape has one), for a client that tells
     errors apart."""
     kind = ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": message, "code": code}}
+    return {"type": ERROR, "error": {"type": kind, "message": message, "code": code}}
 
 
 def reshaped(answer: Answer) -> Answer:

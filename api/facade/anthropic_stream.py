@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from api.facade.anthropic_errors import anthropic_error
+from api.facade.anthropic_errors import ERROR, anthropic_error
 from shared.chat import turns
 from shared.chat.turns import TurnEvent
 from shared.core import sse
@@ -77,4 +77,4 @@ def message_events(model: str, input_tokens: int, events: Iterator[TurnEvent]) -
 def error_event(status: int, body: dict[str, Any], exc: EonyxError | None) -> str:
     """The event that ends a failed stream: the error in Anthropic's shape."""
     error = anthropic_error(status, body["error"]["message"], body["error"]["code"])
-    return _event("error", error=error["error"])
+    return _event(ERROR, error=error["error"])
