@@ -29,7 +29,7 @@ def _message(result: turns.TurnResult) -> dict[str, Any]:
     answer = result.assistant_message
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": answer.get("content"),
+        "content": result.told or answer.get("content"),
         "refusal": None,
     }
     if result.client_tool_calls:

@@ -5,6 +5,12 @@ once and their records are saved with the round, before the next model call. A r
 that calls a client's tool ends the turn (the client runs it and sends the result with its
 next request); a round without tool calls is the answer. The last round offers no tools,
 so a turn always ends.
+
+A round that calls Eonyx's tools may say something first ("Let me look that up."), and a
+streaming client has shown it by the time the tools run. So what the client was told is
+every round's text, a blank line between rounds (`ROUND_BREAK`, streamed before the next
+round's first word too): `TurnResult.told`. The facade hashes that text as the session's
+head, since it is what an OpenAI-style client sends back.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from shared.core import events
 from shared.core.messages import MessageRecord, MetaRecord, message_record, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
-from shared.llm.client import Messages
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion, ToolCall, UsageSum
 from shared.sessions import service as session_service
@@ -40,6 +45,7 @@ class TextDelta:
 # tool's message record, a memory file changed. The records themselves are saved with their
 # round, before the next model call.
 StepEvent = events.ToolCall | events.ToolResult | events.MemoryWrite
+ROUND_BREAK = "\n\n"  # between two rounds' texts in what the client is told
 
 
 @dataclass
@@ -53,6 +59,7 @@ class TurnResult:
     finish_reason: str = "stop"  # the model's; "tool_calls" when a client's tool is called
     client_tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's form
     model_usage: dict[str, int] | None = None  # the model's token counts, every round summed
+    told: str = ""  # every round's text, as the client was shown it (the module's docstring)
 
 
 @dataclass
@@ -88,6 +95,10 @@ class _Conversation:
     messages: list[Mapping[str, Any] | orjson.Fragment]
     steps: list[MessageRecord] = field(default_factory=list)
     usage: UsageSum = field(default_factory=UsageSum)
+    said: list[str] = field(default_factory=list)  # each round's text, when it had one
+
+    def told(self) -> str:
+        return ROUND_BREAK.join(self.said)
 
 
 def rounds(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
@@ -109,8 +120,10 @@ def rounds(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     for round_number in range(rt.settings.max_tool_rounds + 1):
         last_round = round_number == rt.settings.max_tool_rounds
         offered = None if last_round else [*rt.tools.specs(talk.tools), *turn.client.tools]
-        completion = yield from _call_model(turn, talk.messages, offered)
+        completion = yield from _call_model(turn, talk, offered)
         talk.usage.add(completion.usage)
+        if completion.content:
+            talk.said.append(completion.content)
         if completion.tool_calls and offered:
             ended = yield from _tool_round(turn, talk, completion)
             if ended is not None:
@@ -119,7 +132,7 @@ def rounds(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
         answer = message_record(
             "assistant", completion.content or "", offering=turn.plan.offering.id
         )
-        turn.save([answer, *_answer_meta(turn.client, answer, [])])
+        turn.save([answer, *_answer_meta(turn.client, answer, [], talk.told())])
         return _result(turn, talk, answer, completion.finish_reason or "stop")
     raise AssertionError("the last round offers no tools, so it always answers")
 
@@ -142,7 +155,9 @@ def _tool_round(
             calls.append((yield from _run_tool(turn, talk.tools, call, calls[0]["id"])))
     client_calls = [c.as_openai() for c in completion.tool_calls if turn.client.runs(c.name)]
     turn.save(
-        [*calls, *_answer_meta(turn.client, calls[0], client_calls)] if client_calls else calls
+        [*calls, *_answer_meta(turn.client, calls[0], client_calls, talk.told())]
+        if client_calls
+        else calls
     )
     talk.steps.extend(calls)
     if not client_calls:
@@ -168,11 +183,12 @@ def _run_tool(
 
 
 def _call_model(
-    turn: Turn, messages: Messages, tools: list[dict[str, Any]] | None
+    turn: Turn, talk: _Conversation, tools: list[dict[str, Any]] | None
 ) -> Generator[TextDelta, None, Completion]:
     """One round's model call, counted against the user (a stream asks for the model's
-    token counts whatever the client asked: they are what the user's usage records)."""
-    rt, offering = turn.rt, turn.plan.offering
+    token counts whatever the client asked: they are what the user's usage records); its
+    first word streamed after a ROUND_BREAK when an earlier round said something."""
+    rt, offering, messages = turn.rt, turn.plan.offering, talk.messages
     options, user_id = turn.client.options, turn.principal.user_id
     if not turn.stream:
         return rt.llm.complete(
@@ -186,11 +202,15 @@ def _call_model(
         options=options,
         user_id=user_id,
     )
+    pending_break = bool(talk.said)
     try:
         for event in events:
             if event.completion is not None:
                 return event.completion
             if event.text:
+                if pending_break:
+                    yield TextDelta(ROUND_BREAK)
+                    pending_break = False
                 yield TextDelta(event.text)
     finally:
         close = getattr(events, "close", None)
@@ -200,10 +220,11 @@ def _call_model(
 
 
 def _answer_meta(
-    client: ClientTurn, answer: MessageRecord, client_calls: list[dict[str, Any]]
+    client: ClientTurn, answer: MessageRecord, client_calls: list[dict[str, Any]], told: str
 ) -> list[MetaRecord]:
-    """The metadata record the client asks to save with its answer, if any."""
-    changes = client.answer_meta({**answer, "tool_calls": client_calls or None})
+    """The metadata record the client asks to save with its answer, if any: of the answer
+    as the client was shown it (every round's text, its own tools' calls)."""
+    changes = client.answer_meta({**answer, "content": told, "tool_calls": client_calls or None})
     return [meta_record(changes, answer["created_at"])] if changes else []
 
 
@@ -222,4 +243,5 @@ def _result(
         talk.tools.events,
         finish_reason=finish_reason,
         model_usage=talk.usage.total,
+        told=talk.told(),
     )

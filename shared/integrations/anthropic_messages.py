@@ -34,7 +34,7 @@ from typing import Any
 from shared.chat.compaction import CHARS_PER_TOKEN
 from shared.chat.turns import TurnResult
 from shared.core.errors import InvalidInput
-from shared.core.messages import answer_text, image_part, message_chars, text_part
+from shared.core.messages import image_part, message_chars, text_part
 from shared.integrations import facade
 from shared.integrations.openai_request import ChatRequest, check_encodable, read_chat_request
 from shared.integrations.response_object import item_id
@@ -286,7 +286,7 @@ def message_id() -> str:
 
 def message_body(model: str, result: TurnResult) -> dict[str, Any]:
     """The turn's answer as an Anthropic message."""
-    text = answer_text(result.assistant_message.get("content"))
+    text = result.told
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     content += [tool_use(call) for call in result.client_tool_calls]
     return {

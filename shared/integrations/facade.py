@@ -264,7 +264,8 @@ class PlannedTurn:
 
     def keys(self, result: TurnResult) -> Keys:
         """The keys of `result`'s answer, as the client will send it back."""
-        answer = {**result.assistant_message, "tool_calls": result.client_tool_calls or None}
+        calls = result.client_tool_calls or None
+        answer = {**result.assistant_message, "content": result.told, "tool_calls": calls}
         return self.client.keys(answer)
 
 

@@ -91,7 +91,7 @@ def finished(
     response: dict[str, Any], result: TurnResult, message_id: str | None = None
 ) -> dict[str, Any]:
     """The response with its output, its usage and its status."""
-    text = result.assistant_message.get("content") or ""
+    text = result.told
     output = [message_item(message_id or item_id("msg"), text)] if text else []
     incomplete = result.finish_reason == "length"
     return {

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shared.integrations import api_head, bindings
 from shared.integrations import facade as facade_module
-from tests.api.conftest import Facade
+from tests.api.conftest import SESSION, Facade
+from tests.fake_llm import tool_call, tool_calls
 
 AIDER = {"role": "system", "content": "Act as an expert software developer."}
 REMINDER = "\n\nReply in English."
@@ -110,3 +113,34 @@ def test_a_trailing_system_message_is_this_turns_instruction(facade: Facade) -> 
     prompt = facade.llm.completions[-1].messages[0]["content"]
     assert prompt.endswith(f"{AIDER['content']}\n\nReply in English.")
     assert facade.transcript(session_id) == [("user", "Q1"), ("assistant", "A1.")]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_an_answer_that_spoke_before_a_memory_write_continues_its_session(
+    facade: Facade, stream: bool
+) -> None:
+    """The model says something, writes to memory, then answers: the client is shown both
+    rounds' text (a stream has shown the first before the tool ran), and that is what it
+    sends back."""
+    facade.llm.script(
+        tool_calls(
+            tool_call("memory", {"action": "add", "content": "Prefers tea"}),
+            content="Noting that.",
+        ),
+        "You prefer tea.",
+        "Green, then.",
+    )
+    question = user("I prefer tea")
+    raw = facade.client().chat.completions.with_raw_response.create(
+        model="default", messages=[question], stream=stream
+    )
+    parsed = raw.parse()
+    if stream:
+        told = "".join(c.choices[0].delta.content or "" for c in parsed if c.choices)
+    else:
+        told = parsed.choices[0].message.content or ""
+    assert told == "Noting that.\n\nYou prefer tea."
+    answer, session_id = facade.create([question, assistant(told), user("Which tea?")])
+    assert answer == "Green, then."
+    assert session_id == raw.headers[SESSION]
+    assert len(facade.sessions()) == 1
