@@ -379,7 +379,7 @@ class LLMClient:
         request fields (`top_p`, `stop`, `response_format`...), sent as they are given.
         `user_id`: the user the call serves, whose tokens it counts."""
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
-        self._add_options(body, options)
+        self._add_options(body, options, offering.max_output_tokens)
         started = time.perf_counter()
         try:
             response, content, _ = self._send(offering, body, streaming=False)
@@ -422,7 +422,7 @@ class LLMClient:
         estimated, when the caller leaves early).
         """
         body = self._body(offering, messages, tools, tool_choice, temperature, max_tokens)
-        self._add_options(body, options)
+        self._add_options(body, options, offering.max_output_tokens)
         body["stream"] = True
         if include_usage:
             body["stream_options"] = {"include_usage": True}
@@ -500,14 +500,22 @@ class LLMClient:
         return body
 
     @staticmethod
-    def _add_options(body: dict[str, object], options: Mapping[str, object] | None) -> None:
+    def _add_options(
+        body: dict[str, object], options: Mapping[str, object] | None, most: int | None
+    ) -> None:
         """The caller's request fields over the defaults. A limit of the caller's own replaces
-        the offering's; a tool choice needs tools to choose from."""
+        the offering's, up to the offering's `most` output tokens, which the model would
+        refuse to exceed (Claude Code asks for 32,000 whatever the model); a tool choice
+        needs tools to choose from."""
         if not options:
             return
         if "max_completion_tokens" in options:
             body.pop("max_tokens", None)
         body.update(options)
+        for name in ("max_tokens", "max_completion_tokens"):
+            asked = body.get(name)
+            if most is not None and isinstance(asked, int) and asked > most:
+                body[name] = most
         if "tools" not in body:
             body.pop("tool_choice", None)
             body.pop("parallel_tool_calls", None)

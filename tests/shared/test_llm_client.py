@@ -539,3 +539,20 @@ def test_error_tree_and_repr() -> None:
     for kind in (LLMTimeout, LLMUnavailable, LLMRateLimited, LLMRejected, LLMInvalidResponse):
         assert issubclass(kind, LLMError)
     assert "sk-secret" not in repr(Offering("o", "http://x/v1", "m", api_key="sk-secret"))
+
+
+def test_a_callers_output_limit_is_kept_up_to_the_offerings(
+    fake_llm: FakeLLM,  # noqa: F811
+    client: LLMClient,
+) -> None:
+    """Claude Code asks for 32,000 output tokens whatever the model: the offering's limit
+    (256 here) is what the model is sent; a smaller limit of the caller's stands."""
+    offering = fake_llm.offering(max_output_tokens=256)
+    client.complete(offering, HELLO, options={"max_tokens": 32000})
+    assert fake_llm.last_request.body["max_tokens"] == 256
+    client.complete(offering, HELLO, options={"max_completion_tokens": 100})
+    body = fake_llm.last_request.body
+    assert body["max_completion_tokens"] == 100
+    assert "max_tokens" not in body
+    collect(client.stream(offering, HELLO, options={"max_completion_tokens": 9000}))
+    assert fake_llm.last_request.body["max_completion_tokens"] == 256
