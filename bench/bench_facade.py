@@ -13,6 +13,8 @@ order, per round:
   as OpenAI clients do (the session is found by the hash of its last exchange);
 - responses: POST /v1/responses with the new input and the previous_response_id of the last
   answer (the session is found by the response's row);
+- messages: POST /v1/messages (Anthropic's form, as Claude Code sends it) resending the whole
+  conversation, the answers as text blocks (the session is found as for history);
 - and, for the same four, the streamed form (`stream: true`; read to the end).
 
 Every kind starts a new session every --turns-per-session turns, so all of them work on
@@ -57,7 +59,7 @@ sys.path.insert(0, str(ROOT))  # tests/ is not installed; _common put the repo r
 from tests.fake_llm import FakeLLM
 
 TARGET_RATIO = 1.2
-KINDS = ("direct", "header", "history", "responses")
+KINDS = ("direct", "header", "history", "responses", "messages")
 SESSION = "X-Eonyx-Session"
 
 
@@ -71,7 +73,7 @@ class Conversation:
 
     def __init__(self) -> None:
         self.session_id: str | None = None
-        self.messages: list[dict[str, str]] = []
+        self.messages: list[dict[str, Any]] = []
         self.turns = 0
         self.response_id: str | None = None
 
@@ -173,6 +175,10 @@ def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, l
             path, body = "/v1/responses", {"model": "default", "input": content}
             if conv.response_id:
                 body["previous_response_id"] = conv.response_id
+        elif kind == "messages":
+            conv.messages.append({"role": "user", "content": content})
+            path = "/v1/messages"
+            body = {"model": "default", "max_tokens": 1024, "messages": conv.messages}
         else:
             conv.messages.append({"role": "user", "content": content})
             messages = conv.messages if kind == "history" else conv.messages[-1:]
@@ -186,7 +192,9 @@ def run(client: httpx.Client, rt: Any, principal: Any, args: Any) -> dict[str, l
         if kind == "responses":
             conv.response_id = response_id(data, stream)
         elif kind != "direct":
-            answer = content  # the fake echoes; the transcript check below makes sure
+            answer: Any = content  # the fake echoes; the session count below makes sure
+            if kind == "messages":
+                answer = [{"type": "text", "text": content}]
             conv.messages.append({"role": "assistant", "content": answer})
         conv.turns += 1
 
