@@ -104,8 +104,9 @@ TOOLS: dict[str, ToolSpec] = {
     "sessions_search": ToolSpec(
         SCOPE_SESSIONS_READ,
         "Search the user's past chat sessions (titles and text) for words; returns the best "
-        "matches with their ids and a snippet. Whole words; `word*` matches a prefix. Read a "
-        "match with session_read.",
+        "matches with their ids and a snippet. Word forms match (`deploy` finds deployment, "
+        '`sandwiches` finds sandwich); `"word"` matches that word only. Read a match with '
+        "session_read.",
         {
             "type": "object",
             "properties": {

@@ -31,7 +31,11 @@ SHOWN_SOURCES = ("api", "teams", "cli", "mcp")  # badges: the session did not st
 
 def _page_options(command: Any) -> Any:
     options = [
-        click.option("--search", "query", help="Search titles and message text (`word*`: prefix)."),
+        click.option(
+            "--search",
+            "query",
+            help='Search titles and message text (word forms match; "word": exactly).',
+        ),
         click.option("--archived", is_flag=True, help="The archived sessions."),
         click.option("--trash", is_flag=True, help="The sessions in the trash."),
         click.option("--folder", "folder_id", help="A folder's sessions (`none`: unfiled)."),

@@ -46,8 +46,16 @@ PROBE = 256  # SQLite: a word's matches among every user's texts read before the
 
 @dataclass(frozen=True)
 class Term:
+    """A query word: `word`, or a word starting with it when `prefix`; `also` is another
+    form matched the same way (a plural in -ies: "story" and "stories")."""
+
     word: str  # lower case, letters and digits only
     prefix: bool
+    also: str = ""
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return (self.word, self.also) if self.also else (self.word,)
 
 
 class Engine(Protocol):
@@ -115,6 +123,16 @@ def batch_due(ids: Sequence[int]) -> bool:
     return (min(ids) - 1) // BATCH != max(ids) // BATCH
 
 
+def _fts5_term(term: Term) -> str:
+    forms = [f'"{word}"' + ("*" if term.prefix else "") for word in term.forms]
+    return forms[0] if len(forms) == 1 else "(" + " OR ".join(forms) + ")"
+
+
+def _tsquery_term(term: Term) -> str:
+    forms = [word + (":*" if term.prefix else "") for word in term.forms]
+    return forms[0] if len(forms) == 1 else "(" + " | ".join(forms) + ")"
+
+
 class SqliteEngine:
     """The owner's id is an indexed column, so the match itself can be per user; a word
     found fewer than PROBE times among every user's texts is matched alone."""
@@ -128,7 +146,7 @@ class SqliteEngine:
         before: int | None,
         window: int,
     ) -> list[Row]:
-        words = " AND ".join(f'"{t.word}"' + ("*" if t.prefix else "") for t in terms)
+        words = " AND ".join(_fts5_term(t) for t in terms)
         older = "AND rowid < :before " if before is not None else ""
         # The words alone first, every user's newest PROBE matches (another user's text
         # comes back as its id alone): fewer than that, and they are all there, the user's
@@ -217,7 +235,7 @@ class PostgresEngine:
             f"WHERE t.user_id = :u AND t.tsv @@ to_tsquery('simple', :q) {older}"
             "ORDER BY t.id DESC LIMIT :w"
         )
-        query = " & ".join(t.word + (":*" if t.prefix else "") for t in terms)
+        query = " & ".join(_tsquery_term(t) for t in terms)
         return _rows(db, sql, {"q": query, "w": window, "u": user_id, "before": before})
 
     wants_ids = False

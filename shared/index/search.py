@@ -5,7 +5,8 @@ index's writers keep it current (`add`, `set_title`, `replace_session`, `forget`
 differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 (shared.index.fulltext); the rest is here, so both backends answer alike:
 
-- every word of the query must match a whole word (AND); a word ending in `*` is a prefix;
+- every word of the query must match (AND): by default any word starting with its stem, so
+  word forms match (shared.index.query says how, and the syntax: `word*`, `"exact"`);
 - matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
   says how), so a word found in every message costs a tier per page, never a scan; at most
   MAX_TIERS tiers are read (another word narrows a search that common);
@@ -17,6 +18,7 @@ differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,28 +32,18 @@ from shared.db.database import Executor, dialect_of, insert_for
 from shared.db.orm import SessionText
 from shared.index import fulltext
 from shared.index.fulltext import Term
+from shared.index.query import parse_query
+
+__all__ = ["Hit", "Term", "add_snippets", "parse_query", "search", "snippet"]
 
 WINDOW = 2000
 MAX_TIERS = 10
 PER_SESSION = 5  # texts of one session ranked per tier
-MAX_TERMS = 8
-MAX_TERM_CHARS = 64
 TITLE_WEIGHT = 2.0
 K1, B, AVERAGE_CHARS = 1.2, 0.75, 400
 SNIPPET_CHARS = 160
 INDEXED_ROLES = ("user", "assistant", "tool")  # never the system prompt
 TITLE = "title"
-_WORD = re.compile(r"([^\W_]+)(\*?)")
-
-
-def parse_query(query: str) -> list[Term]:
-    """The query's words (letters and digits; `*` right after one makes it a prefix)."""
-    terms: dict[str, Term] = {}
-    for match in _WORD.finditer(query):
-        word = match.group(1).lower()[:MAX_TERM_CHARS]
-        prefix = bool(match.group(2)) or terms.get(word, Term(word, False)).prefix
-        terms[word] = Term(word, prefix)
-    return list(terms.values())[:MAX_TERMS]
 
 
 @dataclass(slots=True)
@@ -104,7 +96,7 @@ def search(
         return [], False
     window, tiers = window or WINDOW, tiers or MAX_TIERS
     engine = fulltext.engine_for(db)
-    words = [term.word for term in terms]
+    words = [_counted(term) for term in terms]
     placed: set[str] = set()  # sessions of the tiers already read
     hits: list[Hit] = []
     before: int | None = None
@@ -119,6 +111,11 @@ def search(
             return hits, True
         before = min(row[0] for row in found)
     return hits, False  # the last tier read: older matches are out of reach
+
+
+def _counted(term: Term) -> str:
+    """What a term's frequency in a text is counted by: the start its forms share."""
+    return os.path.commonprefix(term.forms) if term.also else term.word
 
 
 def _best_texts(
@@ -180,10 +177,11 @@ def _pattern(terms: Sequence[Term]) -> re.Pattern[str]:
     checked after the word itself (a lookbehind over it and the character before), so the
     search runs from a literal, three times faster over a long body than from the check."""
     words = (
-        re.escape(t.word)
-        + rf"(?<![^\W_].{{{len(t.word)}}})"
+        re.escape(word)
+        + rf"(?<![^\W_].{{{len(word)}}})"
         + (r"[^\W_]*" if t.prefix else r"(?![^\W_])")
         for t in terms
+        for word in t.forms
     )
     return re.compile("|".join(words), re.IGNORECASE)
 

@@ -55,8 +55,33 @@ def test_titles_rank_above_text_and_frequent_mentions_above_passing_ones(
     chat_in(rt, alice, "Lunch", "sandwich", "soup")
     assert found(rt, alice, "parser") == [titled, frequent, passing]
     assert found(rt, alice, "PARSER my") == [frequent]  # every word must match
-    assert found(rt, alice, "pars") == []  # whole words...
-    assert found(rt, alice, "pars*") == [titled, frequent, passing]  # ...or a prefix
+    assert found(rt, alice, "pars") == [titled, frequent, passing]  # a prefix by default...
+    assert found(rt, alice, '"pars"') == []  # ...a whole word between quotes
+    assert found(rt, alice, '"parser"') == [titled, frequent, passing]
+
+
+def test_word_forms_find_each_other(rt: Runtime, alice: Account) -> None:
+    """The issue's examples: the form typed need not be the form written, on both backends."""
+    lunch = chat_in(rt, alice, "Lunch", "two sandwiches and a soup")
+    deploy = chat_in(rt, alice, "Release", "the deployment failed at noon")
+    plain = chat_in(rt, alice, "Kitchen", "one sandwich, then deploy the stories")
+    story = chat_in(rt, alice, "Reading", "a story a night")
+    assert sorted(found(rt, alice, "sandwich")) == sorted([lunch, plain])
+    assert sorted(found(rt, alice, "sandwiches")) == sorted([lunch, plain])
+    assert sorted(found(rt, alice, "deploy")) == sorted([deploy, plain])
+    assert sorted(found(rt, alice, "deployed")) == sorted([deploy, plain])
+    assert sorted(found(rt, alice, "stories")) == sorted([plain, story])  # -ies: story too
+    assert found(rt, alice, '"sandwiches"') == [lunch]  # quoted: exactly that form
+    assert found(rt, alice, "deployment*") == [deploy]  # a typed prefix is not stemmed
+    assert found(rt, alice, "sandwiches deployed") == [plain]  # every word still must match
+
+    results, _ = session_service.search_sessions(rt, me(alice), "deployed")
+    marked = {
+        r.row.id: [r.hit.snippet["text"][a:b] for a, b in r.hit.snippet["highlights"]]
+        for r in results
+    }
+    assert marked[deploy] == ["deployment"]  # the form found is highlighted, whole
+    assert marked[plain] == ["deploy"]
 
 
 def test_a_snippet_surrounds_the_match_with_its_highlights(rt: Runtime, alice: Account) -> None:
@@ -228,10 +253,22 @@ def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
 @pytest.mark.parametrize(
     ("query", "terms"),
     [
-        ("Parser  refactor", [("parser", False), ("refactor", False)]),
-        ("pars* pars", [("pars", True)]),
-        ('"quoted" AND NOT -x', [("quoted", False), ("and", False), ("not", False), ("x", False)]),
-        ("snake_case 3.5", [("snake", False), ("case", False), ("3", False), ("5", False)]),
+        ("Parser  refactor", [("parser", True), ("refactor", True)]),
+        ("pars* pars*", [("pars", True)]),
+        ('"quoted" AND NOT -x', [("quoted", False), ("and", True), ("not", True), ("x", False)]),
+        ('"two words', [("two", False), ("words", False)]),  # an unclosed quote runs to the end
+        (
+            "snake_case 3.5 v2",
+            [("snake", True), ("case", True), ("3", False), ("5", False), ("v2", False)],
+        ),
+        (
+            "sandwiches deployed running boxes",
+            [("sandwich", True), ("deploy", True), ("run", True), ("box", True)],
+        ),
+        (
+            "class status this string bus",
+            [("class", True), ("status", True), ("this", True), ("string", True), ("bus", True)],
+        ),  # nothing stripped
         ("%%%", []),
     ],
 )
@@ -242,10 +279,14 @@ def test_queries_are_words_never_syntax(query: str, terms: list[tuple[str, bool]
 @pytest.mark.parametrize(
     ("query", "body", "highlights"),
     [
-        ("heron", "Heron, herons, a HERON.", [[0, 5], [17, 22]]),
-        ("heron", "xheron heron_ _heron éheron 1heron\nheron", [[7, 12], [15, 20], [35, 40]]),
+        ('"heron"', "Heron, herons, a HERON.", [[0, 5], [17, 22]]),
+        ("heron", "Heron, herons, a HERON.", [[0, 5], [7, 13], [17, 22]]),
+        ('"heron"', "xheron heron_ _heron éheron 1heron\nheron", [[7, 12], [15, 20], [35, 40]]),
         ("her*", "a heron, Hermes; other", [[2, 7], [9, 15]]),
-        ("dog cat", "dogcat cat-dog", [[7, 10], [11, 14]]),
+        ('"heron"', "a heron, herons", [[2, 7]]),
+        ("herons", "a heron, herons, theron", [[2, 7], [9, 15]]),
+        ("stories", "one story, two stories, a storm", [[4, 9], [15, 22]]),
+        ('"dog cat"', "dogcat cat-dog", [[7, 10], [11, 14]]),
     ],
 )
 def test_a_highlight_is_a_whole_word_or_a_prefix(
