@@ -68,7 +68,10 @@ class SessionListArgsSchema(PageArgsSchema):
     q = Line(
         load_default=None,
         validate=Length(max=200),
-        metadata={"description": "search titles and text: whole words, `word*` for a prefix"},
+        metadata={
+            "description": "search titles and text: word forms match (`deploy` finds "
+            'deployment), `"word"` that word only, `word*` a prefix as typed'
+        },
     )
     folder_id = Line(
         load_default=None,
