@@ -33,7 +33,7 @@ from api.observability import register_observability
 from api.paths import register_converters
 from api.ratelimit import register_rate_limits
 from api.security import register_security_headers
-from api.sessions import bundles, images, likes, notes, turns
+from api.sessions import bundles, images, likes, notes, shares, turns
 from api.sessions import views as sessions_views
 from api.slow_clients import body_deadline
 from api.web import blp as web_blp
@@ -111,6 +111,7 @@ def register_api(app: Flask) -> None:
         notes.blp,
         images.blp,
         bundles.blp,
+        shares.blp,
         folders_views.blp,
         ui_state.blp,
         memory_views.blp,

@@ -20,6 +20,7 @@ from shared.integrations.responses import RESPONSE_ID_RE
 from shared.llm.models import OFFERING_ID_RE
 from shared.sessions.folders import DEVICE_ID_RE, FOLDER_ID_RE
 from shared.sessions.image_store import NAME_RE as IMAGE_NAME_RE
+from shared.sessions.shares import TOKEN_PATTERN
 
 
 def _bare(pattern: str) -> str:
@@ -84,6 +85,12 @@ class InviteSecret(BaseConverter):
     regex = r"[A-Za-z0-9_-]{16,128}"
 
 
+class ShareToken(BaseConverter):
+    """The token of a read-only link (shared.sessions.shares)."""
+
+    regex = TOKEN_PATTERN
+
+
 class ImageName(BaseConverter):
     regex = _bare(IMAGE_NAME_RE.pattern).replace("(png|", "(?:png|")
 
@@ -103,6 +110,7 @@ CONVERTERS: dict[str, type[BaseConverter]] = {
     "device_id": DeviceId,
     "image_name": ImageName,
     "invite_secret": InviteSecret,
+    "share_token": ShareToken,
 }
 
 

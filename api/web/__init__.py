@@ -18,6 +18,7 @@ CLIENT_ROUTES = (
     "/archived",
     "/c/<session_id:session_id>",
     "/invite/<invite_secret:secret>",  # an invite link: the accept-invite form
+    "/shared/<share_token:token>",  # a read-only link to a snapshot of someone's chat
 )
 
 blp = Blueprint("web", __name__, static_folder="static", static_url_path="/static")

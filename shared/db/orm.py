@@ -322,3 +322,20 @@ class DeploymentSetting(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column()
+
+
+class SessionShare(Base):
+    """A read-only link to a copy of a session's conversation as it stood when shared
+    (shared.sessions.shares). `messages` is that copy (JSON), written once and never changed:
+    the owner's later turns, edits or deletion do not reach it. The token is kept as is, not
+    hashed: the snapshot it opens is in the same row, so a hash would hide nothing from a
+    reader of the database, while the owner could no longer be shown their link again."""
+
+    __tablename__ = "session_shares"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(40), unique=True)  # one link per session
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str | None] = mapped_column(Text)
+    messages: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column()

@@ -40,6 +40,7 @@ from shared.files.filestore import encode_records, link_tree, remove_tree
 from shared.files.session_state import meta_count, meta_mapping, meta_text
 from shared.files.session_store import SUMMARY_FILE, SessionState, fold
 from shared.index import listing, sync
+from shared.sessions import shares
 from shared.sessions.needs import SessionsRuntime
 from shared.sessions.service import (
     TITLE_MAX,
@@ -193,6 +194,8 @@ def delete_session(
 ) -> None:
     """To the trash (again is a no-op), or, with `purge`, gone at once."""
     row = get_session(rt, principal, session_id)
+    with rt.db.session() as db:
+        shares.forget_session(db, session_id)  # its link answers 404, restored or not
     if purge:
         purge_session(rt, principal.user_id, session_id)
     elif row.deleted_at is None:
