@@ -1,7 +1,9 @@
 """The session manager (Ctrl+S or /sessions): the server's list, page by page as you scroll.
 
 Rows come in the server's order (pinned first, then most recently updated) and show the
-title, `YYYY/MM/DD HH:mm`, the message count and a badge for api and teams sessions. Keys:
+title, `YYYY/MM/DD HH:mm`, the message count and a badge for api and teams sessions; a
+search hit found in its text has the server's snippet on a second line, the words found
+marked, as the web client shows it (a hit on the title is marked in the title). Keys:
 Enter opens, r renames, f forks, d deletes (to the trash, after a confirmation), p pins,
 a archives, / searches titles and text. Titles still being written by the title job update
 live from the app's events socket (`title_changed`); without the socket (`events_live`, which
@@ -29,6 +31,7 @@ from cli.chat.widgets import BADGED_SOURCES, WorkerGroups
 
 NEAR_END = 10  # rows from the end at which the next page is fetched
 POLL_SECONDS = 2.0  # refresh period for pending titles when there is no events socket
+SNIPPET_SHOWN = 72  # characters of a snippet shown: the list keeps its other columns in view
 
 
 class SessionTable(DataTable[Any]):
@@ -47,6 +50,7 @@ class SessionTable(DataTable[Any]):
 
 
 def title_cell(item: dict[str, Any]) -> Text:
+    """The title, then a search hit's snippet on a line of its own."""
     text = Text()
     if item.get("pinned"):
         text.append("* ", style="bold")
@@ -54,11 +58,34 @@ def title_cell(item: dict[str, Any]) -> Text:
         text.append(f" {item['source']} ", style="reverse")
         text.append(" ")
     title = item.get("title")
-    if title:
+    found = item.get("snippet") or {}
+    if title and (item.get("match") or {}).get("role") == "title":
+        text.append_text(marked(title, found.get("highlights", [])))
+    elif title:
         text.append(title)
     else:
         text.append("titling…" if item.get("title_pending") else "untitled", style="italic dim")
+    if has_snippet(item):
+        shown = found["text"]
+        if len(shown) > SNIPPET_SHOWN:  # the server's cut starts shortly before the first match
+            shown = shown[: SNIPPET_SHOWN - 1] + "…"
+        text.append("\n")
+        text.append_text(marked(shown, found.get("highlights", []), style="dim"))
     return text
+
+
+def has_snippet(item: dict[str, Any]) -> bool:
+    """A search hit found in its text (a title's snippet would only repeat the title)."""
+    return bool(item.get("snippet")) and (item.get("match") or {}).get("role") != "title"
+
+
+def marked(text: str, highlights: list[list[int]], style: str = "") -> Text:
+    """`text` with the [start, end) spans the server found made bold (never markup: the text
+    is the user's)."""
+    shown = Text(text, style=style)
+    for start, end in highlights:
+        shown.stylize("bold reverse", start, min(end, len(text)))
+    return shown
 
 
 class SessionManager(WorkerGroups, Screen[str | None]):
@@ -173,7 +200,8 @@ class SessionManager(WorkerGroups, Screen[str | None]):
             if item["id"] in self.items:
                 continue
             self.items[item["id"]] = item
-            table.add_row(*self._cells(item), key=item["id"])
+            height = 2 if has_snippet(item) else 1
+            table.add_row(*self._cells(item), key=item["id"], height=height)
         self.next_cursor = page.get("next_cursor")
 
     @staticmethod
@@ -182,6 +210,9 @@ class SessionManager(WorkerGroups, Screen[str | None]):
         return title_cell(item), format_time(item["updated_at"]), count
 
     def _refresh_row(self, item: dict[str, Any]) -> None:
+        """A changed session's row again, with the search hit's snippet it had."""
+        old = self.items.get(item["id"], {})
+        item = {"snippet": old.get("snippet"), "match": old.get("match"), **item}
         self.items[item["id"]] = item
         table = self.query_one(SessionTable)
         for column, value in zip(("title", "updated", "messages"), self._cells(item), strict=True):

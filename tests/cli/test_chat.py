@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown, OptionList, Static
+from textual.widgets.data_table import RowKey
 
 from cli.api_client import AsyncApiClient
 from cli.chat.app import ChatApp
@@ -764,6 +765,38 @@ def test_sessions_search_covers_message_text(live: Live) -> None:
         await until(pilot, lambda: len(rows(manager)) == 1, "one session found by its text")
 
     drive(live, scenario)
+
+
+def test_a_hit_in_the_text_shows_its_snippet_with_the_word_form_found_marked(live: Live) -> None:
+    """As the web client does: the title, and under it where the text matched."""
+    hit = seed(live, "so the tokenizers need a rewrite")
+    live.api("PATCH", f"/sessions/{hit}", json={"title": "Parsing"})
+    titled = seed(live, "unrelated")
+    live.api("PATCH", f"/sessions/{titled}", json={"title": "Tokenizer notes"})
+
+    async def scenario(app: ChatApp, pilot: Pilot[None]) -> None:
+        await type_line(pilot, "/sessions tokenizer")
+        await until(pilot, lambda: isinstance(app.screen, SessionManager))
+        manager = app.screen
+        assert isinstance(manager, SessionManager)
+        await until(pilot, lambda: len(rows(manager)) == 2, "both sessions found")
+        table = manager.query_one(DataTable)
+        cells = {str(table.get_row_at(n)[0]).split("\n")[0]: table.get_row_at(n)[0] for n in (0, 1)}
+        text_hit, title_hit = cells["Parsing"], cells["Tokenizer notes"]
+        assert text_hit.plain == "Parsing\nso the tokenizers need a rewrite"
+        assert marked(text_hit) == ["tokenizers"]  # the form found, whole
+        assert table.rows[RowKey(hit)].height == 2  # the snippet's own line
+        assert title_hit.plain == "Tokenizer notes"  # a title hit: marked in the title
+        assert marked(title_hit) == ["Tokenizer"]
+
+    drive(live, scenario)
+
+
+def marked(cell: Any) -> list[str]:
+    """The spans of a cell the manager marks as found."""
+    return [
+        cell.plain[span.start : span.end] for span in cell.spans if "reverse" in str(span.style)
+    ]
 
 
 def test_manager_loads_pages_as_you_scroll(make_live: Callable[..., Live]) -> None:

@@ -173,6 +173,13 @@ def test_the_session_manager_draws_its_list_and_its_search(
     assert "Garden notes" in screen
     terminal.tmux("send-keys", "-t", "chat", "Escape")
     terminal.wait_for("Message, or / for commands")
+    terminal.type("/sessions answers")  # in the text only: each hit with its snippet below it
+    lines = terminal.wait_for("3 sessions matching 'answers'").splitlines()
+    for title in ("Parser rewrite", "Tea party plans", "Garden notes"):
+        at = next(n for n, line in enumerate(lines) if line.strip().startswith(title))
+        assert lines[at + 1].strip().startswith(f"answer in {title}")
+    terminal.tmux("send-keys", "-t", "chat", "Escape")
+    terminal.wait_for("Message, or / for commands")
     quit_chat(terminal, exit_file)
 
 
