@@ -1,11 +1,11 @@
 // @ts-check
 // The client's routes on the history API: / (a new chat), /c/<id>, /trash, /archived, /signin,
-// /invite/<secret> (an invite link).
+// /invite/<secret> (an invite link), /shared/<token> (a chat someone shared: shared.js).
 import { signal } from "../vendor/preact.js";
 
 /**
- * A route: its name, and the chat's id or the invite's secret.
- * @typedef {{ name: "chat" | "trash" | "archived" | "signin" | "invite" | "new", id?: string, secret?: string }} Route
+ * A route: its name, and the chat's id, the invite's secret or the shared chat's token.
+ * @typedef {{ name: "chat" | "trash" | "archived" | "signin" | "invite" | "shared" | "new", id?: string, secret?: string, token?: string }} Route
  */
 
 /**
@@ -20,6 +20,8 @@ export function parse(path = location.pathname) {
   if (path === "/signin") return { name: "signin" };
   const invite = path.match(/^\/invite\/([A-Za-z0-9_-]{16,128})$/);
   if (invite) return { name: "invite", secret: invite[1] };
+  const shared = path.match(/^\/shared\/([A-Za-z0-9_-]{32})$/);
+  if (shared) return { name: "shared", token: shared[1] };
   return { name: "new" };
 }
 

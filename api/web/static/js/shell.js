@@ -1,8 +1,10 @@
 // @ts-check
-// The signed-in app: the sidebar beside the chat (or the trash), and the panels' dialog.
+// The signed-in app: the sidebar beside the chat (or the trash, or a chat someone shared), and
+// the panels' dialog.
 import { html, useEffect, useState } from "../vendor/preact.js";
 import { ChatView } from "./chat.js";
 import { PanelDialog } from "./panels.js";
+import { SharedView } from "./shared.js";
 import { Sidebar } from "./sidebar.js";
 import { loadFolders, loadUiState } from "./lists.js";
 import { live } from "./state.js";
@@ -39,7 +41,9 @@ export function Shell({ user, route, onSignOut }) {
           ? html`<${TrashView} />`
           : route.name === "archived"
             ? html`<${ArchivedView} />`
-            : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
+            : route.name === "shared"
+              ? html`<${SharedView} token=${route.token || ""} onMenu=${() => setNavOpen(!navOpen)} />`
+              : html`<${ChatView} key=${activeId || "new"} sessionId=${activeId} temporary=${temporary}
             onMenu=${() => setNavOpen(!navOpen)} />`
       }
     </main>
