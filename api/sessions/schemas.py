@@ -178,7 +178,7 @@ class TurnSchema(StrictSchema):
         metadata={
             "description": "the message: text, or content parts {type: text, text} and "
             "{type: image_url, image_url: {url: 'data:image/png;base64,...'}}; leave it out "
-            "with `retry: true`",
+            "with `retry: true` or `regenerate: true`",
             "oneOf": [
                 {
                     "type": "string",
@@ -217,6 +217,25 @@ class TurnSchema(StrictSchema):
         load_default=False,
         metadata={"description": "answer the last unanswered user message again"},
     )
+    regenerate = Flag(
+        load_default=False,
+        metadata={
+            "description": "answer the last user message again, without `content`: the new "
+            "answer replaces the old one (and its tool steps) in the conversation; the session "
+            "file keeps both. A session with no user message is a 400 "
+            "`nothing_to_regenerate`"
+        },
+    )
+    edit = Line(
+        load_default=None,
+        validate=Length(min=1, max=40),
+        metadata={
+            "description": "edit and resend: the id of a user message of the conversation, "
+            "which `content` replaces; that message and everything after it leave the "
+            "conversation (the session file keeps them), and the new message is answered. "
+            "An unknown id is a 404 `message_not_found`, another role's a 400"
+        },
+    )
 
 
 class FirstTurnSchema(TurnSchema, NewSessionSchema):
@@ -224,7 +243,7 @@ class FirstTurnSchema(TurnSchema, NewSessionSchema):
     session's."""
 
     class Meta:
-        exclude = ("retry",)
+        exclude = ("retry", "regenerate", "edit")
 
 
 class UsageSchema(Schema):

@@ -149,7 +149,7 @@ def _location(session_id: str) -> str:
 def _multipart_turn(schema: type[ma.Schema]) -> dict[str, Any]:
     """A turn sent as a form: its fields through the same schema, its files as images."""
     fields: dict[str, Any] = {k: v for k, v in request.form.items() if k != "project_context"}
-    for flag in ("stream", "retry", "temporary"):
+    for flag in ("stream", "retry", "regenerate", "temporary"):
         if flag in fields:
             fields[flag] = fields[flag].strip().lower() in ("1", "true", "yes", "on")
     if "project_context" in request.form:

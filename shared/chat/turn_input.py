@@ -6,9 +6,10 @@ messages must keep the conversation valid for any model: every tool call answere
 tool result, and nothing else in between (`check_tool_results`).
 
 A retry answers the last user message when it has no answer; a regenerate answers it again
-when it has one. The old answer stays in the file, and a `supersede` record after it takes
-it out of the state, so the transcript and the next prompt show only the new one
-(shared/files/session_state.py folds it).
+when it has one. An edit replaces a user message of the conversation and everything after
+it with a new message (`edited_branch`). What is replaced stays in the file, and a
+`supersede` record after it takes it out of the state, so the transcript, the exports, forks
+and the next prompt show only the current branch (shared/files/session_state.py folds it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.core.errors import Conflict, InvalidInput
+from shared.core.errors import Conflict, InvalidInput, NotFound
 from shared.core.messages import MessageRecord, calls_tools, is_final_answer
 from shared.files.session_state import SessionState
 
@@ -117,4 +118,24 @@ def message_to_answer(
             return record, list(messages[position + 1 :]) if regenerate else []
         if is_final_answer(record) and not regenerate:
             break
+    if regenerate:
+        raise InvalidInput(
+            "the session has no message to answer again", code="nothing_to_regenerate"
+        )
     raise Conflict("the last turn was answered; send a new message", code="nothing_to_retry")
+
+
+def edited_branch(state: SessionState, message_id: str) -> list[MessageRecord]:
+    """The records an edit of `message_id` supersedes: that user message of the current
+    conversation and all after it (NotFound for an id the conversation does not hold, a
+    superseded one included; InvalidInput for a message that is not the user's)."""
+    messages = state.messages
+    for position, record in enumerate(messages):
+        if record.get("id") != message_id:
+            continue
+        if record.get("role") != "user":
+            raise InvalidInput(
+                "only a user message can be edited", code="not_a_user_message", param="edit"
+            )
+        return list(messages[position:])
+    raise NotFound("no such message in the conversation", code="message_not_found")

@@ -3,9 +3,9 @@
 `plan_turn` checks what needs no session state (the text, images, project, storage quota,
 token budget, offering and access) and returns the plan; under the session's lock,
 `opening` checks what needs the state (the trash, the model's window, the client's tool
-results, what a retry answers) and returns the records the turn saves before it calls the
-model. A request refused by either leaves the session as it was, and a new session
-(`NewSession`) is not made at all.
+results, what a retry answers, what an edit replaces) and returns the records the turn
+saves before it calls the model. A request refused by either leaves the session as it
+was, and a new session (`NewSession`) is not made at all.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ from shared.chat.project_context import (
     validate_project_context,
 )
 from shared.chat.prompt import choose_override
-from shared.chat.turn_input import ClientTurn, check_tool_results, message_to_answer
+from shared.chat.turn_input import (
+    ClientTurn,
+    check_tool_results,
+    edited_branch,
+    message_to_answer,
+)
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
@@ -48,6 +53,7 @@ class TurnRequest:
     context_window: int | None = None  # the project's bound on the window (eonyx.json)
     retry: bool = False
     regenerate: bool = False  # answer the last user message again; its answer is superseded
+    edit: str | None = None  # a user message's id: it and all after it give way to `content`
     offering: str | None = None  # an offering id; None: the one bound to the chat role
     images: tuple[bytes, ...] = ()  # uploaded image files, beside any in the content parts
     client: ClientTurn = ClientTurn()
@@ -110,7 +116,7 @@ def plan_turn(
 def _checked_new(
     rt: ChatRuntime, principal: Principal, new: NewSession, request: TurnRequest
 ) -> NewSession:
-    if request.retry or request.regenerate:
+    if request.retry or request.regenerate or request.edit:
         raise InvalidInput("a new session has no message to answer again", param="retry")
     title = session_service.check_new_session(
         rt, principal, title=new.title, folder_id=new.folder_id
@@ -131,6 +137,14 @@ def _message(
     message_text, inline = image_store.split_content(request.content, fetch)
     checked = image_store.check_all(rt, [*inline, *request.images])
     answers_again = request.retry or request.regenerate
+    if request.regenerate and (request.edit or (message_text or "").strip() or checked):
+        raise InvalidInput(
+            "a regenerate answers the last message again: send no content and no edit",
+            code="regenerate_with_content",
+            param="regenerate",
+        )
+    if request.edit and request.retry:
+        raise InvalidInput("an edit is a new message: it cannot be a retry", param="edit")
     if not answers_again and not (message_text or "").strip() and not checked:
         if not request.client.messages:
             raise InvalidInput("content must not be empty", code="empty_message")
@@ -203,6 +217,10 @@ def opening(rt: ChatRuntime, state: SessionState, plan: TurnPlan) -> Opening:
         check_fits(rt, state, plan.project, plan.offering, user_message.get("content"))
         records: list[Mapping[str, Any]] = [supersede_record(superseded)] if superseded else []
     else:
+        edit = _edit(state, request.edit)
+        if edit:  # the state the new message follows: the edited branch is gone from it
+            state = state.copy()
+            state.apply(edit[0])
         check_fits(rt, state, plan.project, plan.offering, plan.text)
         records = list[Mapping[str, Any]](client.messages)
         speaks = plan.text is not None or bool(plan.images)
@@ -211,10 +229,18 @@ def opening(rt: ChatRuntime, state: SessionState, plan: TurnPlan) -> Opening:
             names = image_store.save(rt.store, state.user_id, state.id, plan.images)
             records.append(message_record("user", plan.text or "", images=names or None))
         user_message = records[-1]
+        records = [*edit, *records]  # one write: the supersede, then the new message
     meta = _meta_changes(rt, state, plan.project, plan.text)
     if meta:
         records.append(meta_record(meta))
     return Opening(records, user_message)
+
+
+def _edit(state: SessionState, message_id: str | None) -> list[Mapping[str, Any]]:
+    """The supersede record of an edit of `message_id` (none without an edit)."""
+    if message_id is None:
+        return []
+    return [supersede_record(edited_branch(state, message_id))]
 
 
 def _meta_changes(

@@ -2,8 +2,9 @@
 
 The first record is the header (`type: session`); then `message` records (user, assistant,
 tool calls and tool results) and `meta` records (`set: {title, pinned, ...}`) in the order
-they happened; a `supersede` record takes regenerated answers out of the state (they stay
-in the file). Folding them in order gives the state (`fold`, `SessionState.apply`).
+they happened; a `supersede` record takes the messages it names out of the state (they stay
+in the file): a regenerated answer, or an edited user message and everything after it.
+Folding them in order gives the state (`fold`, `SessionState.apply`).
 
 The state holds what this layer and the index need: the header, what a session list shows
 (META_FIELDS), counts and the messages. Whatever else the header or a meta record carries is
@@ -134,7 +135,7 @@ class SessionState:
                 self.messages.append(cast(MessageRecord, record))  # the file's shape
                 self.sizes.append(message_chars(record) if is_model_message(record) else 0)
                 self.forms.append(encoded_model_message(record))
-        elif kind == "supersede":  # a regenerated answer: out of the state, still in the file
+        elif kind == "supersede":  # out of the state, still in the file (regenerate, edit)
             self._supersede(record)
             return
         elif kind == "meta":
@@ -154,6 +155,9 @@ class SessionState:
             self.updated_at = max(self.updated_at, _stamp(stamp))
 
     def _supersede(self, record: Mapping[str, Any]) -> None:
+        """The named messages leave the conversation, wherever they are in it. The counts
+        come from the record, so a fold without messages (the index's) agrees; the number of
+        user messages sent (`user_messages`, the extraction's clock) keeps counting them."""
         self.message_count -= int(record.get("messages") or 0)
         self.image_count -= int(record.get("images") or 0)
         gone = set(record.get("ids") or ())

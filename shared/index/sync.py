@@ -174,7 +174,11 @@ def note_appended(
     """Fold appended records into a row in a transaction of its own, only if the row
     describes the file exactly as it was before them (`size_before`). False otherwise (no
     row, or someone else indexed the file meanwhile), and the row is left as it was: then the
-    caller folds the file instead, so no record is ever counted twice or missed."""
+    caller folds the file instead, so no record is ever counted twice or missed. A
+    `supersede` record (a regenerate, an edit) is folded that way too, so the superseded
+    messages' text leaves the search with them."""
+    if any(record.get("type") == "supersede" for record in records):
+        return False
     never = datetime.min.replace(tzinfo=UTC)
     delta = SessionState(session_id, user_id, "", never, never)
     meta: dict[str, Any] = {}
