@@ -136,13 +136,15 @@ def forget_session(db: Session, session_id: str) -> None:
 
 
 def read_shared(rt: SessionsRuntime, token: str) -> Shared:
-    """The snapshot behind a link. Whoever asks is signed in (the API's check); a link whose
-    session is gone or in the trash is not found, as a revoked one."""
+    """The snapshot behind a link. Whoever asks is signed in (the API's check). Deleting the
+    session revoked its link; one whose session is in the trash anyway (a share made as it
+    was deleted) is not found either."""
     with rt.db.session() as db:
         found = db.execute(
             select(SessionShare, User.username)
             .join(User, User.id == SessionShare.user_id)
-            .join(SessionRow, SessionRow.id == SessionShare.session_id)
+            # Outer: a dropped index (rebuilt at the owner's next listing) hides no link.
+            .outerjoin(SessionRow, SessionRow.id == SessionShare.session_id)
             .where(SessionShare.token == token, SessionRow.deleted_at.is_(None))
         ).first()
     if found is None:

@@ -5,6 +5,7 @@ without sign-in, a revoked link and a deleted session's link read nothing."""
 from __future__ import annotations
 
 from shared.db.orm import SessionShare
+from shared.index import sync
 from shared.llm.tools import Tool
 from tests.api.conftest import API, Chat
 from tests.conftest import Account, create_account
@@ -156,3 +157,13 @@ def test_deleting_the_owners_account_removes_the_share(chat: Chat) -> None:
     assert _read(chat, link["token"], teammate)[0] == 404
     with chat.rt.db.session() as db:
         assert db.query(SessionShare).count() == 0
+
+
+def test_a_link_outlives_a_dropped_index(chat: Chat) -> None:
+    """The index is a cache: dropped (rebuilt at the owner's next listing), no link breaks."""
+    _, link = _shared_chat(chat)
+    with chat.rt.db.session() as db:
+        sync.drop(db)
+    status, body = _read(chat, link["token"], create_account(chat.rt, "teammate"))
+    assert status == 200
+    assert body["title"] == "Trip notes"
