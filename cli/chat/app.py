@@ -244,6 +244,10 @@ class ChatApp(WorkerGroups, App[None]):
     async def sessions_command(self, query: str) -> None:
         self.action_sessions(query or None)
 
+    async def regenerate_command(self, _argument: str) -> None:
+        """The app's, not an action's: the turn carries the project part, as Ctrl+R's does."""
+        self.conversation.send({"regenerate": True, **self.project})
+
     async def say(self, text: str, kind: str = "info") -> None:
         await self.conversation.say(text, kind)
 

@@ -17,7 +17,8 @@ class Command:
 
     @property
     def switches(self) -> bool:
-        """It replaces the conversation: refused while an answer is still coming."""
+        """It replaces the conversation, or its last answer: refused while an answer is still
+        coming."""
         return self.name in SWITCHING
 
     @property
@@ -31,13 +32,14 @@ COMMANDS = (
     Command("new", "/new", "start a new session"),
     Command("clear", "/clear", "wipe this session's history, once confirmed (keeps id and title)"),
     Command("rename", "/rename <title>", "rename this session"),
+    Command("regenerate", "/regenerate", "ask again for the last answer: the new one replaces it"),
     Command("fork", "/fork", "copy this session into a new one and continue there"),
     Command("export", "/export", "write `.eonyx/exports/eonyx-<id>.md` under this directory"),
     Command("help", "/help", "commands and keys"),
     Command("quit", "/quit", "leave (the session stays on the server)"),
 )
-SWITCHING = frozenset({"new", "clear", "fork"})
-ON_THE_SESSION = frozenset({"clear", "rename", "fork", "export"})
+SWITCHING = frozenset({"new", "clear", "regenerate", "fork"})
+ON_THE_SESSION = frozenset({"clear", "rename", "regenerate", "fork", "export"})
 BY_NAME = {command.name: command for command in COMMANDS}
 NAMES = tuple(BY_NAME)
 

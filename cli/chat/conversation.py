@@ -4,7 +4,8 @@ It owns what happens between the prompt and the server for one session: opening 
 transcript's tail, an unanswered message offered for Ctrl+R), a message sent as a streamed
 turn (tokens into a Markdown answer as they come, tool steps folding under their call, memory
 writes as one line), a stopped or failed turn (the message stays saved; Ctrl+R answers it
-again), a refused one (nothing saved: the text is offered back to the prompt), and likes.
+again), a refused one (nothing saved: the text is offered back to the prompt), a regenerate
+(the last answer gives way to the new one once the server accepts), and likes.
 
 A new session does not exist on the server until its first message is accepted
 (`POST /sessions/turns`): `session` stays None until the stream's first event names it.
@@ -25,6 +26,7 @@ from textual import on, work
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import var
+from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
@@ -164,13 +166,13 @@ class Conversation(WorkerGroups, VerticalScroll):
             with contextlib.suppress(WorkerCancelled, WorkerFailed):  # it says so itself
                 await opening.wait()
         user: UserEntry | None = None
-        if not body.get("retry"):
+        if not (body.get("retry") or body.get("regenerate")):
             user = UserEntry(body["content"])
             await self.mount(user)
             self.scroll_end(animate=False)
         self.can_retry = False
         self.anchor()  # stay at the end as the answer grows, until the user scrolls up
-        reader = TurnReader(self, user)
+        reader = TurnReader(self, user, self.last_answer() if body.get("regenerate") else [])
         try:
             session_id = None if self.session is None else self.open_id
             async for event in self.api.stream_turn(session_id, body):
@@ -189,6 +191,13 @@ class Conversation(WorkerGroups, VerticalScroll):
         finally:
             await reader.close()
             self.scroll_end(animate=False)
+
+    def last_answer(self) -> list[Widget]:
+        """What the screen shows after the last user message: the answer a regenerate
+        replaces, with its steps and notices."""
+        shown = list(self.children)
+        users = [n for n, widget in enumerate(shown) if isinstance(widget, UserEntry)]
+        return shown[users[-1] + 1 :] if users else []
 
     async def finish_turn(
         self, turn: dict[str, Any], user: UserEntry | None, answer: AnswerEntry | None
@@ -303,8 +312,11 @@ class TurnReader:
     """What one turn's events do to the conversation: the answer streamed into Markdown,
     the steps, the session a first message made, the end."""
 
-    def __init__(self, conversation: Conversation, user: UserEntry | None) -> None:
+    def __init__(
+        self, conversation: Conversation, user: UserEntry | None, replaces: list[Widget]
+    ) -> None:
         self.conversation, self.user = conversation, user
+        self.replaces = replaces  # the old answer of a regenerate, gone once the server accepts
         self.answer: AnswerEntry | None = None
         self.stream: MarkdownStream | None = None
         self.streamed = False
@@ -314,6 +326,8 @@ class TurnReader:
         if not self.streamed:  # the server answered: once per turn, not per token
             self.streamed = True
             conversation.reached = True
+            if self.replaces:
+                await conversation.remove_children(self.replaces)
         if isinstance(event, Token):
             if self.answer is None:
                 self.answer = AnswerEntry()

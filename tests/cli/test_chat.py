@@ -495,8 +495,11 @@ def test_typing_a_slash_lists_the_commands_and_tab_completes(live: Live) -> None
         assert not menu.display
         await pilot.press("/")
         assert menu.display
-        assert menu.option_count == 8
+        assert menu.option_count == 9
         await pilot.press("r", "e")
+        listed = [menu.get_option_at_index(i).id for i in range(menu.option_count)]
+        assert listed == ["rename", "regenerate"]
+        await pilot.press("n")
         assert [menu.get_option_at_index(i).id for i in range(menu.option_count)] == ["rename"]
         await pilot.press("tab")
         assert app.query_one("#prompt", Input).value == "/rename "
@@ -526,7 +529,8 @@ def test_new_rename_help_and_an_unknown_command(live: Live) -> None:
         kind, message = entries(app)[-1]
         assert kind == "error"
         assert message.startswith("unknown command /frobnicate")
-        assert "/sessions, /new, /clear, /rename, /fork, /export, /help, /quit" in message
+        known = "/sessions, /new, /clear, /rename, /regenerate, /fork, /export, /help, /quit"
+        assert known in message
 
         await type_line(pilot, "/help")
         await idle(app, pilot)

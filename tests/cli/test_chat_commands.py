@@ -38,13 +38,13 @@ def test_what_each_command_needs_before_it_runs() -> None:
         for name, command in commands.BY_NAME.items()
         if commands.refusal(command, streaming=True, in_session=True)
     ]
-    assert streaming == ["new", "clear", "fork"]
+    assert streaming == ["new", "clear", "regenerate", "fork"]
     new_session = [
         name
         for name, command in commands.BY_NAME.items()
         if commands.refusal(command, streaming=False, in_session=False)
     ]
-    assert new_session == ["clear", "rename", "fork", "export"]
+    assert new_session == ["clear", "rename", "regenerate", "fork", "export"]
     clear = commands.BY_NAME["clear"]
     refused = commands.refusal(clear, streaming=True, in_session=False)
     assert refused == "/clear: an answer is still coming; Esc stops it first"
