@@ -39,6 +39,7 @@ __all__ = ["Hit", "Term", "add_snippets", "parse_query", "search", "snippet"]
 WINDOW = 2000
 MAX_TIERS = 10
 PER_SESSION = 5  # texts of one session ranked per tier
+SLACK = 10  # sessions filtered beyond those a page needs, for the filters' refusals
 TITLE_WEIGHT = 2.0
 K1, B, AVERAGE_CHARS = 1.2, 0.75, 400
 SNIPPET_CHARS = 160
@@ -104,11 +105,11 @@ def search(
         found = engine.candidates(db, user_id, terms, before=before, window=window)
         best = _best_texts(found, words, placed)
         placed.update(best)
-        hits += _ranked(best, keep(list(best)))
+        hits += _ranked(best, keep, wanted - len(hits))
+        if len(hits) >= wanted:  # the tier's rest may hold more
+            return hits, True
         if len(found) < window:
             return hits, False
-        if len(hits) >= wanted:
-            return hits, True
         before = min(row[0] for row in found)
     return hits, False  # the last tier read: older matches are out of reach
 
@@ -156,14 +157,29 @@ def _best_texts(
     return best
 
 
-def _ranked(best: Mapping[str, tuple[float, fulltext.Row]], shown: Collection[str]) -> list[Hit]:
-    """A tier's hits, the sessions `shown` only, best score first (ties: the newer text)."""
-    tier = [
-        Hit(session_id, value, Candidate(*row))
-        for session_id, (value, row) in best.items()
-        if session_id in shown
-    ]
-    return sorted(tier, key=lambda h: (h.score, h.best.id), reverse=True)
+def _ranked(
+    best: Mapping[str, tuple[float, fulltext.Row]],
+    keep: Callable[[list[str]], Collection[str]],
+    needed: int,
+) -> list[Hit]:
+    """A tier's hits, best score first (ties: the newer text), the sessions `keep` shows only,
+    at least `needed` of them if the tier has as many. The sessions go through `keep` in that
+    order, a page's worth at a time: a word in a few percent of the messages puts hundreds
+    of sessions in a tier, and filtering them all (a query and a row each) cost more than
+    the search itself. The hits are the first of those of filtering the whole tier."""
+    order = sorted(best.items(), key=lambda item: (item[1][0], item[1][1][0]), reverse=True)
+    hits: list[Hit] = []
+    start = 0
+    while start < len(order) and len(hits) < needed:
+        chunk = order[start : start + needed - len(hits) + SLACK]
+        shown = keep([session_id for session_id, _ in chunk])
+        hits += [
+            Hit(session_id, value, Candidate(*row))
+            for session_id, (value, row) in chunk
+            if session_id in shown
+        ]
+        start += len(chunk)
+    return hits
 
 
 def add_snippets(hits: Sequence[Hit], terms: Sequence[Term]) -> None:

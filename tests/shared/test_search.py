@@ -250,6 +250,35 @@ def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
     assert sorted(found(rt, alice, "heron", limit=50)) == sorted(made[3:])
 
 
+def test_a_tier_is_filtered_a_page_at_a_time_and_finds_what_filtering_it_whole_finds(
+    rt: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter that refuses every other session (as an archive or folder filter would): a
+    page's hits are the first of all the tier's, and fewer sessions are filtered for it."""
+    monkeypatch.setattr(search, "SLACK", 1)
+    made = [chat_in(rt, alice, f"s{n}", "heron " * (n + 1)) for n in range(12)]
+    shown = set(made[1::2])
+    asked: list[str] = []
+
+    def keep(ids: list[str]) -> set[str]:
+        asked.extend(ids)
+        return {session_id for session_id in ids if session_id in shown}
+
+    terms = search.parse_query("heron")
+    with rt.db.session() as db:
+        if search.behind(db):
+            search.catch_up(db)
+        everything, more = search.search(db, alice.user_id, terms, wanted=100, keep=keep)
+        asked.clear()
+        page, more_page = search.search(db, alice.user_id, terms, wanted=3, keep=keep)
+    ranked = [hit.session_id for hit in everything]
+    assert sorted(ranked) == sorted(shown)
+    assert not more
+    assert [hit.session_id for hit in page] == ranked[:3]
+    assert more_page
+    assert len(asked) < len(made)
+
+
 @pytest.mark.parametrize(
     ("query", "terms"),
     [
