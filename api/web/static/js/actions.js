@@ -45,12 +45,16 @@ export const fork = (/** @type {string} */ id) =>
     toast("Forked: this is the copy.");
   }, "Could not fork");
 
-export const exportZip = (/** @type {string} */ id) =>
+/** Download the chat: the .zip bundle, or Markdown (`eonyx-<id>.md`, what the console's
+ * /export writes: the server's one exporter). */
+export const exportAs = (/** @type {string} */ id, /** @type {"zip" | "markdown"} */ format) =>
   attempt(async () => {
-    const response = await fetch(`${PREFIX}/sessions/${id}/export?format=zip`, { credentials: "same-origin" });
+    const response = await fetch(`${PREFIX}/sessions/${id}/export?format=${format}`, { credentials: "same-origin" });
     if (!response.ok) throw await errorOf(response);
-    download(await response.blob(), `eonyx-${id}.zip`);
+    download(await response.blob(), `eonyx-${id}.${format === "zip" ? "zip" : "md"}`);
   }, "Could not export");
+
+export const exportZip = (/** @type {string} */ id) => exportAs(id, "zip");
 
 export const trash = (/** @type {string} */ id) =>
   attempt(async () => {

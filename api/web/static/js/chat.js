@@ -1,16 +1,18 @@
 // @ts-check
-// The chat: the transcript (Markdown, collapsible tool steps, memory notices, images, likes),
-// the streaming answer with Stop, Retry with the server's reason, the context gauge, and the
-// composer (images by picker, paste or drop).
+// The chat: the transcript (Markdown, collapsible tool steps, memory notices, images, and the
+// message controls of messagetools.js), the streaming answer with Stop, Retry with the
+// server's reason, the context gauge, and the composer (images by picker, paste or drop).
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
-import { leftNewChat, like, load, NEW_CHAT, send, stop } from "./conversation.js";
+import { ChatMenu } from "./chatmenu.js";
+import { leftNewChat, load, NEW_CHAT, send, stop } from "./conversation.js";
 import { Icon, Spinner } from "./icons.js";
 import { Markdown } from "./markdown.js";
-import { Menu } from "./menu.js";
+import { EditForm, MessageTools } from "./messagetools.js";
 import { ModelPicker } from "./models.js";
 import * as actions from "./actions.js";
+import { RenameForm } from "./chatlist.js";
 import { navigate, parse } from "./router.js";
-import { conversation, isPending, likeOf, sessions } from "./state.js";
+import { conversation, isPending, sessions } from "./state.js";
 import { cx, onValue, titleOf } from "./util.js";
 
 /** @typedef {import("./state.js").Message} Message */
@@ -45,26 +47,6 @@ function Gauge({ context }) {
   return html`<span class=${cx("gauge", hot && "hot")} role="meter" aria-label="Context used"
     aria-valuemin="0" aria-valuemax="100" aria-valuenow=${percent}
     title=${`${context.tokens} of ${context.window} tokens`}>{ctx ${percent}%}</span>`;
-}
-
-/** @param {{ sessionId: string, message: Message }} props */
-function LikeButton({ sessionId, message }) {
-  const current = likeOf(message);
-  const status = current?.status;
-  const liked = Boolean(current);
-  /** @type {Record<string, string>} */
-  const labels = { saving: "saving…", saved: "saved", failed: "failed" };
-  const label = status && labels[status];
-  return html`<span class="like">
-    <button type="button" class=${cx("icon-button", liked && "on")} aria-pressed=${liked ? "true" : "false"}
-      aria-label="Remember this turn" title="Remember this turn"
-      onClick=${() => like(sessionId, message, !liked)}><${Icon} name="star" size=${16} filled=${liked} /></button>
-    ${
-      label &&
-      html`<span class=${cx("like-status", status)} role="status"
-      title=${current?.detail || ""}>${label}${status === "failed" && current?.detail ? `: ${current.detail}` : ""}</span>`
-    }
-  </span>`;
 }
 
 /** @param {{ sessionId: string, names?: string[], previews?: string[] }} props */
@@ -122,18 +104,41 @@ function group(/** @type {Message[]} */ messages) {
   return out;
 }
 
-/** @param {{ sessionId: string, message: Message, noLike?: boolean, notices?: MemoryWrites }} props */
-function Message({ sessionId, message, noLike, notices }) {
+/**
+ * @param {{ sessionId: string, message: Message, noLike?: boolean, notices?: MemoryWrites, last?: boolean,
+ *   idle?: boolean }} props
+ */
+function Message({ sessionId, message, noLike, notices, last, idle }) {
   const user = message.role === "user";
+  const [editing, setEditing] = useState(false);
+  const text = textOf(message.content);
   return html`<article class=${cx("message", user ? "from-user" : "from-assistant")} data-message=${message.id}
     aria-label=${user ? "You" : "Assistant"}>
-    <div class="bubble">
-      ${user ? html`<div class="user-text">${textOf(message.content)}</div>` : html`<${Markdown} text=${textOf(message.content)} />`}
+    ${
+      editing
+        ? html`<${EditForm} sessionId=${sessionId} message=${message} text=${text} onDone=${() => setEditing(false)} />`
+        : html`<div class="bubble">
+      ${user ? html`<div class="user-text">${text}</div>` : html`<${Markdown} text=${text} copyCode=${true} />`}
       <${Images} sessionId=${sessionId} names=${message.images} previews=${message.previews} />
     </div>
-    ${!message.local && !noLike && html`<div class="message-tools"><${LikeButton} sessionId=${sessionId} message=${message} /></div>`}
+    <${MessageTools} sessionId=${sessionId} message=${message} text=${text} last=${last} idle=${idle}
+      noLike=${noLike} onEdit=${() => setEditing(true)} />`
+    }
     ${notices && html`<${MemoryNotices} writes=${notices} />`}
   </article>`;
+}
+
+/** The key of the conversation's last answer (the one Regenerate replaces), if it ends with one. */
+function lastAnswer(/** @type {Item[]} */ items) {
+  const last = items[items.length - 1];
+  return last?.kind === "message" && last.message.role === "assistant" ? last.key : null;
+}
+
+/** Answer again after a failure: the saved user message when the last one is (Retry), else
+ * the saved answer's place (a regenerate that failed after the server kept the old answer). */
+function answerAgain(/** @type {string} */ sessionId, /** @type {Conversation} */ c) {
+  const last = c.messages[c.messages.length - 1];
+  send(sessionId, last?.role === "assistant" ? { regenerate: true } : { retry: true });
 }
 
 /** The last saved message is the user's and no turn is answering it (after a model outage,
@@ -145,16 +150,19 @@ function unanswered(/** @type {Conversation} */ c) {
   return c.loaded && last?.role === "user" && last?.name !== "mcp" && !answering;
 }
 
-/** @param {{ sessionId: string, c: Conversation }} props */
-function Transcript({ sessionId, c }) {
+/** @param {{ sessionId: string, c: Conversation, temporary: boolean }} props */
+function Transcript({ sessionId, c, temporary }) {
   const turn = c.turn;
   const items = group(c.messages);
+  const idle = !turn || turn.status !== "streaming";
+  const last = turn && turn.status !== "done" ? null : lastAnswer(items);
   return html`<div class="transcript">
     ${items.map((item) =>
       item.kind === "step"
         ? html`<${ToolStep} key=${item.key} call=${item.call} result=${item.result} />`
-        : html`<${Message} key=${item.key} sessionId=${sessionId} message=${item.message} noLike=${item.noLike}
-          notices=${c.notices?.get(item.message.id)} />`,
+        : html`<${Message} key=${item.key} sessionId=${sessionId} message=${item.message}
+          noLike=${item.noLike || temporary} notices=${c.notices?.get(item.message.id)}
+          last=${item.key === last} idle=${idle} />`,
     )}
     ${
       turn &&
@@ -166,7 +174,7 @@ function Transcript({ sessionId, c }) {
         (turn.text || turn.status === "streaming") &&
         html`<article class="message from-assistant streaming" aria-label="Assistant"
         aria-busy=${turn.status === "streaming" ? "true" : "false"}>
-        <div class="bubble">${turn.text ? html`<${Markdown} text=${turn.text} />` : html`<${Spinner} label="Thinking" />`}</div>
+        <div class="bubble">${turn.text ? html`<${Markdown} text=${turn.text} copyCode=${true} />` : html`<${Spinner} label="Thinking" />`}</div>
       </article>`
       }
       <${MemoryNotices} writes=${turn.memory} />
@@ -179,7 +187,7 @@ function Transcript({ sessionId, c }) {
         turn.status === "error" &&
         html`<div class="turn-error" role="alert">
         <p><strong>The answer failed:</strong> ${turn.error?.message}</p>
-        <button type="button" class="small" onClick=${() => send(sessionId, { retry: true })}>
+        <button type="button" class="small" onClick=${() => answerAgain(sessionId, c)}>
           <${Icon} name="retry" size=${14} /> Retry</button></div>`
       }
       ${
@@ -307,27 +315,30 @@ function Composer({ busy, onSend, onStop, disabled, returned }) {
 }
 
 /**
- * The chat's header: the title (its spinner while generated), the model picker, the context
- * gauge and the chat's menu.
+ * The chat's header: the title (its spinner while generated; a text field while renamed), the
+ * model picker, the context gauge and the chat's menu (chatmenu.js).
  * @param {{ sessionId: string | null, temporary: boolean, context: Context | undefined, onMenu: () => void }} props
  */
 function ChatHead({ sessionId, temporary, context, onMenu }) {
   const session = sessionId ? sessions.value.get(sessionId) : null;
-  const items = session && [
-    { label: session.pinned ? "Unpin" : "Pin", run: () => actions.setPinned(session.id, !session.pinned) },
-    { label: "Fork", run: () => actions.fork(session.id) },
-    { label: "Export (.zip)", run: () => actions.exportZip(session.id) },
-    { label: "Delete", danger: true, run: () => actions.trash(session.id) },
-  ];
+  const [renaming, setRenaming] = useState(false);
   return html`<header class="chat-head">
     <button type="button" class="icon-button nav-toggle" aria-label="Show the chats" onClick=${onMenu}>
       <${Icon} name="menu" /></button>
-    <h1 class="chat-title">${sessionId ? titleOf(session) : temporary ? "New temporary chat" : "New chat"}
-      ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>
+    ${
+      session && renaming
+        ? html`<${RenameForm} title=${session.title || ""} label="Chat title"
+          onDone=${(/** @type {string | null} */ value) => {
+            setRenaming(false);
+            if (value !== null) actions.rename(session.id, value);
+          }} />`
+        : html`<h1 class="chat-title">${sessionId ? titleOf(session) : temporary ? "New temporary chat" : "New chat"}
+      ${isPending(session) && html`<${Spinner} label="Generating the title" />`}</h1>`
+    }
     ${(session?.temporary || (!sessionId && temporary)) && html`<span class="badge">Temporary</span>`}
     <${ModelPicker} />
     <${Gauge} context=${context} />
-    ${items && html`<${Menu} label="Chat actions" items=${items} />`}
+    ${session && html`<${ChatMenu} session=${session} onRename=${() => setRenaming(true)} />`}
   </header>`;
 }
 
@@ -374,7 +385,7 @@ export function ChatView({ sessionId, temporary, onMenu }) {
       }
       ${c.error && html`<p class="error" role="alert">This chat could not be opened: ${c.error.message}</p>`}
       ${sessionId && !c.loaded && !c.error && html`<p class="muted"><${Spinner} /> Loading the chat…</p>`}
-      ${(sessionId || c.turn) && html`<${Transcript} sessionId=${key} c=${c} />`}
+      ${(sessionId || c.turn) && html`<${Transcript} sessionId=${key} c=${c} temporary=${Boolean(session?.temporary || (!sessionId && temporary))} />`}
       <div ref=${end}></div>
     </div>
     <${Composer} busy=${busy} disabled=${Boolean(c.error)}

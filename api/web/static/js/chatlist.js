@@ -1,8 +1,9 @@
 // @ts-check
 // A list of chats as the sidebar shows it: compact rows in the server's order, loaded page by
 // page as it scrolls into view, with skeleton rows where the next page will land.
-import { Component, html, useEffect, useRef, useState } from "../vendor/preact.js";
+import { Component, html, signal, useEffect, useRef, useState } from "../vendor/preact.js";
 import * as actions from "./actions.js";
+import { api } from "./api.js";
 import { Icon, Spinner } from "./icons.js";
 import { Menu } from "./menu.js";
 import { navigate } from "./router.js";
@@ -70,7 +71,7 @@ export function ChatList({ listKey, activeId, label, empty = "No chats yet." }) 
 }
 
 /** @returns {import("./menu.js").MenuItem[]} */
-function folderItems(/** @type {Session} */ session) {
+export function folderItems(/** @type {Session} */ session) {
   return folders.value.map((f) => ({
     label: f.name,
     swatch: palette.value.find((c) => c.name === f.color)?.hex,
@@ -138,7 +139,8 @@ export function Row({ session, active, pending = isPending(session), snippet = n
         { label: "No folder", disabled: !session.folder_id, run: () => actions.moveTo(session.id, null) },
       ],
     },
-    { label: "Export (.zip)", run: () => actions.exportZip(session.id) },
+    { label: "Export (.md)", run: () => actions.exportAs(session.id, "markdown") },
+    { label: "Export (.zip)", run: () => actions.exportAs(session.id, "zip") },
     { label: "Delete", danger: true, run: () => actions.trash(session.id) },
   ];
 
@@ -155,6 +157,7 @@ export function Row({ session, active, pending = isPending(session), snippet = n
           <span class="row-title">
             ${session.pinned && html`<span class="pin" title="Pinned"><${Icon} name="pin" size=${12} /></span>`}
             <span class="title-text">${title}</span>
+            ${session.forked_from && html`<${ForkMark} id=${session.forked_from} />`}
             ${pending && html`<${Spinner} label="Generating the title" />`}
             <${Badge} source=${session.source} />
           </span>
@@ -162,6 +165,7 @@ export function Row({ session, active, pending = isPending(session), snippet = n
             <time datetime=${session.updated_at}>${formatTime(session.updated_at)}</time>
             <span>${plural(session.message_count || 0, "message")}</span>
             ${session.image_count ? html`<span>${plural(session.image_count, "image")}</span>` : null}
+            ${session.forked_from && html`<${ForkMark} id=${session.forked_from} line=${true} />`}
           </span>
           ${snippet && html`<${Snippet} snippet=${snippet} />`}
         </a>
@@ -209,4 +213,31 @@ function Snippet({ snippet }) {
   }
   parts.push(snippet.text.slice(at));
   return html`<span class="snippet">${parts}</span>`;
+}
+
+/** The chats forks came from that no loaded list holds, asked for once each (null: gone). */
+const origins = signal(/** @type {Map<string, Session | null>} */ (new Map()));
+
+/** The title of the chat a fork came from; "a deleted chat" when it is gone for good. */
+function useOrigin(/** @type {string} */ id) {
+  const known = sessions.value.get(id) || origins.value.get(id);
+  useEffect(() => {
+    if (sessions.peek().has(id) || origins.peek().has(id)) return;
+    origins.value = new Map(origins.peek()).set(id, null);
+    api.get(`/sessions/${id}`).then(
+      (/** @type {Session} */ original) => (origins.value = new Map(origins.peek()).set(id, original)),
+      () => {}, // deleted for good
+    );
+  }, [id]);
+  return known ? `“${titleOf(known)}”` : "a deleted chat";
+}
+
+/** A fork's mark: an icon beside its title naming the original, and (`line`) that name in
+ * the row's details (shown on hover and for the open chat; the row's height is fixed). */
+/** @param {{ id: string, line?: boolean }} props */
+function ForkMark({ id, line = false }) {
+  const label = `Forked from ${useOrigin(id)}`;
+  return line
+    ? html`<span class="row-origin">${label}</span>`
+    : html`<span class="fork-mark" role="img" aria-label=${label} title=${label}><${Icon} name="fork" size=${12} /></span>`;
 }

@@ -1,6 +1,6 @@
 // @ts-check
 // What a conversation does against the API: load it, send a message (streamed), stop, retry,
-// like. Its messages, context gauge and running turn are in the state (state.js), outside the
+// regenerate the last answer, edit a message and send it again, like. Its messages, context gauge and running turn are in the state (state.js), outside the
 // components: a turn keeps streaming when the view changes (a new chat gets its id and URL
 // mid-turn), and the view shows it again when it comes back.
 import { api, csrfHeader, errorOf, PREFIX } from "./api.js";
@@ -96,11 +96,17 @@ async function* events(response) {
 
 /**
  * What a message sends: its text (or `retry`), streamed, the picked model (models.js), its
- * images, and for a new chat's first message whether the chat is temporary.
- * @param {{ text: string, files: File[], retry: boolean, temporary: boolean }} message
+ * images, and for a new chat's first message whether the chat is temporary. A regenerate or
+ * an edit carries no images: it goes as JSON.
+ * @param {{ text: string, files: File[], retry: boolean, regenerate: boolean, edit: string | null,
+ *   temporary: boolean }} message
  * @param {boolean} first the first message of a new chat
+ * @returns {FormData | string}
  */
-function turnForm({ text, files, retry, temporary }, first) {
+function turnBody({ text, files, retry, regenerate, edit, temporary }, first) {
+  const offering = chosenModel.peek() ? { offering: chosenModel.peek() } : {};
+  if (regenerate) return JSON.stringify({ regenerate: true, stream: true, ...offering });
+  if (edit) return JSON.stringify({ content: text, edit, stream: true, ...offering });
   const form = new FormData();
   if (!retry) form.append("content", text);
   form.append("stream", "true");
@@ -112,12 +118,14 @@ function turnForm({ text, files, retry, temporary }, first) {
 }
 
 /** POST the turn: a new chat's first message to /sessions/turns, which makes the session. */
-function postTurn(/** @type {string} */ id, /** @type {FormData} */ form, /** @type {AbortSignal} */ signal) {
+function postTurn(/** @type {string} */ id, /** @type {FormData | string} */ body, /** @type {AbortSignal} */ signal) {
+  /** @type {Record<string, string>} */
+  const json = typeof body === "string" ? { "Content-Type": "application/json" } : {};
   return fetch(`${PREFIX}/sessions/${id === NEW_CHAT ? "" : `${id}/`}turns`, {
     method: "POST",
-    body: form,
+    body,
     credentials: "same-origin",
-    headers: { Accept: "text/event-stream", ...csrfHeader() },
+    headers: { Accept: "text/event-stream", ...json, ...csrfHeader() },
     signal,
   });
 }
@@ -215,18 +223,40 @@ function failed(shown, error, { reached, retry, refused }) {
 }
 
 /**
- * Send a message (text and image files), or `retry` the last unanswered one; streamed. To
- * `NEW_CHAT`, the first message of a new chat: the server makes the session once it accepts
- * the message (a refused one leaves none) and names it first; `onSession` learns its id.
+ * The messages a regenerate or an edit replaces leave the transcript at once, so the new
+ * answer streams in their place: after the last user message (`regenerate`), or from the
+ * edited one on. The server keeps them in the session file, superseded.
  * @param {string} id
- * @param {{ text?: string, files?: File[], retry?: boolean, temporary?: boolean,
- *   onSession?: (id: string) => void }} message
+ * @param {{ regenerate: boolean, edit: string | null }} how
  */
-export async function send(id, { text = "", files = [], retry = false, temporary = false, onSession }) {
+function cutBranch(id, { regenerate, edit }) {
+  const { messages } = conversation(id).peek();
+  let at = edit ? messages.findIndex((m) => m.id === edit) : -1;
+  if (regenerate) for (let i = messages.length - 1; i >= 0 && at < 0; i--) if (messages[i].role === "user") at = i + 1;
+  if (at >= 0) updateConversation(id, { messages: messages.slice(0, at) });
+}
+
+/**
+ * Send a message (text and image files), or `retry` the last unanswered one, or `regenerate`
+ * the last answer, or send `text` in place of the user message `edit` and all after it;
+ * streamed. To `NEW_CHAT`, the first message of a new chat: the server makes the session once
+ * it accepts the message (a refused one leaves none) and names it first; `onSession` learns
+ * its id.
+ * @param {string} id
+ * @param {{ text?: string, files?: File[], retry?: boolean, regenerate?: boolean, edit?: string | null,
+ *   temporary?: boolean, onSession?: (id: string) => void }} message
+ */
+export async function send(
+  id,
+  { text = "", files = [], retry = false, regenerate = false, edit = null, temporary = false, onSession },
+) {
   const controller = new AbortController();
-  const previews = retry ? [] : files.map((f) => URL.createObjectURL(f));
+  const again = retry || regenerate; // no new user message
+  const replaces = regenerate || edit !== null; // saved messages give way (a refusal is an error then)
+  const previews = again ? [] : files.map((f) => URL.createObjectURL(f));
   /** @type {Message | null} */
-  const local = retry ? null : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews };
+  const local = again ? null : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews };
+  if (replaces) cutBranch(id, { regenerate, edit });
   const shown = show(id, { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local });
   const made = (/** @type {string | null | undefined} */ session) => {
     if (shown.key !== NEW_CHAT || !session) return;
@@ -241,7 +271,7 @@ export async function send(id, { text = "", files = [], retry = false, temporary
   try {
     const response = await postTurn(
       id,
-      turnForm({ text, files, retry, temporary }, id === NEW_CHAT),
+      turnBody({ text, files, retry, regenerate, edit, temporary }, id === NEW_CHAT),
       controller.signal,
     );
     reached = true;
@@ -250,7 +280,8 @@ export async function send(id, { text = "", files = [], retry = false, temporary
       made(refusal.details?.session_id); // a first message the model failed on stays saved there
       // 502: the model failed, the message is saved (Retry answers it); any other refusal
       // saved nothing: the message goes back to the composer, and there is nothing to retry.
-      if (refusal.status === 502 || retry) throw refusal;
+      // A refused regenerate or edit is an error: the transcript is read again as saved.
+      if (refusal.status === 502 || retry || replaces) throw refusal;
       return refused(refusal.message, refusal.status);
     }
     for await (const event of events(response)) {
@@ -260,7 +291,7 @@ export async function send(id, { text = "", files = [], retry = false, temporary
     if (shown.turn.status === "streaming")
       shown.set({ status: "error", error: { message: "the answer was cut off", status: 0 } });
   } catch (error) {
-    failed(shown, error, { reached, retry, refused });
+    failed(shown, error, { reached, retry: retry || replaces, refused });
   } finally {
     for (const url of previews) setTimeout(() => URL.revokeObjectURL(url), 60_000);
     if (shown.key !== NEW_CHAT) {

@@ -26,6 +26,11 @@ const PATHS = {
   archive: "M3 5h18v4H3zM5 9v10h14V9M10 13h4",
   user: "M12 4a4 4 0 1 0 0 8a4 4 0 1 0 0-8zM4 21a8 8 0 0 1 16 0",
   ghost: "M6 20V10a6 6 0 0 1 12 0v10l-2-2-2 2-2-2-2 2-2-2zM10 10h.01M14 10h.01",
+  copy: "M9 9h11v11H9zM5 15H4V4h11v1",
+  check: "M5 12l5 5L20 7",
+  edit: "M4 20h4L19 9l-4-4L4 16zM13 7l4 4",
+  fork: "M6 3a2 2 0 1 0 0 4a2 2 0 1 0 0-4zM18 3a2 2 0 1 0 0 4a2 2 0 1 0 0-4zM12 17a2 2 0 1 0 0 4a2 2 0 1 0 0-4zM6 7v1a4 4 0 0 0 4 4h4a4 4 0 0 0 4-4V7M12 12v5",
+  docs: "M6 3h9l4 4v14H6zM14 3v5h5M9 13h7M9 17h7",
 };
 
 /** @typedef {keyof typeof PATHS} IconName */

@@ -5,6 +5,7 @@
 import { html, useEffect, useRef } from "../vendor/preact.js";
 import { DOMPurify, Marked } from "../vendor/markdown.js";
 import hljs from "../vendor/highlight.js";
+import { copyText } from "./util.js";
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const escape = (/** @type {string} */ text) =>
@@ -35,8 +36,30 @@ export function toSafeHtml(/** @type {string | null | undefined} */ markdown) {
   });
 }
 
-/** @param {{ text: string | null | undefined, className?: string }} props */
-export function Markdown({ text, className = "markdown" }) {
+/** Each code block gets a button copying its code (added after sanitizing: the Markdown
+ * itself can make no button). */
+function addCopyButtons(/** @type {HTMLElement} */ element) {
+  for (const pre of element.querySelectorAll("pre")) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy-code small";
+    button.textContent = "Copy";
+    button.setAttribute("aria-label", "Copy code");
+    button.addEventListener("click", () =>
+      copyText(pre.querySelector("code")?.textContent ?? pre.textContent ?? "").then(
+        () => (button.textContent = "Copied"),
+        () => (button.textContent = "Not copied"),
+      ),
+    );
+    const block = document.createElement("div");
+    block.className = "code-block";
+    pre.replaceWith(block);
+    block.append(button, pre);
+  }
+}
+
+/** @param {{ text: string | null | undefined, className?: string, copyCode?: boolean }} props */
+export function Markdown({ text, className = "markdown", copyCode = false }) {
   const ref = useRef(/** @type {HTMLDivElement | null} */ (null));
   useEffect(() => {
     const element = /** @type {HTMLDivElement} */ (ref.current);
@@ -47,6 +70,7 @@ export function Markdown({ text, className = "markdown" }) {
       if (language && !hljs.getLanguage(language)) continue;
       hljs.highlightElement(block);
     }
+    if (copyCode) addCopyButtons(element);
   }, [text]);
   return html`<div class=${className} ref=${ref}></div>`;
 }

@@ -1,7 +1,7 @@
 // @ts-check
 // The sidebar: new chat, temporary toggle, search; the Folders and Chats sections (each
-// collapsible, per device); the footer with the memory panel, settings (admins), the trash
-// and sign-out.
+// collapsible, per device); the footer with the memory panel, settings (admins), the trash,
+// the account, the API docs and sign-out.
 import { html, useEffect, useRef, useState } from "../vendor/preact.js";
 import { importBundle } from "./actions.js";
 import { ChatList, Row } from "./chatlist.js";
@@ -166,6 +166,8 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
         }}><${Icon} name="trash" /></a>
       <button type="button" class="icon-button" aria-label="Account" title=${user.is_admin ? "Account and users" : "Account"}
         onClick=${() => openPanel("account")}><${Icon} name="user" /></button>
+      <a class="icon-button" href="/api/v1/docs" target="_blank" rel="noopener" aria-label="API docs"
+        title="API docs: every endpoint, to try with your token"><${Icon} name="docs" /></a>
       <span class="who" title=${live.value === "open" ? `${user.username} · live updates on` : `${user.username} · live updates off: the list refreshes every few seconds`}>
         <span class=${cx("live-dot", live.value === "open" && "on")} aria-hidden="true"></span>${user.username}</span>
       <button type="button" class="icon-button" aria-label="Sign out" title="Sign out" onClick=${onSignOut}>

@@ -36,6 +36,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
  * @property {string} [source] "api", "teams", "mcp" or the web's
  * @property {number} [message_count]
  * @property {number} [image_count]
+ * @property {string | null} [forked_from] the chat a fork was copied from
  * @property {{ text: string, highlights?: [number, number][] }} [snippet] a search hit's
  */
 

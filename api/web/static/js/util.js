@@ -74,3 +74,9 @@ export function download(blob, name) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+/** Put `text` on the clipboard; throws when the page may not (no secure context, refused). */
+export async function copyText(/** @type {string} */ text) {
+  if (!navigator.clipboard) throw new Error("the clipboard is not available on this page");
+  await navigator.clipboard.writeText(text);
+}
