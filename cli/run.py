@@ -4,6 +4,7 @@
     eonyx run -c "message"               continue the most recent session
     eonyx run -s ID "message"            continue a given session
     eonyx run -s ID --retry              answer the session's unanswered message again
+    eonyx run -c --regenerate            answer the last message again, replacing its answer
     echo "message" | eonyx run           the message from stdin (also with `-`)
 
 Which session `-c` continues: the listing (`GET /sessions`) puts pinned sessions first, so its
@@ -220,6 +221,11 @@ def print_footer(session_id: str, turn: dict[str, Any]) -> None:
     "--retry", is_flag=True, help="Answer the session's unanswered message again (no MESSAGE)."
 )
 @click.option(
+    "--regenerate",
+    is_flag=True,
+    help="Answer the session's last message again; the new answer replaces the old (no MESSAGE).",
+)
+@click.option(
     "--stream/--no-stream",
     default=None,
     help="Print the answer as it arrives (default: when stdout is a terminal).",
@@ -231,6 +237,7 @@ def run(
     session_id: str | None,
     system_prompt: str | None,
     retry: bool,
+    regenerate: bool,
     stream: bool | None,
     as_json: bool,
 ) -> None:
@@ -241,15 +248,19 @@ def run(
     """
     if continue_ and session_id:
         raise click.UsageError("give either -c or -s ID, not both")
-    if retry and not (continue_ or session_id):
-        raise click.UsageError("--retry needs the session: -s ID or -c")
-    if retry and message is not None:
-        raise click.UsageError("--retry answers the saved message again; give no MESSAGE")
+    again = "--retry" if retry else "--regenerate" if regenerate else None
+    if retry and regenerate:
+        raise click.UsageError("give either --retry or --regenerate, not both")
+    if again and not (continue_ or session_id):
+        raise click.UsageError(f"{again} needs the session: -s ID or -c")
+    if again and message is not None:
+        raise click.UsageError(f"{again} answers the saved message again; give no MESSAGE")
     if as_json and stream:
         raise click.UsageError(
             "--json prints the finished turn; it cannot be combined with --stream"
         )
-    body: dict[str, Any] = {"retry": True} if retry else {"content": read_message(message)}
+    body: dict[str, Any] = {"content": read_message(message)} if again is None else {}
+    body |= {"retry": True} if retry else {"regenerate": True} if regenerate else {}
     body |= project_part(system_prompt)
     streaming = (stdout_is_tty() if stream is None else stream) and not as_json
 

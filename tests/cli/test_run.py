@@ -419,3 +419,21 @@ def test_the_projects_eonyx_json_bounds_the_window(make_live: Callable[..., Live
     bad = live.run("hello")
     assert bad.exit_code == 1
     assert "context_window must be a whole number of tokens" in bad.output
+
+
+def test_regenerate_replaces_the_last_answer(live: Live) -> None:
+    live.llm.script(text("The first answer."))
+    session_id = session_of(live.run("a question"))
+    live.llm.script(text("A better answer."))
+
+    again = live.run("-s", session_id, "--regenerate")
+
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "A better answer.\n"
+    assert live.transcript(session_id) == [
+        ("user", "a question"),
+        ("assistant", "A better answer."),
+    ]
+    assert live.run("--regenerate").exit_code == 2  # a new session has nothing to answer again
+    assert live.run("-s", session_id, "--regenerate", "text").exit_code == 2
+    assert live.run("-s", session_id, "--regenerate", "--retry").exit_code == 2
