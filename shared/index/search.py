@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Table
 
+from shared.core import collector
 from shared.core.messages import content_text
 from shared.core.text import for_index
 from shared.db.database import Executor, dialect_of, insert_for
@@ -92,7 +93,22 @@ def search(
     (`_best_texts` says how it is scored), the newer first on a tie. Deeper pages read more
     tiers, so the first pages never change as one pages on, and a word found in every
     message costs a tier per page, not a scan. `keep` (the list's filters) says which of a
-    tier's sessions may be shown."""
+    tier's sessions may be shown.
+
+    Run with the collector paused (shared.core.collector says why): a tier's rows are
+    thousands of short-lived tuples."""
+    return collector.paused(_search, db, user_id, terms, wanted, keep, window, tiers)
+
+
+def _search(
+    db: Executor,
+    user_id: str,
+    terms: Sequence[Term],
+    wanted: int,
+    keep: Callable[[list[str]], Collection[str]],
+    window: int | None,
+    tiers: int | None,
+) -> tuple[list[Hit], bool]:
     if not terms:
         return [], False
     window, tiers = window or WINDOW, tiers or MAX_TIERS
