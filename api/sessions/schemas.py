@@ -33,6 +33,13 @@ class SessionSchema(Schema):
         }
     )
     forked_from = ma.fields.String(allow_none=True, metadata={"description": "a fork's origin"})
+    imported = ma.fields.String(
+        allow_none=True,
+        metadata={
+            "description": "how an imported session came: `bundle` (POST /sessions/import) "
+            "or `shared` (a shared link forked); null for any other"
+        },
+    )
     deleted_at = ma.fields.AwareDateTime(
         allow_none=True, metadata={"description": "in the trash since (purged 30 days later)"}
     )

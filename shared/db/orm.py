@@ -101,6 +101,8 @@ class SessionRow(Base):
     updated_at: Mapped[datetime] = mapped_column()
     deleted_at: Mapped[datetime | None] = mapped_column()  # in the trash since
     forked_from: Mapped[str | None] = mapped_column(String(40))
+    # How an imported session came: `bundle` (a .zip import), `shared` (a shared link forked).
+    imported: Mapped[str | None] = mapped_column(String(16))
     file_size: Mapped[int] = mapped_column(BigInteger)
     file_mtime_ns: Mapped[int] = mapped_column(BigInteger)
     # The owner's change number (IndexState.seq) of this row's last write: listing cursors

@@ -49,6 +49,7 @@ class Listed:
     updated_at: datetime
     deleted_at: datetime | None
     forked_from: str | None
+    imported: str | None
     file_size: int
     file_mtime_ns: int
     seq: int

@@ -40,6 +40,7 @@ from shared.db.database import (
     upsert,
 )
 from shared.db.orm import IndexState, SessionMove, SessionRow
+from shared.files.session_state import meta_mapping
 from shared.files.session_store import META_FIELDS, FileInfo, SessionState, SessionStore
 from shared.index import appends, search
 
@@ -54,6 +55,20 @@ TEXT_BATCH = 5000
 def _indexable(value: Any) -> str | None:
     """Text as the index can hold it on every backend (see `text.for_index`)."""
     return None if value is None else for_index(str(value))
+
+
+# An import's header keeps where it came from (shared.sessions.bundles.ImportedFrom); a fork of
+# a shared link says so by its source (shared.sessions.shares.SHARED_SOURCE).
+IMPORTED_FROM = "imported_from"
+SHARED_IMPORT = "shared"
+
+
+def imported(state: SessionState) -> str | None:
+    """How an imported session came, for the list to mark it: `shared` or `bundle`."""
+    origin = meta_mapping(state, IMPORTED_FROM)
+    if origin is None:
+        return None
+    return SHARED_IMPORT if origin.get("source") == SHARED_IMPORT else "bundle"
 
 
 def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
@@ -73,6 +88,7 @@ def row_values(state: SessionState, info: FileInfo) -> dict[str, Any]:
         "updated_at": state.updated_at,
         "deleted_at": state.deleted_at,
         "forked_from": state.forked_from,
+        "imported": imported(state),
         "file_size": info.size,
         "file_mtime_ns": info.mtime_ns,
     }

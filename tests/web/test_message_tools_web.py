@@ -251,3 +251,26 @@ def test_the_api_docs_are_linked(web: Browsing, user: dict[str, Any]) -> None:
     docs = page.get_by_role("link", name="API docs")
     expect(docs).to_have_attribute("href", "/api/v1/docs")
     assert page.request.get("/api/v1/docs").status == 200
+
+
+def test_an_imported_chat_is_marked_in_the_sidebar(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    http = user["http"]
+    made = http.post("/sessions", json={"title": "Lemon risotto"}).json()["id"]
+    http.post(f"/sessions/{made}/turns", json={"content": "how long to stir"}).raise_for_status()
+    bundle = http.get(f"/sessions/{made}/export", params={"format": "zip"}).content
+    imported = http.post(
+        "/sessions/import", content=bundle, headers={"Content-Type": "application/zip"}
+    )
+    assert imported.status_code == 201, imported.text
+    page = web.open(user)
+    rows = page.locator(".chat-list .row")
+    expect(rows).to_have_count(2)
+    mark = page.get_by_role("img", name="Imported from a bundle")
+    expect(mark).to_have_count(1)
+    row = rows.filter(has=mark)
+    expect(row.locator(".title-text")).to_have_text("Lemon risotto")
+    row.hover()
+    expect(row.locator(".row-origin")).to_have_text("Imported from a bundle")
+    page.screenshot(path=shots / "sidebar-import.png")

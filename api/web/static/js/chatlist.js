@@ -158,6 +158,7 @@ export function Row({ session, active, pending = isPending(session), snippet = n
             ${session.pinned && html`<span class="pin" title="Pinned"><${Icon} name="pin" size=${12} /></span>`}
             <span class="title-text">${title}</span>
             ${session.forked_from && html`<${ForkMark} id=${session.forked_from} />`}
+            ${session.imported && html`<${ImportMark} how=${session.imported} />`}
             ${pending && html`<${Spinner} label="Generating the title" />`}
             <${Badge} source=${session.source} />
           </span>
@@ -166,6 +167,7 @@ export function Row({ session, active, pending = isPending(session), snippet = n
             <span>${plural(session.message_count || 0, "message")}</span>
             ${session.image_count ? html`<span>${plural(session.image_count, "image")}</span>` : null}
             ${session.forked_from && html`<${ForkMark} id=${session.forked_from} line=${true} />`}
+            ${session.imported && html`<span class="row-origin">${IMPORTED[session.imported]}</span>`}
           </span>
           ${snippet && html`<${Snippet} snippet=${snippet} />`}
         </a>
@@ -240,4 +242,14 @@ function ForkMark({ id, line = false }) {
   return line
     ? html`<span class="row-origin">${label}</span>`
     : html`<span class="fork-mark" role="img" aria-label=${label} title=${label}><${Icon} name="fork" size=${12} /></span>`;
+}
+
+/** What an import's mark says: the title is the original's, kept by the import. */
+const IMPORTED = { bundle: "Imported from a bundle", shared: "Forked from a shared link" };
+
+/** An import's mark beside its title (and, in the row's details, the line it says). */
+/** @param {{ how: "bundle" | "shared" }} props */
+function ImportMark({ how }) {
+  return html`<span class="import-mark" role="img" aria-label=${IMPORTED[how]} title=${IMPORTED[how]}>
+    <${Icon} name=${how === "shared" ? "fork" : "upload"} size=${12} /></span>`;
 }

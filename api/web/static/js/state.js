@@ -37,6 +37,7 @@ import { batch, computed, signal } from "../vendor/preact.js";
  * @property {number} [message_count]
  * @property {number} [image_count]
  * @property {string | null} [forked_from] the chat a fork was copied from
+ * @property {"bundle" | "shared" | null} [imported] how an imported chat came
  * @property {{ text: string, highlights?: [number, number][] }} [snippet] a search hit's
  */
 
