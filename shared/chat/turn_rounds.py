@@ -7,10 +7,11 @@ next request); a round without tool calls is the answer. The last round offers n
 so a turn always ends.
 
 A round that calls Eonyx's tools may say something first ("Let me look that up."), and a
-streaming client has shown it by the time the tools run. So what the client was told is
-every round's text, a blank line between rounds (`ROUND_BREAK`, streamed before the next
-round's first word too): `TurnResult.told`. The facade hashes that text as the session's
-head, since it is what an OpenAI-style client sends back.
+streaming client has shown it by the time the tools run. So what a client that shows one
+text was told is every round's text, a blank line between rounds (`ROUND_BREAK`):
+`TurnResult.told`. The facade streams that break and hashes that text as the session's head,
+since it is what an OpenAI-style client sends back; Eonyx's own clients show the tool steps
+between the rounds' texts instead.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from shared.core import events
 from shared.core.messages import MessageRecord, MetaRecord, message_record, meta_record
 from shared.files.session_store import SessionState
 from shared.infra import event_bus
+from shared.llm.client import Messages
 from shared.llm.tools import ToolContext
 from shared.llm.wire import Completion, ToolCall, UsageSum
 from shared.sessions import service as session_service
@@ -120,7 +122,7 @@ def rounds(turn: Turn) -> Generator[TextDelta | StepEvent, None, TurnResult]:
     for round_number in range(rt.settings.max_tool_rounds + 1):
         last_round = round_number == rt.settings.max_tool_rounds
         offered = None if last_round else [*rt.tools.specs(talk.tools), *turn.client.tools]
-        completion = yield from _call_model(turn, talk, offered)
+        completion = yield from _call_model(turn, talk.messages, offered)
         talk.usage.add(completion.usage)
         if completion.content:
             talk.said.append(completion.content)
@@ -183,12 +185,11 @@ def _run_tool(
 
 
 def _call_model(
-    turn: Turn, talk: _Conversation, tools: list[dict[str, Any]] | None
+    turn: Turn, messages: Messages, tools: list[dict[str, Any]] | None
 ) -> Generator[TextDelta, None, Completion]:
     """One round's model call, counted against the user (a stream asks for the model's
-    token counts whatever the client asked: they are what the user's usage records); its
-    first word streamed after a ROUND_BREAK when an earlier round said something."""
-    rt, offering, messages = turn.rt, turn.plan.offering, talk.messages
+    token counts whatever the client asked: they are what the user's usage records)."""
+    rt, offering = turn.rt, turn.plan.offering
     options, user_id = turn.client.options, turn.principal.user_id
     if not turn.stream:
         return rt.llm.complete(
@@ -202,15 +203,11 @@ def _call_model(
         options=options,
         user_id=user_id,
     )
-    pending_break = bool(talk.said)
     try:
         for event in events:
             if event.completion is not None:
                 return event.completion
             if event.text:
-                if pending_break:
-                    yield TextDelta(ROUND_BREAK)
-                    pending_break = False
                 yield TextDelta(event.text)
     finally:
         close = getattr(events, "close", None)

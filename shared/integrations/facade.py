@@ -41,6 +41,7 @@ from shared.accounts.people import Principal
 from shared.chat import turns
 from shared.chat.compaction import CHARS_PER_TOKEN
 from shared.chat.turn_input import ClientTurn
+from shared.chat.turn_rounds import ROUND_BREAK
 from shared.chat.turns import NewSession, TurnEvent, TurnRequest, TurnResult
 from shared.core.encoding import InvalidJSON, decode_json
 from shared.core.errors import InvalidInput, NotFound
@@ -373,15 +374,25 @@ def run_chat(
         finish(result)
         return FacadeRun(result.session_id, result)
     started = turns.start_streamed(rt, principal, planned.target, planned.request)
-    return FacadeRun(started.session_id, events=_finished_with(started.events, finish))
+    return FacadeRun(started.session_id, events=_as_one_text(started.events, finish))
 
 
-def _finished_with(
+def _as_one_text(
     events: Iterator[TurnEvent], finish: Callable[[TurnResult], None]
 ) -> Iterator[TurnEvent]:
+    """The turn's events for a client that shows one text: a blank line before a round's
+    text when an earlier round spoke (`TurnResult.told`, the head the client sends back),
+    and `finish` once the answer is saved."""
+    spoke = stepped = False
     for item in events:
         if isinstance(item, TurnResult):
             finish(item)
+        elif isinstance(item, turns.TextDelta):
+            if spoke and stepped:
+                yield turns.TextDelta(ROUND_BREAK)
+            spoke, stepped = True, False
+        elif spoke:
+            stepped = True  # a tool step: the next text is the next round's
         yield item
 
 
