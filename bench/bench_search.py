@@ -7,7 +7,11 @@ One user with 10,000 sessions of 40 messages (200-800 characters each, a tool ca
 result every 40 turns; times spread over 60 days), written through the real store and indexed
 with sync.reconcile_user (rows and search text). A rare word is planted in one message of
 each of 5 sessions; the common word is one of the generator's vocabulary, found in every
-session.
+session. Beside them (issue 42), a word per frequency of FREQUENCIES (0.01%, 1%, 2.5%, 25%
+and 90% of the messages with text), planted as itself or its plural, and searched as typed
+with word forms matching (a prefix, Eonyx's default; `word*` for Hermes, its prefix syntax):
+p50 and p95 of each, in-process, with targets of p95 under 2x its p50 and (with the peer)
+Eonyx's p50 at or below Hermes's at every frequency.
 
 `--peer hermes`: the same sessions (ids, titles, messages, times) are also imported into Hermes
 Agent's session store (PyPI hermes-agent, hermes_state.SessionDB: SQLite with FTS5) through its
@@ -86,15 +90,31 @@ TARGET_PAGE_MS, TARGET_SEARCH_MS, TARGET_SPEEDUP = 10.0, 50.0, 20.0
 # (asked for) and against the same call in a bare Flask app (the aim where the floor itself
 # is over that).
 TARGET_HTTP_COMMON_P95_MS, TARGET_HTTP_LIST_RATIO, TARGET_HTTP_LIST_FLOOR = 100.0, 2.0, 1.5
+TARGET_SPREAD = 2.0  # a frequency word's p95 under this times its p50 (issue 42)
+# (word, share of the messages with text that have it): none is a prefix of another word in
+# the corpus, so each finds exactly its own plantings.
+FREQUENCIES = (
+    ("quokka", 0.0001),
+    ("marmot", 0.01),
+    ("pelican", 0.025),
+    ("walrus", 0.25),
+    ("otter", 0.90),
+)
 HERMES_BATCH = 250  # sessions per import_sessions call (its limits: 500, 50,000 messages, 25 MB)
 
 
-def corpus(sessions: int, messages: int, seed: int = 11) -> Iterator[list[dict[str, Any]]]:
-    """Each session's message records, the rare word planted in PLANTED of them."""
+def corpus(
+    sessions: int, messages: int, counts: dict[str, int], seed: int = 11
+) -> Iterator[list[dict[str, Any]]]:
+    """Each session's message records, the rare word planted in PLANTED of them and each word
+    of FREQUENCIES in its share of the messages (`counts`: how many got it)."""
     rng = random.Random(seed)
     planted = set(rng.sample(range(sessions), min(PLANTED, sessions)))
     for n in range(sessions):
         history = make_history(rng, messages)
+        for record in history:
+            if record.get("content"):
+                plant_frequencies(rng, record, counts)
         shift = timedelta(seconds=rng.uniform(0, 60 * 86400))
         for record in history:
             record["created_at"] = isoformat(parse_time(record["created_at"]) - shift)
@@ -107,12 +127,28 @@ def corpus(sessions: int, messages: int, seed: int = 11) -> Iterator[list[dict[s
         yield history
 
 
+def plant_frequencies(rng: random.Random, record: dict[str, Any], counts: dict[str, int]) -> None:
+    """Each word of FREQUENCIES into the message with its probability, as itself or its
+    plural, at a random place."""
+    words = record["content"].split(" ")
+    for word, share in FREQUENCIES:
+        if rng.random() < share:
+            words.insert(rng.randrange(len(words) + 1), word + rng.choice(("", "s")))
+            counts[word] = counts.get(word, 0) + 1
+    record["content"] = " ".join(words)
+
+
 def write_sessions(
-    rt, user_id: str, sessions: int, messages: int, peer: HermesPeer | None = None
+    rt,
+    user_id: str,
+    sessions: int,
+    messages: int,
+    counts: dict[str, int],
+    peer: HermesPeer | None = None,
 ) -> int:
     """Each session in one durable write (header + messages), and into the peer's store when
     there is one; returns the bytes on disk of Eonyx's files."""
-    for n, history in enumerate(corpus(sessions, messages)):
+    for n, history in enumerate(corpus(sessions, messages, counts)):
         title = f"Chat {n}"
         state, _ = rt.store.create(user_id, source="web", title=title, records=history)
         if peer is not None:
@@ -284,6 +320,14 @@ def path_hermes(operation: str) -> str:
     return f"Hermes {operation}"
 
 
+def path_frequency(word: str, share: float) -> str:
+    return f"search_sessions '{word}' ({share:.2%} of messages)"
+
+
+def path_frequency_hermes(word: str, share: float) -> str:
+    return f"Hermes '{word}*' ({share:.2%})"
+
+
 COMPARED = [
     (LIST, PATH_LIST, PATH_LIST_HTTP),
     (SEARCH_RARE, path_search(RARE, "rare"), path_search_http(RARE)),
@@ -325,7 +369,8 @@ def main() -> int:
                 peer = HermesPeer(ws.root / "hermes", args.peer_path)
                 print(f"   peer: Hermes Agent {peer.version} ({peer.module.__file__})")
             started = time.perf_counter()
-            size = write_sessions(rt, user_id, args.sessions, args.messages, peer)
+            counts: dict[str, int] = {}
+            size = write_sessions(rt, user_id, args.sessions, args.messages, counts, peer)
             written = time.perf_counter() - started
             started = time.perf_counter()
             with rt.db.session() as db:
@@ -407,6 +452,14 @@ def main() -> int:
                 paths[path_hermes(LIST)] = peer.first_page
                 paths[path_hermes(SEARCH_RARE)] = peer.searcher(RARE)
                 paths[path_hermes(SEARCH_COMMON)] = peer.searcher(COMMON)
+            for word, share in FREQUENCIES:
+                paths[path_frequency(word, share)] = searcher(word)
+                if peer is not None:
+                    paths[path_frequency_hermes(word, share)] = peer.searcher(f"{word}*")
+            print(
+                "   planted: "
+                + ", ".join(f"'{w}' in {counts.get(w, 0)} messages" for w, _ in FREQUENCIES)
+            )
             for fn in paths.values():
                 timed(fn, 10)  # warm-up
             samples: dict[str, list[int]] = {name: [] for name in paths}
@@ -457,7 +510,37 @@ def main() -> int:
         )
     if peer is not None:
         checks += peer_table(samples, peer.version)
+    checks += frequency_table(samples, peer is not None)
     return verdict(checks)
+
+
+def frequency_table(samples: dict[str, list[int]], with_peer: bool) -> list[tuple[str, bool]]:
+    """Each frequency's p50 and p95, Eonyx's (and Hermes's), and the targets of issue 42."""
+    rows, checks = [], []
+    for word, share in FREQUENCIES:
+        ours = samples[path_frequency(word, share)]
+        p50, p95 = median(ours), percentile(ours, 95)
+        line = [f"{share:.2%} '{word}'", ms(p50), ms(p95), f"{p95 / p50:.2f}"]
+        checks.append(
+            (f"p95 < {TARGET_SPREAD:g}x p50 at {share:.2%} ({p95 / p50:.2f}x)", p95 < 2 * p50)
+        )
+        if with_peer:
+            theirs = samples[path_frequency_hermes(word, share)]
+            hermes = median(theirs)
+            line += [ms(hermes), ms(percentile(theirs, 95)), f"{p50 / hermes:.2f}"]
+            checks.append(
+                (
+                    f"Eonyx p50 <= Hermes at {share:.2%} ({ms(p50)} vs {ms(hermes)} ms)",
+                    p50 <= hermes,
+                )
+            )
+        rows.append(line)
+    print()
+    headers = ["word frequency, in-process", "Eonyx p50", "p95", "p95/p50"]
+    if with_peer:
+        headers += ["Hermes p50", "p95", "Eonyx/Hermes"]
+    print_table(headers, rows)
+    return checks
 
 
 def floor_app(page: Callable[[], dict[str, Any]]) -> Flask:
