@@ -18,11 +18,10 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
-from api.facade import PREFIX, SESSION_HEADER
+from api.facade import PREFIX, SESSION_HEADER, answer_headers, asks_temporary
 from api.facade.anthropic_errors import handle_errors_of
 from api.facade.anthropic_stream import error_event, message_events
 from api.facade.schemas import AnthropicErrorSchema, CountTokensRequestSchema, MessagesRequestSchema
-from api.facade.views import answer_headers, asks_temporary
 from api.ratelimit import counts_as_turn
 from api.streaming import event_stream
 from shared.integrations import anthropic_messages, facade

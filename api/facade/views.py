@@ -14,7 +14,7 @@ from flask.views import MethodView
 
 from api.context import login_required, principal, runtime
 from api.extensions import Blueprint
-from api.facade import IGNORED_HEADER, SESSION_HEADER, TEMPORARY_HEADER
+from api.facade import SESSION_HEADER, answer_headers, asks_temporary
 from api.facade.completions import completion_body, completion_chunks, error_chunk
 from api.facade.errors import OPENAI_ERRORS, handle_errors_of
 from api.facade.models import model_object
@@ -26,22 +26,8 @@ from shared.integrations import facade, responses
 from shared.integrations.openai_request import read_chat_request
 from shared.llm import access, models
 
-TRUE = ("1", "true", "yes", "on")
 blp = Blueprint("openai", __name__, url_prefix="/v1", description="OpenAI-compatible facade")
 handle_errors_of(blp)
-
-
-def asks_temporary() -> bool:
-    return (request.headers.get(TEMPORARY_HEADER) or "").strip().lower() in TRUE
-
-
-def answer_headers(session_id: str, ignored: tuple[str, ...]) -> dict[str, str]:
-    """The answer's headers: its session (when it has one), and what was accepted but not
-    honoured."""
-    headers = {SESSION_HEADER: session_id} if session_id else {}
-    if ignored:
-        headers[IGNORED_HEADER] = ",".join(ignored)
-    return headers
 
 
 @blp.route("/chat/completions")

@@ -58,7 +58,7 @@ def _indexable(value: Any) -> str | None:
 
 
 # An import's header keeps where it came from (shared.sessions.bundles.ImportedFrom); a fork of
-# a shared link says so by its source (shared.sessions.shares.SHARED_SOURCE).
+# a shared link says so by its source, SHARED_IMPORT (shared.sessions.shares).
 IMPORTED_FROM = "imported_from"
 SHARED_IMPORT = "shared"
 

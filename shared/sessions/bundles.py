@@ -512,7 +512,7 @@ def import_bundle(
         state, _ = rt.store.create(
             user_id,
             source=principal.source,
-            extra={"snapshot": memory.snapshot(user_id), "imported_from": imported_from},
+            extra={"snapshot": memory.snapshot(user_id), sync.IMPORTED_FROM: imported_from},
         )
         try:
             for name, checked in bundle.images.items():

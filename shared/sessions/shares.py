@@ -35,8 +35,8 @@ from shared.core.messages import (
     CHAT_ROLES,
     MessageRecord,
     content_text,
+    message_record,
     meta_record,
-    new_message_id,
 )
 from shared.db.orm import SessionRow, SessionShare, User
 from shared.files.filestore import encode_records
@@ -47,7 +47,6 @@ from shared.sessions.service import MemorySnapshots, get_session, refuse_in_tras
 
 TOKEN_BYTES = 24  # secrets.token_urlsafe(24): 32 characters, 192 bits
 TOKEN_PATTERN = r"[A-Za-z0-9_-]{32}"
-SHARED_SOURCE = "shared"  # imported_from.source of a fork of a shared chat
 
 
 class SharedMessage(TypedDict):
@@ -161,36 +160,27 @@ def fork_shared(
     (a title no job changes), marked as imported from a shared chat."""
     shared = read_shared(rt, token)
     user_id = principal.user_id
-    records: list[Any] = [_message(m) for m in shared.messages]
+    records: list[Any] = [
+        message_record(m["role"], m["content"], created_at=m.get("created_at"))
+        for m in shared.messages
+    ]
     records.append(meta_record({"title": shared.title, "title_locked": shared.title is not None}))
     storage.check(rt, user_id, len(encode_records(records)))
     imported_from: ImportedFrom = {
         "session_id": None,  # the owner's session is theirs: its id says nothing to the reader
-        "source": SHARED_SOURCE,
+        "source": sync.SHARED_IMPORT,
         "exported_at": isoformat(shared.shared_at),
         "imported_at": isoformat(utcnow()),
     }
     state, info = rt.store.create(
         user_id,
         source=principal.source,
-        extra={"snapshot": memory.snapshot(user_id), "imported_from": imported_from},
+        extra={"snapshot": memory.snapshot(user_id), sync.IMPORTED_FROM: imported_from},
         records=records,
     )
     with rt.db.session() as db:
         sync.record(db, state, info, text=True)
         return sync.get_row(db, user_id, state.id)
-
-
-def _message(shared: SharedMessage) -> MessageRecord:
-    record: MessageRecord = {
-        "type": "message",
-        "id": new_message_id(),
-        "role": shared["role"],
-        "content": shared["content"],
-    }
-    if shared.get("created_at"):
-        record["created_at"] = str(shared["created_at"])
-    return record
 
 
 def _by_session(db: Session, session_id: str) -> SessionShare | None:
