@@ -36,7 +36,7 @@ from shared.chat.turn_input import (
 from shared.core import text as text_rule
 from shared.core.clock import utcnow
 from shared.core.errors import InvalidInput
-from shared.core.messages import message_record, meta_record, supersede_record
+from shared.core.messages import MessageRecord, message_record, meta_record, supersede_record
 from shared.files.session_store import SessionState, new_session_id
 from shared.llm import access, models
 from shared.llm.client import Offering
@@ -217,7 +217,8 @@ def opening(rt: ChatRuntime, state: SessionState, plan: TurnPlan) -> Opening:
         check_fits(rt, state, plan.project, plan.offering, user_message.get("content"))
         records: list[Mapping[str, Any]] = [supersede_record(superseded)] if superseded else []
     else:
-        edit = _edit(state, request.edit)
+        branch = edited_branch(state, request.edit) if request.edit else []
+        edit = [supersede_record(branch)] if branch else []
         if edit:  # the state the new message follows: the edited branch is gone from it
             state = state.copy()
             state.apply(edit[0])
@@ -226,7 +227,10 @@ def opening(rt: ChatRuntime, state: SessionState, plan: TurnPlan) -> Opening:
         speaks = plan.text is not None or bool(plan.images)
         check_tool_results(state, [*records, *([{"role": "user"}] if speaks else [])])
         if speaks:  # the images go to disk before the message that names them
-            names = image_store.save(rt.store, state.user_id, state.id, plan.images)
+            names = [
+                *_kept_images(branch),
+                *image_store.save(rt.store, state.user_id, state.id, plan.images),
+            ]
             records.append(message_record("user", plan.text or "", images=names or None))
         user_message = records[-1]
         records = [*edit, *records]  # one write: the supersede, then the new message
@@ -236,11 +240,11 @@ def opening(rt: ChatRuntime, state: SessionState, plan: TurnPlan) -> Opening:
     return Opening(records, user_message)
 
 
-def _edit(state: SessionState, message_id: str | None) -> list[Mapping[str, Any]]:
-    """The supersede record of an edit of `message_id` (none without an edit)."""
-    if message_id is None:
-        return []
-    return [supersede_record(edited_branch(state, message_id))]
+def _kept_images(branch: list[MessageRecord]) -> list[str]:
+    """The images of the user message an edit replaces (the branch's first): the edited
+    message keeps them, its new text in place of the old, as a person editing a caption
+    expects; their files are the session's already, so nothing is copied or counted again."""
+    return list(branch[0].get("images") or ()) if branch else []
 
 
 def _meta_changes(

@@ -3,10 +3,13 @@ the session file keeps every branch, and the model is sent the current branch on
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from shared.core import sse
 from shared.core.encoding import decode_json
@@ -128,6 +131,39 @@ def test_edit_replaces_the_message_and_all_after_it(chat: Chat, stream: bool) ->
     chat.llm.script("Noted.")
     chat.turn(session_id, content="Remember that")
     assert sent(chat) == [*current, ("user", "Remember that")]
+
+
+def test_an_edited_message_keeps_its_images(chat: Chat) -> None:
+    session_id = chat.new_session()
+    png = io.BytesIO()
+    Image.new("RGB", (20, 12), (10, 200, 30)).save(png, "PNG")
+    url = "data:image/png;base64," + base64.b64encode(png.getvalue()).decode()
+    question = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+    chat.llm.script("A green square.")
+    assert chat.turn(session_id, content=question).status_code == 200
+    original = _items(chat, session_id)[0]
+    assert len(original["images"]) == 1
+    chat.llm.script("It is green.")
+
+    body = turn(chat, session_id, False, content="What colour is this?", edit=original["id"])
+
+    parts = chat.llm.completions[-1].messages[-1]["content"]
+    assert [part["type"] for part in parts] == ["text", "image_url"]
+    assert parts[0]["text"] == "What colour is this?"
+    assert parts[1]["image_url"]["url"] == url
+    assert body["user_message"]["images"] == original["images"]
+    edited = _items(chat, session_id)[0]
+    assert (edited["content"], edited["images"]) == ("What colour is this?", original["images"])
+    image = chat.client.get(
+        f"{API}/sessions/{session_id}/images/{edited['images'][0]}", headers=chat.user.headers
+    )
+    assert image.status_code == 200
+    assert image.data == png.getvalue()
+    item = chat.client.get(f"{API}/sessions/{session_id}", headers=chat.user.headers)
+    assert item.get_json()["image_count"] == 1
 
 
 def test_an_export_a_fork_and_the_search_follow_the_current_branch(chat: Chat) -> None:

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from tests.fake_llm import error, text
 from tests.web.conftest import Browsing, Server, poll
-from tests.web.test_chat_web import send
+from tests.web.test_chat_web import PNG, send
 
 ANSWER = "Use **pathlib**:\n\n```python\nfrom pathlib import Path\nPath('a').read_text()\n```"
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
@@ -144,6 +144,33 @@ def test_edit_replaces_the_message_and_everything_after_it(
     page.reload()
     expect(questions(page)).to_have_text(["the question, asked better"])
     expect(answers(page)).to_have_text(["the question, asked better"])
+
+
+def test_an_edited_message_keeps_its_image(
+    web: Browsing, user: dict[str, Any], tmp_path: Path, shots: Path
+) -> None:
+    picture = tmp_path / "red.png"
+    picture.write_bytes(PNG)
+    page = web.open(user)
+    page.get_by_label("Images to attach").set_input_files(str(picture))
+    send(page, "What is this?")
+    expect(answers(page).last).to_have_text("What is this?")
+    question = questions(page).first
+    saved = re.compile(r"^/api/v1/sessions/.+/images/")
+    expect(question.locator(".images img")).to_have_attribute("src", saved)
+    source = question.locator(".images img").get_attribute("src")
+
+    question.get_by_role("button", name="Edit").click()
+    question.get_by_label("Edit your message").fill("What colour is this?")
+    question.get_by_role("button", name="Save and send").click()
+
+    expect(answers(page)).to_have_text(["What colour is this?"])
+    expect(questions(page)).to_have_text(["What colour is this?"])
+    expect(questions(page).locator(".images img")).to_have_attribute("src", source or "")
+    page.reload()
+    expect(questions(page).locator(".images img")).to_have_attribute("src", source or "")
+    expect(answers(page)).to_have_text(["What colour is this?"])
+    page.screenshot(path=shots / "message-edit-image.png")
 
 
 def test_a_temporary_chat_offers_no_star(web: Browsing, user: dict[str, Any]) -> None:

@@ -97,7 +97,7 @@ async function* events(response) {
 /**
  * What a message sends: its text (or `retry`), streamed, the picked model (models.js), its
  * images, and for a new chat's first message whether the chat is temporary. A regenerate or
- * an edit carries no images: it goes as JSON.
+ * an edit carries no images: it goes as JSON (an edited message keeps its own, on the server).
  * @param {{ text: string, files: File[], retry: boolean, regenerate: boolean, edit: string | null,
  *   temporary: boolean }} message
  * @param {boolean} first the first message of a new chat
@@ -254,8 +254,14 @@ export async function send(
   const again = retry || regenerate; // no new user message
   const replaces = regenerate || edit !== null; // saved messages give way (a refusal is an error then)
   const previews = again ? [] : files.map((f) => URL.createObjectURL(f));
+  // An edited message keeps its images (the server keeps them): shown with the new text at once.
+  const images = conversation(id)
+    .peek()
+    .messages.find((m) => m.id === edit)?.images;
   /** @type {Message | null} */
-  const local = again ? null : { id: `local-${Date.now()}`, role: "user", content: text, local: true, previews };
+  const local = again
+    ? null
+    : { id: `local-${Date.now()}`, role: "user", content: text, local: true, images, previews };
   if (replaces) cutBranch(id, { regenerate, edit });
   const shown = show(id, { status: "streaming", text: "", steps: [], memory: [], error: null, controller, local });
   const made = (/** @type {string | null | undefined} */ session) => {
