@@ -4,8 +4,10 @@ A user's quota is `users.storage_quota_bytes`, or STORAGE_QUOTA_BYTES when that 
 means no quota. It is per user: there are no groups (yet) to share one.
 
 What a user uses is the running figure of `shared.files.usage` (what is counted, and how, is
-described there). `check` runs before a write that adds bytes (a turn, an import, a fork): a
-write that would take the user past their quota is refused with `QuotaExceeded` and the
+described there), with the snapshots of their shared links, which the database keeps
+(`share_bytes`): a share is a copy, and counts as one.
+`check` runs before a write that adds bytes (a turn, an import, a fork, a share): a write
+that would take the user past their quota is refused with `QuotaExceeded` and the
 figures (used, quota, the request's size), before anything is written. Reading, deleting,
 emptying the trash and every other way of freeing space are never checked. The check is
 not a reservation: two writes checked at once may both pass, and a turn's answer is not
@@ -23,7 +25,7 @@ from sqlalchemy.orm import Session
 from shared.core.errors import InvalidInput, QuotaExceeded
 from shared.core.settings import Settings
 from shared.db.database import Database
-from shared.db.orm import SessionRow, User
+from shared.db.orm import SessionRow, SessionShare, User
 from shared.files.session_store import SessionStore
 from shared.files.usage import measure
 
@@ -45,8 +47,14 @@ def quota_for(rt: StorageRuntime, user_id: str) -> int:
     return quota_of(rt.settings, override)
 
 
+def share_bytes(snapshot: str) -> int:
+    """What a shared link's snapshot (its row's JSON text) counts against its owner's quota."""
+    return len(snapshot.encode())
+
+
 def measure_user(rt: StorageRuntime, user_id: str) -> dict[str, int]:
-    """The user's bytes by kind, walked from disk (the sessions in the trash from the index)."""
+    """The user's bytes by kind, walked from disk (the sessions in the trash from the index),
+    and their shared links' snapshots from the database."""
     with rt.db.session() as db:
         trashed = set(
             db.scalars(
@@ -55,7 +63,9 @@ def measure_user(rt: StorageRuntime, user_id: str) -> dict[str, int]:
                 )
             )
         )
-    return measure(rt.store.users_dir / user_id, trashed)
+        snapshots = db.scalars(select(SessionShare.messages).where(SessionShare.user_id == user_id))
+        shared = sum(map(share_bytes, snapshots))
+    return measure(rt.store.users_dir / user_id, trashed) | {"shares": shared}
 
 
 def used_by_kind(rt: StorageRuntime, user_id: str, *, fresh: bool = False) -> dict[str, int]:

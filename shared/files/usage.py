@@ -9,6 +9,9 @@ What is counted is every regular file under `users/<user-id>/`, by kind:
     memory          users/<id>/.agent/USER.md and MEMORY.md
     memory_backups  users/<id>/.agent/backups/* (a copy before every memory write)
     other           anything else under the user's directory (a write's temporary file)
+    shares          the snapshots of the user's shared links: kept in the database, not on
+                    disk, so `measure` leaves them at zero and the quota's owner adds them
+                    (shared.accounts.storage)
 
 Sizes are apparent sizes (`st_size`, what `du -b` adds up), and a file with several names
 (a fork's images are hard links to the original's) is counted once, under the first kind
@@ -39,7 +42,7 @@ from shared.core import registry
 
 log = logging.getLogger(__name__)
 
-KINDS = ("sessions", "images", "trash", "memory", "memory_backups", "other")
+KINDS = ("sessions", "images", "trash", "memory", "memory_backups", "other", "shares")
 RECONCILE_SECONDS = 3600
 # HINCRBY only a figure that exists: a missing one is measured from disk at the next check.
 _ADD = """

@@ -13,6 +13,9 @@
   (`imported_from.source` "shared"), with the reader's memory snapshot, never the owner's.
 - revoke: the owner takes the link back; deleting the session does too (lifecycle), and the
   account's deletion removes its rows (the foreign key).
+
+A snapshot is a copy of the owner's, counted in their storage quota (`storage.share_bytes`):
+a share over the quota is refused as any write is, and revoking or deleting frees it.
 """
 
 from __future__ import annotations
@@ -93,12 +96,15 @@ def share_session(
         if existing is not None:
             return existing, False
     state, _ = rt.store.load(principal.user_id, session_id)
+    messages = json.dumps(snapshot(state.messages), ensure_ascii=False)
+    size = storage.share_bytes(messages)
+    storage.check(rt, principal.user_id, size)
     share = SessionShare(
         token=secrets.token_urlsafe(TOKEN_BYTES),
         session_id=session_id,
         user_id=principal.user_id,
         title=state.title,
-        messages=json.dumps(snapshot(state.messages), ensure_ascii=False),
+        messages=messages,
         created_at=utcnow(),
     )
     try:
@@ -110,6 +116,7 @@ def share_session(
         if existing is None:
             raise
         return existing, False
+    rt.store.usage.add(principal.user_id, "shares", size)
     return share, True
 
 
@@ -126,12 +133,16 @@ def revoke_share(rt: SessionsRuntime, principal: Principal, session_id: str) -> 
     """Take the link back (a session with none: nothing to do)."""
     get_session(rt, principal, session_id)
     with rt.db.session() as db:
-        forget_session(db, session_id)
+        revoked = forget_session(db, session_id)
+    if revoked:  # its snapshot's bytes are free: measured again at the next check
+        rt.store.usage.forget(principal.user_id)
 
 
-def forget_session(db: Session, session_id: str) -> None:
-    """The session's link answers 404 from now on (its session was deleted or revoked it)."""
-    db.execute(delete(SessionShare).where(SessionShare.session_id == session_id))
+def forget_session(db: Session, session_id: str) -> bool:
+    """The session's link answers 404 from now on (its session was deleted or revoked it);
+    whether it had one. The caller frees its bytes in the owner's figure (a deletion does)."""
+    removed = delete(SessionShare).where(SessionShare.session_id == session_id)
+    return bool(db.connection().execute(removed).rowcount)
 
 
 def read_shared(rt: SessionsRuntime, token: str) -> Shared:

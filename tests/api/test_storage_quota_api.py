@@ -92,6 +92,7 @@ def test_me_usage_shows_what_the_user_stores_and_their_quota(
         "memory",
         "memory_backups",
         "other",
+        "shares",
     }
     created = client.post(f"{API}/sessions", json={"title": "notes"}, headers=alice.headers)
     assert created.status_code == 201
@@ -227,6 +228,48 @@ def test_over_quota_a_user_still_reads_and_frees_space_and_others_are_unaffected
     fresh = chat.new_session()
     chat.llm.script(text("room again"))
     assert chat.turn(fresh, content="hello again").status_code == 200
+
+
+def test_a_share_counts_its_snapshot_against_the_quota_until_revoked_or_deleted(
+    chat: Chat,
+) -> None:
+    """A share stores a copy of the conversation: one user could fill the disk with them."""
+    headers = chat.user.headers
+
+    def long_chat(word: str) -> str:
+        session_id = chat.new_session()
+        chat.llm.script(text(f"{word} " * 5_000))  # 30 KB of answer
+        assert chat.turn(session_id, content=f"Say {word} a lot").status_code == 200
+        return session_id
+
+    def share(session_id: str):  # type: ignore[no-untyped-def]
+        return chat.client.post(f"{API}/sessions/{session_id}/share", headers=headers)
+
+    first, second = long_chat("alpha"), long_chat("bravo")
+    before = usage(chat)
+    assert before["by_kind"]["shares"] == 0
+    assert share(first).status_code == 201
+    after = usage(chat)
+    assert after["by_kind"]["shares"] > 30_000
+    assert after["used_bytes"] == before["used_bytes"] + after["by_kind"]["shares"]
+    assert usage(chat, fresh="true") == after  # measured again, the same figure
+
+    set_quota(chat, chat.user, after["used_bytes"] + 1_000)
+    refused = share(second)
+    assert refused.status_code == 507, refused.get_json()
+    assert refused.get_json()["error"]["code"] == "quota_exceeded"
+    assert refused.get_json()["error"]["details"]["request_bytes"] > 30_000
+    unshared = chat.client.get(f"{API}/sessions/{second}/share", headers=headers)
+    assert unshared.status_code == 404  # no link was made
+
+    revoked = chat.client.delete(f"{API}/sessions/{first}/share", headers=headers)
+    assert revoked.status_code == 204
+    assert usage(chat)["by_kind"]["shares"] == 0
+    assert share(second).status_code == 201  # the room the first share took is free
+    assert usage(chat)["by_kind"]["shares"] > 30_000
+
+    assert chat.client.delete(f"{API}/sessions/{second}", headers=headers).status_code == 204
+    assert usage(chat)["by_kind"]["shares"] == 0
 
 
 def test_an_admin_sets_a_users_quota_and_sees_everyones_usage(chat: Chat) -> None:
