@@ -247,7 +247,7 @@ class Database:
     def migrate(self) -> None:
         """Upgrade the schema to the newest migration (safe to call on every start, and from
         several replicas at once: on PostgreSQL they take turns on an advisory lock)."""
-        config = _alembic_config()
+        config = alembic_config()
         with self.engine.begin() as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(
@@ -258,7 +258,7 @@ class Database:
 
     def schema_is_current(self) -> bool:
         """Whether the newest migration is applied (a worker waits for it: the API migrates)."""
-        script = ScriptDirectory.from_config(_alembic_config())
+        script = ScriptDirectory.from_config(alembic_config())
         with self.engine.connect() as connection:
             applied = set(MigrationContext.configure(connection).get_current_heads())
         return applied == set(script.get_heads())
@@ -273,11 +273,13 @@ class Database:
 
 def knows_revision(revision: str) -> bool:
     """Whether `revision` is one of this release's migrations (a newer release's is not)."""
-    script = ScriptDirectory.from_config(_alembic_config())
+    script = ScriptDirectory.from_config(alembic_config())
     return any(known.revision == revision for known in script.walk_revisions())
 
 
-def _alembic_config() -> Config:
+def alembic_config() -> Config:
+    """Alembic's configuration for the project's migrations; the caller puts the connection
+    in `attributes["connection"]` (`Database.migrate`)."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return config

@@ -30,7 +30,7 @@ from sqlalchemy import Dialect
 
 from shared.core.clock import utcnow
 from shared.db.database import Database
-from shared.index.fulltext import CATCH_UP, batch_due
+from shared.index.fulltext import batch_due, catch_up_on
 from shared.index.rows import time_binder
 
 _TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
@@ -117,8 +117,7 @@ def fold_messages(
         cursor.execute(_SQLITE_TEXT.format(rows=rows), flat)
         ids = [row[0] for row in cursor.fetchall()]
         if ids and batch_due(ids):  # the FTS table takes texts in batches (fulltext.py)
-            for sql in CATCH_UP:
-                cursor.execute(sql)
+            catch_up_on(cursor)
     return True
 
 

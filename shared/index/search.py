@@ -149,7 +149,10 @@ def _best_texts(
     and times TITLE_WEIGHT for a title. Ties go to the newer text."""
     best: dict[str, tuple[float, fulltext.Row]] = {}
     scored: dict[str, int] = {}
-    for row in found:  # the hot loop when a word is common: kept to plain arithmetic
+    # The hot loop when a word is common: plain arithmetic on locals. The norm is
+    # K1·(1-B) + K1·B/AVERAGE_CHARS·len, and tf·(K1+1) / (tf + norm) per word.
+    fixed, per_char, top = K1 * (1 - B), K1 * B / AVERAGE_CHARS, K1 + 1
+    for row in found:
         session_id = row[1]
         if session_id in placed:
             continue
@@ -157,14 +160,11 @@ def _best_texts(
         if count >= PER_SESSION:
             continue
         scored[session_id] = count + 1
-        lowered, norm, value = (
-            row[4].lower(),
-            K1 * (1 - B + B * len(row[4]) / AVERAGE_CHARS),
-            0.0,
-        )
+        body = row[4]
+        lowered, norm, value = body.lower(), fixed + per_char * len(body), 0.0
         for word in words:
             tf = lowered.count(word) or 1
-            value += tf * (K1 + 1) / (tf + norm)
+            value += tf * top / (tf + norm)
         if row[3] == TITLE:
             value *= TITLE_WEIGHT
         current = best.get(session_id)
@@ -344,7 +344,7 @@ def forget_user(db: Executor, user_id: str) -> None:
     """Forget every text of a user (their account is being deleted), words of the full-text
     index included."""
     _delete(db, SessionText.user_id == user_id)
-    fulltext.engine_for(db).purge(db)
+    fulltext.engine_for(db).purge(db, user_id)
 
 
 def _delete(db: Executor, condition: ColumnElement[bool]) -> None:

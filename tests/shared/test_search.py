@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import pytest
+from alembic import command
 from sqlalchemy import text
 
+from shared.accounts import people
 from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.messages import new_message_id
+from shared.db.database import alembic_config
 from shared.index import fulltext, search, sync
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
@@ -136,6 +139,60 @@ def test_a_word_other_users_have_too_finds_all_of_ones_own_and_only_them(
     assert found(rt, alice, "egret") == []  # only Bob's, fewer than PROBE times
     ibis = chat_in(rt, alice, "Ibis", "one ibis")
     assert found(rt, alice, "ibis") == [ibis]
+
+
+def test_a_word_finds_every_form_it_starts_named_or_not(
+    rt: Runtime, alice: Account, bob: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite names a word's forms from the user's vocabulary, up to MAX_FORMS of them, and
+    matches a prefix starting more as a prefix: the same sessions either way; a word no text
+    of the user's starts finds nothing, whoever else has it."""
+    forms = ["heron", "herons", "heronry", "heronsbill"]
+    made = [chat_in(rt, alice, f"s{n}", f"a {form} here") for n, form in enumerate(forms)]
+    chat_in(rt, alice, "Other", "a hero, no bird")
+    chat_in(rt, bob, "Bob's", "herons and a heronry")
+    assert sorted(found(rt, alice, "heron")) == sorted(made)
+    assert sorted(found(rt, alice, "herons")) == sorted(made)
+    monkeypatch.setattr(fulltext, "MAX_FORMS", 2)
+    assert sorted(found(rt, alice, "heron")) == sorted(made)
+    assert found(rt, alice, "heronsb") == [made[3]]
+    assert found(rt, alice, "hermit") == []
+    late = chat_in(rt, alice, "Late", "HERONIES, capitalised")  # a word first seen now
+    assert late in found(rt, alice, "heronie*")
+
+
+def test_a_deleted_account_leaves_no_words_behind(
+    rt: Runtime, alice: Account, bob: Account
+) -> None:
+    chat_in(rt, alice, "Mine", "my zeppelin plans")
+    chat_in(rt, bob, "Bob's", "my airship plans")
+    people.delete_user(rt.db, rt.store, alice.user_id, actor="test")
+    bobs = found(rt, bob, "plans")
+    assert len(bobs) == 1
+    with rt.db.session() as db:
+        if db.get_bind().dialect.name == "sqlite":  # PostgreSQL keeps no vocabulary of its own
+            owners = db.execute(text("SELECT DISTINCT user_id FROM session_words")).scalars()
+            assert list(owners) == [bob.user_id]
+    assert_fts_consistent(rt)
+
+
+def test_texts_indexed_before_the_vocabulary_find_their_forms_after_the_upgrade(
+    rt: Runtime, alice: Account
+) -> None:
+    """Migration 0014 fills the vocabulary from the texts already indexed (SQLite)."""
+    made = chat_in(rt, alice, "Birds", "two pelicans and a pelicanlike shape")
+    assert found(rt, alice, "pelican") == [made]
+    if rt.db.engine.dialect.name != "sqlite":
+        return
+    config = alembic_config()
+    with rt.db.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0013")
+    rt.db.migrate()
+    assert found(rt, alice, "pelican") == [made]
+    with rt.db.session() as db:
+        words = db.execute(text("SELECT word FROM session_words WHERE word LIKE 'pelic%'"))
+        assert sorted(words.scalars()) == ["pelicanlike", "pelicans"]
 
 
 def test_the_text_follows_appends_clears_purges_and_a_rebuild(rt: Runtime, alice: Account) -> None:
