@@ -228,6 +228,38 @@ def test_search_finds_titles_and_text_with_snippets(web: Browsing, user: dict[st
     expect(chat_rows(page)).to_have_count(2)
 
 
+def test_the_search_box_says_its_syntax_at_a_phones_width(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    chat_with(user, "We made sandwiches for the picnic")
+    page = web.open(user)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("button", name="Show the chats").click()
+    nav = page.get_by_role("navigation", name="Chats")
+    poll(lambda: (nav.bounding_box() or {}).get("x") == 0, "the chats to slide in")
+    box = page.get_by_role("searchbox", name="Search chats")
+    expect(box).to_have_accessible_description(
+        re.compile(r'word forms: sandwich finds sandwiches.*word\*.*"word" that word only')
+    )
+    page.get_by_role("button", name="Temporary chat").focus()
+    page.keyboard.press("Tab")  # the keyboard reaches the box, and the box says its syntax
+    expect(box).to_be_focused()
+    hint = page.get_by_text("Finds word forms")
+    expect(hint).to_be_visible()
+    sidebar, shown = nav.bounding_box(), hint.bounding_box()
+    assert sidebar
+    assert shown
+    assert sidebar["x"] <= shown["x"]
+    assert shown["x"] + shown["width"] <= sidebar["x"] + sidebar["width"]
+    assert shown["x"] + shown["width"] <= 390
+
+    page.keyboard.type("sandwich")
+    results = page.get_by_role("list", name="Search results").locator(".row")
+    expect(results).to_have_count(1)
+    expect(hint).to_be_visible()  # still there while the results are read
+    page.screenshot(path=shots / "search-hint-phone.png")
+
+
 def test_the_chat_menu_moves_exports_deletes_with_undo_and_the_trash_restores(
     web: Browsing, user: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -69,6 +69,14 @@ function ImportButton() {
   </span>`;
 }
 
+/** The search syntax (shared/index/query.py), shown while the box is in use and read as its
+ * description: a word finds its forms, word* words starting with it, "word" that word only. */
+function SearchHelp() {
+  return html`<p id="search-help" class="search-help">
+    Finds word forms: <b>sandwich</b> finds sandwiches. <b>word*</b> finds words starting with
+    it as typed, <b>"word"</b> that word only.</p>`;
+}
+
 /** @param {{ query: string, activeId: string | null }} props */
 function SearchResults({ query, activeId }) {
   const key = `search:${query}`;
@@ -124,10 +132,13 @@ export function Sidebar({ user, activeId, route, temporary, setTemporary, openPa
           navigate("/");
         }}>
         <${Icon} name="ghost" /> Temporary chat</button>
-      <div class="search">
-        <${Icon} name="search" size=${16} />
-        <input type="search" placeholder="Search chats" aria-label="Search chats" value=${typed}
-          onInput=${onValue(setTyped)} />
+      <div class=${cx("search-box", typed && "typed")}>
+        <div class="search">
+          <${Icon} name="search" size=${16} />
+          <input type="search" placeholder="Search chats" aria-label="Search chats" value=${typed}
+            aria-describedby="search-help" onInput=${onValue(setTyped)} />
+        </div>
+        <${SearchHelp} />
       </div>
     </div>
     <div class="sidebar-scroll">
