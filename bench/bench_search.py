@@ -1,7 +1,7 @@
 """The sidebar at scale: first page and full-text search against a LIKE scan over the text.
 
     .venv/bin/python bench/bench_search.py [--sessions 10000] [--messages 40] [--database-url URL]
-        [--peer hermes]
+        [--users 1] [--peer hermes]
 
 One user with 10,000 sessions of 40 messages (200-800 characters each, a tool call and its
 result every 40 turns; times spread over 60 days), written through the real store and indexed
@@ -12,6 +12,11 @@ and 90% of the messages with text), planted as itself or its plural, and searche
 with word forms matching (a prefix, Eonyx's default; `word*` for Hermes, its prefix syntax):
 p50 and p95 of each, in-process, with targets of p95 under 2x its p50 and (with the peer)
 Eonyx's p50 at or below Hermes's at every frequency.
+
+`--users N` spreads the sessions over N accounts, as a team's server holds them (issue 42:
+100 users x 1,000 sessions on PostgreSQL); each user's sessions are generated alike (the
+rare word in PLANTED of them, the words of FREQUENCIES in their shares), one user after the
+other, and every timed call is the first user's. Not with --peer.
 
 `--peer hermes`: the same sessions (ids, titles, messages, times) are also imported into Hermes
 Agent's session store (PyPI hermes-agent, hermes_state.SessionDB: SQLite with FTS5) through its
@@ -145,10 +150,11 @@ def write_sessions(
     messages: int,
     counts: dict[str, int],
     peer: HermesPeer | None = None,
+    seed: int = 11,
 ) -> int:
     """Each session in one durable write (header + messages), and into the peer's store when
     there is one; returns the bytes on disk of Eonyx's files."""
-    for n, history in enumerate(corpus(sessions, messages, counts)):
+    for n, history in enumerate(corpus(sessions, messages, counts, seed)):
         title = f"Chat {n}"
         state, _ = rt.store.create(user_id, source="web", title=title, records=history)
         if peer is not None:
@@ -339,6 +345,9 @@ def main() -> int:
     parser = base_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=40)
+    parser.add_argument(
+        "--users", type=int, default=1, help="spread the sessions over N users (the first timed)"
+    )
     parser.add_argument("--runs", type=int, default=50, help="timed runs (index paths)")
     parser.add_argument("--baseline-runs", type=int, default=5, help="timed LIKE scans")
     parser.add_argument(
@@ -351,6 +360,9 @@ def main() -> int:
         help="where hermes-agent was installed with pip --target (default: %(default)s)",
     )
     args = parser.parse_args()
+    if args.users > 1 and args.peer:
+        parser.error("--users and --peer exclude each other")
+    per_user = args.sessions // args.users
 
     with workspace(args.database_url, keep=args.keep) as ws:
         # Redis as `eonyx serve` has it by default (its embedded one): tokens are checked from
@@ -364,17 +376,28 @@ def main() -> int:
         try:
             principal, token = bench_account(rt)
             user_id = principal.user_id
-            print_header("bench_search", ws, f"{args.sessions} sessions x {args.messages} messages")
+            users = [user_id] + [bench_account(rt)[0].user_id for _ in range(args.users - 1)]
+            print_header(
+                "bench_search",
+                ws,
+                f"{per_user * args.users} sessions x {args.messages} messages"
+                + (f", {args.users} users of {per_user}" if args.users > 1 else ""),
+            )
             if args.peer == "hermes":
                 peer = HermesPeer(ws.root / "hermes", args.peer_path)
                 print(f"   peer: Hermes Agent {peer.version} ({peer.module.__file__})")
             started = time.perf_counter()
-            counts: dict[str, int] = {}
-            size = write_sessions(rt, user_id, args.sessions, args.messages, counts, peer)
+            counts: dict[str, int] = {}  # the timed user's
+            size = write_sessions(rt, user_id, per_user, args.messages, counts, peer)
+            for n, other in enumerate(users[1:], start=1):
+                size += write_sessions(rt, other, per_user, args.messages, {}, seed=11 + n)
             written = time.perf_counter() - started
             started = time.perf_counter()
+            reread = 0
+            for each in users:
+                with rt.db.session() as db:
+                    reread += sync.reconcile_user(db, rt.store, each).reread
             with rt.db.session() as db:
-                report = sync.reconcile_user(db, rt.store, user_id)
                 docs = db.execute(text("SELECT count(*) FROM session_text")).scalar()
             indexed = time.perf_counter() - started
             if ws.backend == "postgresql":
@@ -383,9 +406,9 @@ def main() -> int:
                     conn.execute(text("VACUUM ANALYZE session_text"))
                     conn.execute(text("VACUUM ANALYZE session_index"))
             print(
-                f"   data: {args.sessions} files ({size / 1e6:.0f} MB) written"
+                f"   data: {per_user * args.users} files ({size / 1e6:.0f} MB) written"
                 f"{' (and imported into Hermes)' if peer else ''} in {written:.0f} s;"
-                f" reconcile_user indexed {report.reread} sessions and {docs} texts in"
+                f" reconcile_user indexed {reread} sessions and {docs} texts in"
                 f" {indexed:.0f} s"
             )
 
@@ -432,7 +455,7 @@ def main() -> int:
                 return 1
             print(
                 f"   matches: '{RARE}' in {len(scan_rare)} sessions, "
-                f"'{COMMON}' in {len(scan_common)} of {args.sessions}"
+                f"'{COMMON}' in {len(scan_common)} of {per_user}"
             )
 
             paths = {
@@ -445,9 +468,7 @@ def main() -> int:
                 path_search_http(COMMON): http(f"/api/v1/sessions?q={COMMON}"),
             }
             if peer is not None:
-                if not agrees_with_peer(
-                    peer, first_page, rare, common, min(PLANTED, args.sessions)
-                ):
+                if not agrees_with_peer(peer, first_page, rare, common, min(PLANTED, per_user)):
                     return 1
                 paths[path_hermes(LIST)] = peer.first_page
                 paths[path_hermes(SEARCH_RARE)] = peer.searcher(RARE)
