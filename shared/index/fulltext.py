@@ -260,15 +260,16 @@ class SqliteEngine:
                 f"(SELECT rowid AS rid FROM {FTS} WHERE {FTS} MATCH :m "
                 f"{'AND rowid < :before ' if before is not None else ''}"
                 "ORDER BY rowid DESC LIMIT :p) AS c "
-                "LEFT JOIN session_text AS t ON t.id = c.rid AND t.user_id = :u "
-                "ORDER BY c.rid DESC",
+                "LEFT JOIN session_text AS t ON t.id = c.rid AND t.user_id = :u",
                 {"m": f"body:({words})", "u": user_id, "before": before, "p": chunk},
             )
             found += [row for row in probed if row[1] is not None]
             read += len(probed)
-            if len(probed) < chunk or len(found) >= window:
-                return found[:window]
-            before = probed[-1][0]
+            if len(found) > window:  # the newest `window`; sorted here, as SQL would sort
+                return sorted(found, reverse=True)[:window]  # the bodies too (twice the cost)
+            if len(probed) < chunk or len(found) == window:
+                return found
+            before = min(row[0] for row in probed)
             needed = (window - len(found)) * read / max(len(found), 1)
             if needed > 2 * window:
                 break

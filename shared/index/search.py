@@ -7,9 +7,10 @@ differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 
 - every word of the query must match (AND): by default any word starting with its stem, so
   word forms match (shared.index.query says how, and the syntax: `word*`, `"exact"`);
-- matching texts are read newest first in tiers of WINDOW and ranked within a tier (`search`
-  says how), so a word found in every message costs a tier per page, never a scan; at most
-  MAX_TIERS tiers are read (another word narrows a search that common);
+- matching texts are read newest first in tiers (TIER_SESSIONS sessions, at most WINDOW
+  texts) and ranked within a tier (`search` says how), so a word found in every message
+  costs a tier per page, never a scan; at most MAX_TIERS tiers are read (another word
+  narrows a search that common);
 - ranking is BM25-style term frequency with length normalisation, the same formula in Python
   for both engines; a title match weighs TITLE_WEIGHT times a message match;
 - a snippet is cut around the first match of the best message, with highlight offsets as
@@ -18,6 +19,7 @@ differs between SQLite FTS5 and PostgreSQL's tsvector is behind one interface
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -38,6 +40,7 @@ from shared.index.query import parse_query
 __all__ = ["Hit", "Term", "add_snippets", "parse_query", "search", "snippet"]
 
 WINDOW = 2000
+TIER_SESSIONS = 500  # ten pages of the list: a tier is read no further once it has as many
 MAX_TIERS = 10
 PER_SESSION = 5  # texts of one session ranked per tier
 SLACK = 10  # sessions filtered beyond those a page needs, for the filters' refusals
@@ -88,12 +91,13 @@ def search(
     """The user's sessions whose title or messages match, `wanted` of them if there are as
     many, and whether there may be more.
 
-    Matching texts are read newest first in tiers of `window`. A session belongs to the tier
-    of its newest match; within a tier sessions are ranked by their best text there
-    (`_best_texts` says how it is scored), the newer first on a tie. Deeper pages read more
-    tiers, so the first pages never change as one pages on, and a word found in every
-    message costs a tier per page, not a scan. `keep` (the list's filters) says which of a
-    tier's sessions may be shown.
+    Matching texts are read newest first in tiers: the newest TIER_SESSIONS sessions' texts
+    (`_tier` says how), at most `window` of them. A session belongs to the tier of its
+    newest match; within a tier sessions are ranked by their best text there (`_best_texts`
+    says how it is scored), the newer first on a tie. Deeper pages read more tiers, so the
+    first pages never change as one pages on, and a word found in every message costs a
+    tier per page, not a scan. `keep` (the list's filters) says which of a tier's sessions
+    may be shown.
 
     Run with the collector paused (shared.core.collector says why): a tier's rows are
     thousands of short-lived tuples."""
@@ -118,16 +122,44 @@ def _search(
     hits: list[Hit] = []
     before: int | None = None
     for _ in range(tiers):
-        found = engine.candidates(db, user_id, terms, before=before, window=window)
+        found, older = _tier(engine, db, user_id, terms, before, window)
         best = _best_texts(found, words, placed)
         placed.update(best)
         hits += _ranked(best, keep, wanted - len(hits))
         if len(hits) >= wanted:  # the tier's rest may hold more
             return hits, True
-        if len(found) < window:
+        if not older:
             return hits, False
         before = min(row[0] for row in found)
     return hits, False  # the last tier read: older matches are out of reach
+
+
+def _tier(
+    engine: fulltext.Engine,
+    db: Executor,
+    user_id: str,
+    terms: Sequence[Term],
+    before: int | None,
+    window: int,
+) -> tuple[list[fulltext.Row], bool]:
+    """A tier's texts, newest first, and whether older matches may remain: the newest
+    TIER_SESSIONS texts, then as many more as their sessions per text say the tier needs to
+    span TIER_SESSIONS sessions, within `window` texts in all. A word in one message of a
+    hundred fills a tier with sessions long before it has `window` texts, and ranking more
+    of them than ten pages show only cost time (a quarter of the texts read at 1%); a word
+    in most messages reads its window as before."""
+    first = min(TIER_SESSIONS, window)
+    found = engine.candidates(db, user_id, terms, before=before, window=first)
+    sessions = len({row[1] for row in found})
+    if len(found) < first:
+        return found, False
+    if first == window or sessions >= TIER_SESSIONS:
+        return found, True
+    wanted = math.ceil((TIER_SESSIONS - sessions) * first / sessions * 1.1)
+    more = min(window - first, wanted)
+    oldest = min(row[0] for row in found)
+    rest = engine.candidates(db, user_id, terms, before=oldest, window=more)
+    return found + rest, len(rest) == more
 
 
 def _counted(term: Term) -> str:

@@ -307,6 +307,22 @@ def test_pages_read_tiers_of_matches_and_never_repeat_or_reorder(
     assert sorted(found(rt, alice, "heron", limit=50)) == sorted(made[3:])
 
 
+def test_a_tier_spans_its_sessions_and_ranks_only_within_them(
+    rt: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tier ends once it spans TIER_SESSIONS sessions (2 here), however many texts the
+    window would still take: a strong older match waits for the next tier."""
+    strong = chat_in(rt, alice, "Egret", "an egret, egret, egret")
+    weak = [chat_in(rt, alice, f"w{n}", f"{'long words ' * 40} then an egret") for n in range(3)]
+    assert found(rt, alice, "egret")[0] == strong
+    monkeypatch.setattr(search, "TIER_SESSIONS", 2)
+    first, cursor = session_service.search_sessions(rt, me(alice), "egret", limit=2)
+    assert sorted(r.row.id for r in first) == sorted(weak[1:])  # the two newest, one tier
+    rest, cursor = session_service.search_sessions(rt, me(alice), "egret", cursor=cursor)
+    assert [r.row.id for r in rest] == [strong, weak[0]]  # the next tier, ranked
+    assert cursor is None
+
+
 def test_a_tier_is_filtered_a_page_at_a_time_and_finds_what_filtering_it_whole_finds(
     rt: Runtime, alice: Account, monkeypatch: pytest.MonkeyPatch
 ) -> None:
