@@ -301,3 +301,36 @@ def test_an_imported_chat_is_marked_in_the_sidebar(
     row.hover()
     expect(row.locator(".row-origin")).to_have_text("Imported from a bundle")
     page.screenshot(path=shots / "sidebar-import.png")
+
+
+def test_a_forks_origin_line_fits_its_row_at_a_phones_width(
+    web: Browsing, user: dict[str, Any], shots: Path
+) -> None:
+    http = user["http"]
+    title = "Porto weekend: trains from Lisbon, hotels by the river and where to eat"
+    made = http.post("/sessions", json={"title": title}).json()["id"]
+    http.post(f"/sessions/{made}/turns", json={"content": "plan it"}).raise_for_status()
+    http.post(f"/sessions/{made}/fork", json={}).raise_for_status()
+    page = web.open(user)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("button", name="Show the chats").click()
+    nav = page.get_by_role("navigation", name="Chats")
+    poll(lambda: (nav.bounding_box() or {}).get("x") == 0, "the chats to slide in")
+    fork = page.locator(".chat-list .row").filter(has=page.locator(".fork-mark"))
+    fork.hover()
+    line = fork.locator(".row-origin")
+    expect(line).to_be_visible()
+    expect(line).to_have_attribute("title", f"Forked from “{title}”")  # the whole line
+
+    row, shown = fork.bounding_box(), line.bounding_box()
+    assert row
+    assert shown
+    assert shown["width"] > row["width"] / 2  # a line of its own, not a sliver after the date
+    assert row["x"] <= shown["x"]
+    assert shown["x"] + shown["width"] <= row["x"] + row["width"]
+    assert row["y"] <= shown["y"]
+    assert shown["y"] + shown["height"] <= row["y"] + row["height"]
+    # What does not fit ends in an ellipsis, not a letter cut in half.
+    assert line.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+    assert line.evaluate("e => e.scrollWidth > e.clientWidth")
+    page.screenshot(path=shots / "sidebar-fork-phone.png")

@@ -167,7 +167,10 @@ export function Row({ session, active, pending = isPending(session), snippet = n
             <span>${plural(session.message_count || 0, "message")}</span>
             ${session.image_count ? html`<span>${plural(session.image_count, "image")}</span>` : null}
             ${session.forked_from && html`<${ForkMark} id=${session.forked_from} line=${true} />`}
-            ${session.imported && html`<span class="row-origin">${IMPORTED[session.imported]}</span>`}
+            ${
+              session.imported &&
+              html`<span class="row-origin" title=${IMPORTED[session.imported]}>${IMPORTED[session.imported]}</span>`
+            }
           </span>
           ${snippet && html`<${Snippet} snippet=${snippet} />`}
         </a>
@@ -240,7 +243,7 @@ function useOrigin(/** @type {string} */ id) {
 function ForkMark({ id, line = false }) {
   const label = `Forked from ${useOrigin(id)}`;
   return line
-    ? html`<span class="row-origin">${label}</span>`
+    ? html`<span class="row-origin" title=${label}>${label}</span>`
     : html`<span class="fork-mark" role="img" aria-label=${label} title=${label}><${Icon} name="fork" size=${12} /></span>`;
 }
 
