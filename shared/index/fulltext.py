@@ -137,9 +137,7 @@ _ADD_WORDS = f"INSERT OR IGNORE INTO {WORDS} (user_id, word) VALUES (?, ?)"
 _LOWER_MARK = text(f"UPDATE {STATE} SET indexed_upto = min(indexed_upto, {_NEWEST})")
 
 
-_FORMS = text(
-    f"SELECT word FROM {WORDS} WHERE user_id = :u AND word >= :low AND word < :high LIMIT :n"
-)
+_FORMS = f"SELECT word FROM {WORDS} WHERE user_id = :u AND word >= :low AND word < :high LIMIT :n"
 
 
 def vocabulary_of(body: str) -> set[str]:
@@ -164,7 +162,7 @@ def _named_forms(db: Executor, user_id: str, term: Term) -> tuple[str, ...] | No
     for form in term.forms:
         high = form[:-1] + chr(ord(form[-1]) + 1)
         params = {"u": user_id, "low": form, "high": high, "n": MAX_FORMS + 1}
-        named.update(db.execute(_FORMS, params).scalars())
+        named.update(word for (word,) in rows.fetch(db, _FORMS, params))
     return tuple(sorted(named)) if len(named) <= MAX_FORMS else None
 
 
