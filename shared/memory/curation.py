@@ -16,6 +16,10 @@ by the filter or the cap), recorded in the session and pushed as `like.updated`;
 also pushes `memory.updated`. A retried job for an exchange no longer `saving` does nothing.
 Curation never touches USER.md. Unliking removes the like, not what was remembered.
 
+An answer regenerated, or a turn edited away, takes its like out of the conversation
+(`current_likes`): the like stays in the file but is not listed, the exchange's new answer
+can be liked afresh, and a job that had not run yet ends it `failed`, unannounced.
+
 Temporary chats and demo mode (and AGENT_MEMORY_ENABLED=false) refuse the like with a 4xx:
 nothing is recorded, nothing is enqueued, MEMORY.md stays as it is.
 """
@@ -43,7 +47,7 @@ from shared.memory.files import AGENT_MEMORY, MemoryRefused, StaleVersion, rende
 from shared.memory.needs import MemoryRuntime
 from shared.memory.tools import apply_batch
 from shared.sessions import service as session_service
-from shared.sessions.transcript import LIKES, Like, likes_of
+from shared.sessions.transcript import LIKES, Like, current_likes, likes_of
 
 log = logging.getLogger(__name__)
 SAVING, SAVED, FAILED = "saving", "saved", "failed"
@@ -164,7 +168,7 @@ def like_message(
         check_allowed(rt, state)
         turn = exchange_of(state, message_id)
         exchange_id = turn.user["id"]
-        current = likes_of(state).get(exchange_id)
+        current = current_likes(state).get(exchange_id)  # a regenerated answer's is no more
         if current and current.get("status") in (SAVING, SAVED):
             return _public(exchange_id, current), False
         if rt.jobs is None:
@@ -194,7 +198,7 @@ def unlike_message(
     ):
         state, _ = rt.store.load(user_id, session_id)
         exchange_id = exchange_of(state, message_id).user["id"]
-        if exchange_id not in likes_of(state):
+        if exchange_id not in current_likes(state):
             return
         _set_like(rt, user_id, session_id, exchange_id, None)
     _push(rt, user_id, session_id, exchange_id, None)
@@ -254,6 +258,10 @@ def curate_exchange(rt: MemoryRuntime, user_id: str, session_id: str, exchange_i
             return Outcome("skipped", "the like was removed")
         if like.get("status") != SAVING:
             return Outcome("skipped", f"this turn is already {like.get('status')}")
+        if exchange_id not in current_likes(state):  # regenerated or edited before it was saved
+            detail = "the liked answer was replaced before it was remembered"
+            # Not pushed: the exchange's user message may hold a new answer, not liked.
+            return _finish(rt, user_id, session_id, exchange_id, FAILED, detail, push=False)
         try:
             check_allowed(rt, state)
             turn = exchange_of(state, exchange_id)
@@ -308,6 +316,8 @@ def _finish(
     status: str,
     detail: str,
     outcome: Outcome | None = None,
+    *,
+    push: bool = True,
 ) -> Outcome:
     """Record the like's final status (unless it was removed meanwhile) and push it."""
     with rt.locks.hold(
@@ -320,7 +330,7 @@ def _finish(
             like["detail"] = detail if status == FAILED else None
             like["changes"] = (outcome.changes or 0) if outcome and status == SAVED else 0
             _set_like(rt, user_id, session_id, exchange_id, like)
-    if like is not None:
+    if like is not None and push:
         _push(rt, user_id, session_id, exchange_id, like)
     return outcome or Outcome("failed", detail)
 

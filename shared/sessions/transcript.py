@@ -50,6 +50,19 @@ def likes_of(state: SessionState) -> dict[str, Like]:
     return cast(dict[str, Like], meta_mapping(state, LIKES) or {})
 
 
+def current_likes(state: SessionState) -> dict[str, Like]:
+    """The likes of exchanges the conversation still holds. An answer regenerated, or a turn
+    edited away, leaves the conversation but stays in the file, and so does its like: kept
+    (the file is lossless), it is not shown, not sent again to be remembered, and does not
+    stop the exchange's new answer from being liked."""
+    held = {message.get("id") for message in state.messages}
+    return {
+        exchange_id: like
+        for exchange_id, like in likes_of(state).items()
+        if all(message_id in held for message_id in like.get("message_ids") or [exchange_id])
+    }
+
+
 def messages_with_likes(
     rt: SessionsRuntime, principal: Principal, session_id: str
 ) -> list[LikedMessage]:
@@ -57,7 +70,7 @@ def messages_with_likes(
     service.get_session(rt, principal, session_id)
     state, _ = rt.store.load(principal.user_id, session_id)
     by_message: dict[str, LikeView] = {}
-    for exchange_id, like in likes_of(state).items():
+    for exchange_id, like in current_likes(state).items():
         view: LikeView = {"status": like.get("status"), "pair_id": exchange_id}
         if like.get("detail"):
             view["detail"] = like["detail"]

@@ -17,6 +17,7 @@ from shared.index import sync
 from shared.llm.tools import Tool
 from shared.memory import curation
 from shared.memory.curation import curate_exchange, sweep_likes
+from shared.sessions import transcript
 from tests.api.conftest import API, Chat, RecordingJobs, live_events
 from tests.conftest import MovedClock, create_account
 from tests.fake_llm import RecordedRequest, Reply, error, text, tool_call, tool_calls
@@ -384,3 +385,59 @@ def test_a_turn_still_waiting_for_its_answer_cannot_be_liked(chat: Chat) -> None
     response = like(chat, session_id, pending["id"])
     assert response.status_code == 409
     assert response.get_json()["error"]["code"] == "turn_unanswered"
+
+
+def test_a_regenerated_answers_like_stays_in_the_file_but_leaves_the_conversation(
+    chat: Chat,
+) -> None:
+    Model(chat, ADD_PNPM)
+    session_id = chat.new_session()
+    user_id, answer_id = one_turn(chat, session_id)
+    assert like(chat, session_id, answer_id).status_code == 202
+    assert run_job(chat, session_id, user_id).status == "saved"
+    regenerated = chat.turn(session_id, regenerate=True)
+    assert regenerated.status_code == 200, regenerated.get_json()
+    new_answer = regenerated.get_json()["assistant_message"]["id"]
+
+    listed = messages(chat, session_id)
+    assert [m["id"] for m in listed] == [user_id, new_answer]
+    assert [m.get("like") for m in listed] == [None, None]  # no star on the question either
+    state, _ = chat.rt.store.load(chat.user.user_id, session_id)
+    kept = transcript.likes_of(state)[user_id]  # the file is lossless
+    assert (kept["status"], kept["message_ids"]) == ("saved", [user_id, answer_id])
+    assert like(chat, session_id, new_answer, "delete").status_code == 204  # nothing to take back
+    state, _ = chat.rt.store.load(chat.user.user_id, session_id)
+    assert transcript.likes_of(state)[user_id]["message_ids"] == [user_id, answer_id]
+
+    # The new answer is liked afresh (it was "already liked" by the old one's like).
+    again = like(chat, session_id, new_answer)
+    assert again.status_code == 202, again.get_json()
+    assert again.get_json()["message_ids"] == [user_id, new_answer]
+    assert [m.get("like", {}).get("status") for m in messages(chat, session_id)] == [
+        "saving",
+        "saving",
+    ]
+
+
+@pytest.mark.parametrize("how", ["regenerate", "edit"])
+def test_a_like_replaced_before_its_job_runs_is_not_remembered_nor_shown(
+    chat: Chat, how: str
+) -> None:
+    model = Model(chat, ADD_PNPM)
+    session_id = chat.new_session()
+    user_id, answer_id = one_turn(chat, session_id)
+    assert like(chat, session_id, answer_id).status_code == 202
+    body = {"regenerate": True} if how == "regenerate" else {"content": "npm?", "edit": user_id}
+    assert chat.turn(session_id, **body).status_code == 200
+
+    with live_events(chat) as seen:
+        outcome = run_job(chat, session_id, user_id)
+
+    assert outcome.status == "failed"
+    assert "replaced" in outcome.detail
+    assert model.curations == []  # the model was not asked to remember an answer now gone
+    assert chat.rt.memory.read("agent", chat.user.user_id).content == ""
+    assert [m.get("like") for m in messages(chat, session_id)] == [None, None]
+    assert not [event for event in seen if event.get("type") == "like.updated"]
+    chat.rt.clock = MovedClock(curation.LOST_AFTER + timedelta(seconds=1))
+    assert sweep_likes(chat.rt, RecordingJobs()) == 0  # ended: not sent again as lost
