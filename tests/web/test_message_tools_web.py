@@ -93,6 +93,31 @@ def test_regenerate_streams_a_new_answer_in_place_of_the_last(
     expect(page.get_by_text("The first answer.")).to_have_count(0)
 
 
+def test_a_regenerated_answers_star_does_not_stay_on_its_turn(
+    web: Browsing, user: dict[str, Any]
+) -> None:
+    page = web.open(user)
+    send(page, "Remember that I deploy with Ansible.")
+    answer = answers(page).last
+    expect(answer).to_have_text("Remember that I deploy with Ansible.")
+    answer.get_by_role("button", name="Remember this turn").click()
+    question = questions(page).last
+    star = question.get_by_role("button", name="Remember this turn")
+    expect(star).to_have_attribute("aria-pressed", "true")
+
+    answer.get_by_role("button", name="Regenerate").click()
+    expect(page.locator(".message.streaming")).to_have_count(0)
+    expect(answers(page)).to_have_count(1)
+    expect(star).to_have_attribute("aria-pressed", "false")
+    expect(answers(page).last.get_by_role("button", name="Remember this turn")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    page.reload()
+    expect(questions(page).last.get_by_role("button", name="Remember this turn")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+
+
 def test_a_regenerate_the_model_fails_says_why_and_retry_answers(
     web: Browsing, server: Server, user: dict[str, Any], shots: Path
 ) -> None:

@@ -225,7 +225,8 @@ function failed(shown, error, { reached, retry, refused }) {
 /**
  * The messages a regenerate or an edit replaces leave the transcript at once, so the new
  * answer streams in their place: after the last user message (`regenerate`), or from the
- * edited one on. The server keeps them in the session file, superseded.
+ * edited one on. The server keeps them in the session file, superseded (and a like of
+ * theirs, which is no longer the conversation's).
  * @param {string} id
  * @param {{ regenerate: boolean, edit: string | null }} how
  */
@@ -234,6 +235,8 @@ function cutBranch(id, { regenerate, edit }) {
   let at = edit ? messages.findIndex((m) => m.id === edit) : -1;
   if (regenerate) for (let i = messages.length - 1; i >= 0 && at < 0; i--) if (messages[i].role === "user") at = i + 1;
   if (at >= 0) updateConversation(id, { messages: messages.slice(0, at) });
+  // The turn's like was the replaced answer's: its question, which stays, is no longer liked.
+  if (regenerate && at > 0) noteLikes([[messages[at - 1].id, null]]);
 }
 
 /**
