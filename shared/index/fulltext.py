@@ -213,14 +213,20 @@ _PG_BY_GIN = (
     f"SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM {_PG_MATCHES} "
     "WHERE t.user_id = :u {older}ORDER BY t.id DESC LIMIT :w"
 )
+# The user's texts newest first on (user_id, id). user_id as a range, and ordered by: with
+# `user_id = :u` the planner walked the primary key backwards instead, reading every other
+# user's newer texts (189,000 rows for 8,700 of the user's, 95 ms), and any join or outer
+# condition it could, it answered from the GIN index (a hash join, 22 ms).
 _PG_NEWEST = (
-    "(SELECT * FROM session_text AS t WHERE t.user_id = :u {older}ORDER BY t.id DESC LIMIT :n) AS t"
+    "(SELECT {columns} FROM session_text AS t WHERE t.user_id >= :u AND t.user_id <= :u "
+    "{older}ORDER BY t.user_id DESC, t.id DESC LIMIT :n) AS t"
 )
 _PG_WALK = (
-    f"SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM {_PG_NEWEST} "
-    "WHERE t.tsv @@ CAST(:q AS tsquery) ORDER BY t.id DESC LIMIT :w"
+    "SELECT t.id, t.session_id, t.message_id, t.role, t.body FROM "
+    + _PG_NEWEST.replace("{columns}", "*")
+    + " WHERE t.tsv @@ CAST(:q AS tsquery) ORDER BY t.user_id DESC, t.id DESC LIMIT :w"
 )
-_PG_WALKED = f"SELECT min(t.id) FROM {_PG_NEWEST}"
+_PG_WALKED = "SELECT min(t.id) FROM " + _PG_NEWEST.replace("{columns}", "t.user_id, t.id")
 
 
 class SqliteEngine:
