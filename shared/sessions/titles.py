@@ -15,6 +15,11 @@ first spec gives every new session, `truncate` for the others.
 
 An explicit rename is final: it sets `title_locked`, and no mode or job changes the title
 after it (the job is in title_job.py).
+
+A title the first message set (truncated, or named by the model from it) is marked
+`title_from_opening`; when an edit replaces that first message, the session is titled
+again as a new one is, from the new opening (`first_message_changes`). A title given when
+the session was made, or by a rename, is the user's and stays.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from shared.index.listing import CONSOLE_SOURCE
 from shared.sessions.needs import SessionsRuntime
 
 TITLE_LOCKED = "title_locked"  # set by an explicit rename: no mode or job changes it after
+FROM_OPENING = "title_from_opening"  # meta: the first message set the title (a mode, a job)
 TRUNCATE_CHARS = 60
 LLM_TITLE_CHARS = 80
 EXCHANGE_CHARS = 2000  # of each message of the opening exchange sent to the model
@@ -103,13 +109,22 @@ def first_message_changes(
     rt: SessionsRuntime, state: SessionState, content: str | None
 ) -> dict[str, Any]:
     """What the first message of a session sets: the truncated title (in `llm` mode the
-    fallback shown while the model names the session, marked pending)."""
+    fallback shown while the model names the session, marked pending). `state` is the
+    session the message follows: one whose first message an edit replaced has none left,
+    and is titled again if its title came from that message."""
     mode = mode_for(rt.live_settings.settings(), state.source)
-    if not content or state.title or is_locked(state) or mode == "sequential":
+    if not content or is_locked(state) or mode == "sequential":
         return {}
+    if state.title and not (state.meta.get(FROM_OPENING) is True and not _has_opening(state)):
+        return {}
+    changes: dict[str, Any] = {"title": truncate_title(content), FROM_OPENING: True}
     if mode == "llm" and not state.temporary:
-        return {"title": truncate_title(content), "title_pending": True}
-    return {"title": truncate_title(content)}
+        changes["title_pending"] = True
+    return changes
+
+
+def _has_opening(state: SessionState) -> bool:
+    return any(message.get("role") == "user" for message in state.messages)
 
 
 # -- the llm mode ------------------------------------------------------------------------------

@@ -404,3 +404,62 @@ def test_a_first_message_in_markdown_titles_the_session_in_plain_text(chat: Chat
     assert chat.turn(session_id, content=opening).status_code == 200
     assert title_of(chat, session_id) == ("plan Tea party at noon, see; 2*3 = 6", False)
     assert chat.transcript(session_id)[0] == ("user", opening)  # the message is kept as sent
+
+
+def test_editing_the_first_message_titles_the_session_again(
+    make_chat: Callable[..., Chat],
+) -> None:
+    chat = llm_chat(make_chat)
+    jobs = chat.rt.jobs
+    assert isinstance(jobs, RecordingJobs)
+    session_id = first_exchange(chat)
+    chat.llm.script(text("Paris with kids"))
+    assert title_job.generate_title(chat.rt, chat.user.user_id, session_id)["written"] is True
+    chat.llm.script(text("Take the metro."))
+    assert chat.turn(session_id, content="How do we get around?").status_code == 200
+    items = chat.client.get(f"{API}/sessions/{session_id}/messages", headers=chat.user.headers)
+    first, second = [m for m in items.get_json()["items"] if m["role"] == "user"]
+
+    # Editing a later message keeps the title.
+    chat.llm.script(text("By bike."))
+    assert chat.turn(session_id, content="And by bike?", edit=second["id"]).status_code == 200
+    assert title_of(chat, session_id) == ("Paris with kids", False)
+    assert len(jobs.of(SESSION_TITLE)) == 1
+
+    # Editing the first one names the session again, from the new opening exchange.
+    chat.llm.script(text("Take the train to Lyon."))
+    edited = chat.turn(session_id, content="Plan two days in Lyon by train", edit=first["id"])
+    assert edited.status_code == 200, edited.get_json()
+    assert title_of(chat, session_id) == ("Plan two days in Lyon by train", True)
+    assert jobs.of(SESSION_TITLE) == [(chat.user.user_id, session_id)] * 2
+    chat.llm.script(text("Lyon by train"))
+    assert title_job.generate_title(chat.rt, chat.user.user_id, session_id)["written"] is True
+    assert title_of(chat, session_id) == ("Lyon by train", False)
+    assert "Plan two days in Lyon" in chat.llm.requests[-1].messages[1]["content"]
+    assert "Paris" not in chat.llm.requests[-1].messages[1]["content"]
+
+
+@pytest.mark.parametrize("how", ["renamed", "given"])
+def test_editing_the_first_message_keeps_a_title_the_user_chose(
+    make_chat: Callable[..., Chat], how: str
+) -> None:
+    chat = llm_chat(make_chat)
+    headers = chat.user.headers
+    if how == "given":  # a title given when the chat was made
+        made = chat.client.post(f"{API}/sessions", json={"title": "Trip"}, headers=headers)
+        session_id = made.get_json()["id"]
+        chat.llm.script(text("Start with the Jardin du Luxembourg."))
+        assert chat.turn(session_id, content=OPENING).status_code == 200
+    else:
+        session_id = first_exchange(chat)
+        renamed = chat.client.patch(
+            f"{API}/sessions/{session_id}", json={"title": "Trip"}, headers=headers
+        )
+        assert renamed.status_code == 200
+    items = chat.client.get(f"{API}/sessions/{session_id}/messages", headers=headers)
+    first = items.get_json()["items"][0]
+
+    chat.llm.script(text("Lyon it is."))
+    assert chat.turn(session_id, content="Lyon instead?", edit=first["id"]).status_code == 200
+
+    assert title_of(chat, session_id) == ("Trip", False)
