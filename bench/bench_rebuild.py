@@ -60,7 +60,7 @@ def main() -> int:
 
             def timed_rebuild() -> tuple[float, sync.ReconcileReport]:
                 t0 = time.perf_counter_ns()
-                report = sync.rebuild(rt.db.session, rt.store)
+                report = sync.rebuild(rt.db, rt.store)
                 return (time.perf_counter_ns() - t0) / 1e9, report
 
             def drop() -> float:
@@ -97,7 +97,7 @@ def main() -> int:
                 drop()
                 profiler = cProfile.Profile()
                 profiler.enable()
-                sync.rebuild(rt.db.session, rt.store)
+                sync.rebuild(rt.db, rt.store)
                 profiler.disable()
                 out = io.StringIO()
                 pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)

@@ -315,7 +315,7 @@ def index_rebuild(drop: bool) -> None:
                 sync.drop(db)
         total = sum(1 for user_id in rt.store.user_ids() for _ in rt.store.scan(user_id))
         with click.progressbar(length=total, label="Indexing sessions") as bar:
-            report = sync.rebuild(rt.db.session, rt.store, progress=bar.update)
+            report = sync.rebuild(rt.db, rt.store, progress=bar.update)
         removed = f"{report.removed} stale rows removed"
         click.echo(f"{report.scanned} sessions: {report.reread} re-read, {removed}")
         if report.failed:

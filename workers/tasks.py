@@ -78,7 +78,7 @@ def rebuild_index(rt: Runtime) -> Result:
     with rt.locks.hold(
         registry.INDEX_REBUILD_LOCK, wait=LONGEST_JOB_SECONDS, ttl=JOB_LOCK_TTL, keepalive=True
     ):
-        report = sync.rebuild(rt.db.session, rt.store)
+        report = sync.rebuild(rt.db, rt.store)
     return vars(report)
 
 

@@ -29,4 +29,4 @@ def reindex(database: Database, data_dir: Path) -> sync.ReconcileReport:
     from an archive or another database describe files with other mtimes)."""
     with database.session() as db:
         sync.drop(db)
-    return sync.rebuild(database.session, SessionStore(data_dir))
+    return sync.rebuild(database, SessionStore(data_dir))

@@ -189,6 +189,15 @@ class Database:
         self.engine = make_engine(url)
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
 
+    @property
+    def writers(self) -> int:
+        """How many transactions a bulk job (an index rebuild) usefully writes in at once:
+        one on SQLite, whose writers take turns; on PostgreSQL one per core, up to four, as
+        the server works on each beside this process."""
+        if self.engine.dialect.name == "sqlite":
+            return 1
+        return min(4, os.cpu_count() or 1)
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         with self._factory.begin() as session:

@@ -19,6 +19,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -429,23 +430,29 @@ def reconcile_user(db: Session, store: SessionStore, user_id: str) -> ReconcileR
 
 
 def rebuild(
-    session_factory: Callable[[], Any],
+    database: Database,
     store: SessionStore,
     progress: Callable[[int], None] | None = None,
 ) -> ReconcileReport:
-    """Reconcile every user found on disk, one transaction per user. A user whose
-    reconcile fails is reported in `failed` and the rebuild goes on with the next one."""
-    total = ReconcileReport()
-    for user_id in store.user_ids():
+    """Reconcile every user found on disk, one transaction per user, `database.writers` users
+    at a time (on PostgreSQL the server indexes one user's texts while this process reads
+    the next one's files). A user whose reconcile fails is reported in `failed` and the
+    rebuild goes on with the others."""
+
+    def one(user_id: str) -> ReconcileReport:
         try:
-            with session_factory() as db:
-                report = reconcile_user(db, store, user_id)
+            with database.session() as db:
+                return reconcile_user(db, store, user_id)
         except (SQLAlchemyError, OSError, EonyxError, ValueError) as exc:
             log.warning("index of user %s not rebuilt: %s", user_id, exc)
-            report = ReconcileReport(failed=[f"{user_id}: {_short(exc)}"])
-        total.add(report)
-        if progress:
-            progress(report.scanned)
+            return ReconcileReport(failed=[f"{user_id}: {_short(exc)}"])
+
+    total = ReconcileReport()
+    with ThreadPoolExecutor(database.writers, thread_name_prefix="rebuild") as pool:
+        for report in pool.map(one, store.user_ids()):
+            total.add(report)
+            if progress:
+                progress(report.scanned)
     return total
 
 

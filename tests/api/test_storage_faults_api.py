@@ -134,7 +134,7 @@ def test_an_empty_session_file_is_no_session(chat: Chat, store: Path) -> None:
         sync.drop(db)  # rebuilt on the next listing, from the files
     listed = chat.client.get(f"{API}/sessions", headers=chat.user.headers).get_json()["items"]
     assert [item["id"] for item in listed] == [kept]
-    report = sync.rebuild(chat.rt.db.session, chat.rt.store)
+    report = sync.rebuild(chat.rt.db, chat.rt.store)
     assert not report.failed
     for method, suffix in (("POST", "/turns"), ("GET", ""), ("DELETE", "?purge=true")):
         response = chat.client.open(

@@ -413,7 +413,7 @@ def test_deleting_a_user_removes_their_files_and_rows_and_logs_who_did_it(
     assert alice.user_id not in {u["id"] for u in listed}
 
     # An index rebuild finds nothing of hers; bob's session is untouched.
-    sync.rebuild(chat.rt.db.session, chat.rt.store)
+    sync.rebuild(chat.rt.db, chat.rt.store)
     assert rows_of(alice.user_id) == dict.fromkeys(before, 0)
     bobs = chat.client.get(f"{API}/sessions", headers=bob.headers).get_json()["items"]
     assert [s["id"] for s in bobs] == [bobs_session["id"]]

@@ -64,7 +64,7 @@ def test_drop_the_index_and_list_again_gives_the_same_result(rt: Runtime, alice:
 def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: Account) -> None:
     me = principal(alice)
     ids = [session_service.create_session(rt, me, rt.memory, title=f"c{n}").id for n in range(3)]
-    report = sync.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db, rt.store)
     assert (report.scanned, report.reread, report.removed) == (3, 0, 0)
 
     # Another process (or a person) changes one file and deletes another.
@@ -76,7 +76,7 @@ def test_rebuild_rereads_only_files_changed_behind_its_back(rt: Runtime, alice: 
     )
     rt.store.path(alice.user_id, ids[1]).unlink()
 
-    report = sync.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db, rt.store)
     assert (report.scanned, report.reread, report.removed) == (2, 1, 1)
     titles = {session_id: title for session_id, title, _, _ in listing(rt, me)}
     assert titles == {ids[0]: "renamed on disk", ids[2]: "c2"}
@@ -284,7 +284,7 @@ def test_a_rebuild_reports_what_it_cannot_index_and_goes_on(
     with rt.db.session() as db:
         sync.drop(db)
     monkeypatch.setattr(SessionStore, "scan", scan)
-    report = sync.rebuild(rt.db.session, rt.store)
+    report = sync.rebuild(rt.db, rt.store)
 
     failed = "\n".join(report.failed)
     assert f"{alice.user_id}/20260101T000000-0000dead: " in failed
