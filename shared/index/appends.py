@@ -2,7 +2,7 @@
 
 A turn appends messages and then folds them into its session's row: bump the owner's change
 number, log the row's sort key before the write, add the counts, insert the messages' text
-(on SQLite indexed for search with the batch it completes: shared.index.fulltext). Through
+(on SQLite indexed for search with the batch it completes: shared.index.fts5). Through
 SQLAlchemy's statement machinery those few statements cost about twice what the database
 spends running them, on every turn; here they are fixed strings run on a driver connection
 of their own (`Database.driver_transaction`). On PostgreSQL the four writes are one
@@ -30,7 +30,7 @@ from sqlalchemy import Dialect
 
 from shared.core.clock import utcnow
 from shared.db.database import Database
-from shared.index.fulltext import batch_due, catch_up_on
+from shared.index.fts5 import batch_due, catch_up_on
 from shared.index.rows import time_binder
 
 _TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
@@ -116,7 +116,7 @@ def fold_messages(
         flat = [doc[key] for doc in docs for key in _TEXT_COLUMNS]
         cursor.execute(_SQLITE_TEXT.format(rows=rows), flat)
         ids = [row[0] for row in cursor.fetchall()]
-        if ids and batch_due(ids):  # the FTS table takes texts in batches (fulltext.py)
+        if ids and batch_due(ids):  # the FTS table takes texts in batches (fts5.py)
             catch_up_on(cursor)
     return True
 

@@ -33,7 +33,7 @@ from shared.core.messages import content_text
 from shared.core.text import for_index
 from shared.db.database import Executor, dialect_of, insert_for
 from shared.db.orm import SessionText
-from shared.index import fulltext
+from shared.index import fts5, fulltext, tsvector
 from shared.index.fulltext import Term
 from shared.index.query import parse_query
 
@@ -49,6 +49,11 @@ K1, B, AVERAGE_CHARS = 1.2, 0.75, 400
 SNIPPET_CHARS = 160
 INDEXED_ROLES = ("user", "assistant", "tool")  # never the system prompt
 TITLE = "title"
+
+
+def engine_for(db: Executor) -> fulltext.Engine:
+    """The full-text engine of `db`'s backend."""
+    return tsvector.POSTGRES if dialect_of(db) == "postgresql" else fts5.SQLITE
 
 
 @dataclass(slots=True)
@@ -116,7 +121,7 @@ def _search(
     if not terms:
         return [], False
     window, tiers = window or WINDOW, tiers or MAX_TIERS
-    engine = fulltext.engine_for(db)
+    engine = engine_for(db)
     words = [_counted(term) for term in terms]
     placed: set[str] = set()  # sessions of the tiers already read
     hits: list[Hit] = []
@@ -308,8 +313,8 @@ def _insert_text(dialect: str, returning: bool) -> Any:
 
 # Built once per backend: `add` runs on every turn.
 _INSERT_TEXT = {
-    "postgresql": _insert_text("postgresql", returning=fulltext.POSTGRES.wants_ids),
-    "sqlite": _insert_text("sqlite", returning=fulltext.SQLITE.wants_ids),
+    "postgresql": _insert_text("postgresql", returning=tsvector.POSTGRES.wants_ids),
+    "sqlite": _insert_text("sqlite", returning=fts5.SQLITE.wants_ids),
 }
 
 
@@ -318,7 +323,7 @@ def add(db: Executor, docs: list[dict[str, Any]]) -> None:
     left as it is. Called inside an index write (the caller holds the user's index lock)."""
     if not docs:
         return
-    engine = fulltext.engine_for(db)
+    engine = engine_for(db)
     statement = _INSERT_TEXT["postgresql" if dialect_of(db) == "postgresql" else "sqlite"]
     for start in range(0, len(docs), 1000):
         result = db.execute(statement, docs[start : start + 1000])
@@ -328,12 +333,12 @@ def add(db: Executor, docs: list[dict[str, Any]]) -> None:
 
 def behind(db: Executor) -> bool:
     """Whether texts wait for their batch (SQLite): a search catches up first."""
-    return fulltext.engine_for(db).behind(db)
+    return engine_for(db).behind(db)
 
 
 def catch_up(db: Executor) -> None:
     """Index the texts the writers left for the next batch (SQLite)."""
-    fulltext.engine_for(db).catch_up(db)
+    engine_for(db).catch_up(db)
 
 
 def set_title(db: Executor, user_id: str, session_id: str, title: str | None) -> None:
@@ -376,12 +381,12 @@ def forget_user(db: Executor, user_id: str) -> None:
     """Forget every text of a user (their account is being deleted), words of the full-text
     index included."""
     _delete(db, SessionText.user_id == user_id)
-    fulltext.engine_for(db).purge(db, user_id)
+    engine_for(db).purge(db, user_id)
 
 
 def _delete(db: Executor, condition: ColumnElement[bool]) -> None:
-    fulltext.engine_for(db).delete(db, condition)
+    engine_for(db).delete(db, condition)
 
 
 def drop(db: Executor) -> None:
-    fulltext.engine_for(db).delete_all(db)
+    engine_for(db).delete_all(db)

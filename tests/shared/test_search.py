@@ -12,7 +12,7 @@ from shared.accounts.people import Principal
 from shared.core.clock import isoformat, utcnow
 from shared.core.messages import new_message_id
 from shared.db.database import alembic_config
-from shared.index import fulltext, search, sync
+from shared.index import fts5, search, sync
 from shared.runtime import Runtime
 from shared.sessions import lifecycle
 from shared.sessions import service as session_service
@@ -122,7 +122,7 @@ def test_a_word_other_users_have_too_finds_all_of_ones_own_and_only_them(
 ) -> None:
     """SQLite matches the words alone among every user's newest PROBE matches (2 here), then
     the caller's older ones with their id in the match; either way, all of theirs only."""
-    monkeypatch.setattr(fulltext, "PROBE", 2)
+    monkeypatch.setattr(fts5, "PROBE", 2)
     mine = []
     for n in range(4):  # interleaved: each probe sees some of Alice's matches and some of Bob's
         mine.append(chat_in(rt, alice, f"a{n}", "a heron"))
@@ -153,7 +153,7 @@ def test_a_word_finds_every_form_it_starts_named_or_not(
     chat_in(rt, bob, "Bob's", "herons and a heronry")
     assert sorted(found(rt, alice, "heron")) == sorted(made)
     assert sorted(found(rt, alice, "herons")) == sorted(made)
-    monkeypatch.setattr(fulltext, "MAX_FORMS", 2)
+    monkeypatch.setattr(fts5, "MAX_FORMS", 2)
     assert sorted(found(rt, alice, "heron")) == sorted(made)
     assert found(rt, alice, "heronsb") == [made[3]]
     assert found(rt, alice, "hermit") == []
@@ -245,7 +245,7 @@ def test_a_message_indexed_twice_is_found_once_and_the_index_stays_whole(
 def test_texts_waiting_for_their_batch_are_found_deleted_and_reused_cleanly(
     rt: Runtime, alice: Account
 ) -> None:
-    """SQLite indexes texts in batches (shared/index/fulltext.py): a search finds every text
+    """SQLite indexes texts in batches (shared/index/fts5.py): a search finds every text
     written before it, a text deleted before its batch never reaches the FTS table, and the
     ids of deleted newest texts, taken again, are indexed again."""
     keep = chat_in(rt, alice, "Keep", "an aardvark here")
@@ -265,16 +265,16 @@ def test_texts_waiting_for_their_batch_are_found_deleted_and_reused_cleanly(
 def test_a_full_batch_is_indexed_by_the_write_that_completes_it(
     rt: Runtime, alice: Account
 ) -> None:
-    long = chat_in(rt, alice, "Long", *[f"line {n}: an emu" for n in range(fulltext.BATCH)])
+    long = chat_in(rt, alice, "Long", *[f"line {n}: an emu" for n in range(fts5.BATCH)])
     with rt.db.transaction() as db:
         if db.dialect.name == "sqlite":  # no search ran: the write indexed them itself
             match = "SELECT count(*) FROM session_text_fts WHERE session_text_fts MATCH 'emu'"
-            assert db.execute(text(match)).scalar() == fulltext.BATCH
+            assert db.execute(text(match)).scalar() == fts5.BATCH
     assert found(rt, alice, "emu") == [long]
 
 
 def assert_fts_consistent(rt: Runtime) -> None:
-    """SQLite's FTS index is kept by hand (shared/index/fulltext.py): as a search sees it
+    """SQLite's FTS index is kept by hand (shared/index/fts5.py): as a search sees it
     (its batch caught up), it must match its content table exactly (PostgreSQL's generated
     column keeps itself)."""
     with rt.db.session() as db:

@@ -1,4 +1,4 @@
-"""PostgreSQL's full-text engine (shared.index.fulltext.PostgresEngine): lexemes keyed by their
+"""PostgreSQL's full-text engine (shared.index.tsvector.PostgresEngine): lexemes keyed by their
 owner (migration 0015), and its two plans, the GIN index for a word in few of the user's texts
 and a walk newest first for a common one, which must find the same texts."""
 
@@ -11,7 +11,7 @@ from sqlalchemy import text
 from shared.core.clock import isoformat, utcnow
 from shared.core.messages import new_message_id
 from shared.db.database import alembic_config
-from shared.index import fulltext
+from shared.index import tsvector
 from shared.index.query import parse_query
 from shared.runtime import Runtime
 from shared.sessions import service as session_service
@@ -27,7 +27,7 @@ def postgres_only(rt: Runtime) -> None:
 
 def candidates(rt: Runtime, who: Account, query: str, window: int, before: int | None = None):
     with rt.db.session() as db:
-        return fulltext.POSTGRES.candidates(
+        return tsvector.POSTGRES.candidates(
             db, who.user_id, parse_query(query), before=before, window=window
         )
 
@@ -55,10 +55,10 @@ def test_both_plans_read_the_same_texts_newest_first_and_only_the_owners(
     if len(mine) % 4 == 0:
         expected.append([])
 
-    by_gin = tiers(rt, alice, "heron", 4)  # 20 matches, under PG_PROBE: the GIN index
-    monkeypatch.setattr(fulltext, "PG_PROBE", 3)  # "common": newest first, 5 windows...
+    by_gin = tiers(rt, alice, "heron", 4)  # 20 matches, under PROBE: the GIN index
+    monkeypatch.setattr(tsvector, "PROBE", 3)  # "common": newest first, 5 windows...
     walked = tiers(rt, alice, "heron", 4)
-    monkeypatch.setattr(fulltext, "PG_WALK", 1)  # ...or 1, then the older rest from GIN
+    monkeypatch.setattr(tsvector, "WALK", 1)  # ...or 1, then the older rest from GIN
     walked_short = tiers(rt, alice, "heron", 4)
     assert by_gin == walked == walked_short == expected
     assert [row[4] for row in candidates(rt, bob, "heron", 100)][:2] == [

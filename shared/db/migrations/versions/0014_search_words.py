@@ -1,6 +1,6 @@
 """SQLite: `session_words`, each user's vocabulary of the full-text index, so a search for a
 word's forms names them (`"otter" OR "otters"`) instead of asking FTS5 for a prefix, which
-gathers the whole doclist of every word it starts (shared/index/fulltext.py). Filled here
+gathers the whole doclist of every word it starts (shared/index/fts5.py). Filled here
 from the texts already indexed; PostgreSQL's GIN index keeps its own vocabulary.
 
 The rule for what is kept (`vocabulary_of`) is copied here as it stands at this revision,

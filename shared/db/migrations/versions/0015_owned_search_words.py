@@ -26,7 +26,7 @@ down_revision = "0014"
 branch_labels = None
 depends_on = None
 
-KEY_CHARS = 8  # as shared/index/fulltext.py's OWNER_KEY_CHARS at this revision
+KEY_CHARS = 8  # as shared/index/tsvector.py's OWNER_KEY_CHARS at this revision
 
 WORDS_FUNCTION = """
 CREATE OR REPLACE FUNCTION session_text_words(owner text, body text) RETURNS tsvector
