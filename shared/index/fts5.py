@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Table,
     column,
     delete,
     insert,
@@ -34,6 +35,7 @@ from sqlalchemy import (
     table,
     text,
 )
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from shared.db.database import Executor, driver_cursor
 from shared.db.orm import SessionText
@@ -64,6 +66,11 @@ _WAITING = f"SELECT user_id, body FROM session_text WHERE id > {_MARK}"
 _ADD_WORDS = f"INSERT OR IGNORE INTO {WORDS} (user_id, word) VALUES (?, ?)"
 # After a delete: never above the newest text left, so the next new id is above it.
 _LOWER_MARK = text(f"UPDATE {STATE} SET indexed_upto = min(indexed_upto, {_NEWEST})")
+_INSERT = (
+    sqlite_insert(cast(Table, SessionText.__table__))
+    .on_conflict_do_nothing(index_elements=["session_id", "message_id"])
+    .returning(SessionText.id)
+)
 _FORMS = f"SELECT word FROM {WORDS} WHERE user_id = :u AND word >= :low AND word < :high LIMIT :n"
 
 
@@ -179,9 +186,8 @@ class SqliteEngine:
         }
         return found + fetch_rows(db, sql, params)
 
-    wants_ids = True
-
-    def index(self, db: Executor, ids: Sequence[int]) -> None:
+    def insert(self, db: Executor, docs: Sequence[Mapping[str, Any]]) -> None:
+        ids = db.execute(_INSERT, docs).scalars().all()  # those really inserted
         if ids and batch_due(ids):
             self.catch_up(db)
 

@@ -50,11 +50,9 @@ class Engine(Protocol):
         with ids below `before` when given."""
         ...
 
-    # Whether `index` needs the ids of the rows just inserted (INSERT ... RETURNING).
-    wants_ids: bool
-
-    def index(self, db: Executor, ids: Sequence[int]) -> None:
-        """The rows with these ids were just inserted: index them, now or with a batch."""
+    def insert(self, db: Executor, docs: Sequence[Mapping[str, Any]]) -> None:
+        """Insert these texts (user_id, session_id, message_id, role, body; a text already
+        there is left as it is) and index them, now or with a batch."""
         ...
 
     def behind(self, db: Executor) -> bool:

@@ -24,14 +24,14 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import ColumnElement, Table
+from sqlalchemy import ColumnElement
 
 from shared.core import collector
 from shared.core.messages import content_text
 from shared.core.text import for_index
-from shared.db.database import Executor, dialect_of, insert_for
+from shared.db.database import Executor, dialect_of
 from shared.db.orm import SessionText
 from shared.index import fts5, fulltext, tsvector
 from shared.index.fulltext import Term
@@ -304,31 +304,11 @@ def docs_of(
     return docs
 
 
-def _insert_text(dialect: str, returning: bool) -> Any:
-    statement = insert_for(dialect)(cast(Table, SessionText.__table__)).on_conflict_do_nothing(
-        index_elements=["session_id", "message_id"]
-    )
-    return statement.returning(SessionText.id) if returning else statement
-
-
-# Built once per backend: `add` runs on every turn.
-_INSERT_TEXT = {
-    "postgresql": _insert_text("postgresql", returning=tsvector.POSTGRES.wants_ids),
-    "sqlite": _insert_text("sqlite", returning=fts5.SQLITE.wants_ids),
-}
-
-
 def add(db: Executor, docs: list[dict[str, Any]]) -> None:
     """Insert rows, and index them; a row already there (the same message indexed twice) is
     left as it is. Called inside an index write (the caller holds the user's index lock)."""
-    if not docs:
-        return
-    engine = engine_for(db)
-    statement = _INSERT_TEXT["postgresql" if dialect_of(db) == "postgresql" else "sqlite"]
     for start in range(0, len(docs), 1000):
-        result = db.execute(statement, docs[start : start + 1000])
-        if engine.wants_ids:  # the rows really inserted, not those already there
-            engine.index(db, result.scalars().all())
+        engine_for(db).insert(db, docs[start : start + 1000])
 
 
 def behind(db: Executor) -> bool:

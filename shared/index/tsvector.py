@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, delete, text
 
-from shared.db.database import Executor
+from shared.db.database import Executor, driver_cursor
 from shared.db.orm import SessionText
 from shared.index import rows
 from shared.index.fulltext import Row, Term, fetch_rows
@@ -38,6 +38,15 @@ def _one(db: Executor, sql: str, params: Mapping[str, Any]) -> Any:
     return rows.fetch(db, sql, params)[0][0]
 
 
+_TEXT_COLUMNS = ("user_id", "session_id", "message_id", "role", "body")
+# A batch of texts in one statement, its columns as arrays: an executemany is a statement a
+# row, which cost the server more than the rows themselves (a rebuild at 20 users x 1,000
+# sessions: 1,570 sessions/s, 2,000-2,600 this way).
+_INSERT = (
+    f"INSERT INTO session_text ({', '.join(_TEXT_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"%({name})s::text[]" for name in _TEXT_COLUMNS)
+    + ") ON CONFLICT (session_id, message_id) DO NOTHING"
+)
 _MATCHES = "(SELECT * FROM session_text WHERE tsv @@ CAST(:q AS tsquery) OFFSET 0) AS t"
 # How many texts of the user match, counted up to PROBE (another user's with the same key
 # counts too: it only tips the choice).
@@ -106,10 +115,10 @@ class PostgresEngine:
         rest = {"before": walked, "w": window - len(found)}
         return found + fetch_rows(db, _BY_GIN.format(older="AND t.id < :before "), params | rest)
 
-    wants_ids = False
-
-    def index(self, db: Executor, ids: Sequence[int]) -> None:
-        pass
+    def insert(self, db: Executor, docs: Sequence[Mapping[str, Any]]) -> None:
+        columns = {name: [doc[name] for doc in docs] for name in _TEXT_COLUMNS}
+        with driver_cursor(db) as cursor:
+            cursor.execute(_INSERT, columns)
 
     def behind(self, db: Executor) -> bool:
         return False
