@@ -16,9 +16,9 @@ from shared.db.database import Database
 from shared.db.orm import Base
 from tests.conftest import PG_URL, need_services
 
-# The full-text engines' own objects (shared/index/fts5.py, tsvector.py), made by the migrations in SQL
-# that the ORM does not model: SQLite's FTS5 table, its shadow tables and its vocabulary,
-# PostgreSQL's generated tsvector column and its GIN index.
+# The full-text engines' own objects (shared/index/fts5.py and tsvector.py), made by the
+# migrations in SQL that the ORM does not model: SQLite's FTS5 table, its shadow tables and
+# its vocabulary, PostgreSQL's generated tsvector column and its GIN index.
 FULLTEXT_TABLES = ("session_text_fts", "session_words")
 FULLTEXT_COLUMNS = {("session_text", "tsv")}
 FULLTEXT_INDEXES = {"ix_session_text_tsv"}
