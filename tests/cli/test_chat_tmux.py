@@ -153,29 +153,34 @@ def test_the_session_manager_draws_its_list_and_its_search(
     seed_sessions(live, "Parser rewrite", "Tea party plans", "Garden notes")
     exit_file = start_chat(live, terminal, tmp_path, "--new")
 
+    titles = ("Parser rewrite", "Tea party plans", "Garden notes")
     terminal.tmux("send-keys", "-t", "chat", "C-s")
-    screen = terminal.wait_for("3 sessions")
-    for title in ("Parser rewrite", "Tea party plans", "Garden notes"):
-        assert title in screen
+    # The status line may be drawn a frame before the table widens its title column to the
+    # rows just added (the title cut to the header's width until then): wait for both.
+    screen = terminal.wait_for(lambda screen: all(t in screen for t in ("3 sessions", *titles)))
     assert "● ● ●" not in screen
 
     terminal.tmux("send-keys", "-t", "chat", "/")
     terminal.wait_for("search titles and text")
     terminal.type("tea")
-    screen = terminal.wait_for("1 session matching 'tea'")
-    assert "Tea party plans" in screen
+    screen = terminal.wait_for(
+        lambda screen: "1 session matching 'tea'" in screen and "Tea party plans" in screen
+    )
     assert "Parser rewrite" not in screen
 
     terminal.tmux("send-keys", "-t", "chat", "Escape")
     terminal.wait_for("Message, or / for commands")
     terminal.type("/sessions garden")
-    screen = terminal.wait_for("1 session matching 'garden'")
-    assert "Garden notes" in screen
+    terminal.wait_for(
+        lambda screen: "1 session matching 'garden'" in screen and "Garden notes" in screen
+    )
     terminal.tmux("send-keys", "-t", "chat", "Escape")
     terminal.wait_for("Message, or / for commands")
     terminal.type("/sessions answers")  # in the text only: each hit with its snippet below it
-    lines = terminal.wait_for("3 sessions matching 'answers'").splitlines()
-    for title in ("Parser rewrite", "Tea party plans", "Garden notes"):
+    lines = terminal.wait_for(
+        lambda screen: all(t in screen for t in ("3 sessions matching 'answers'", *titles))
+    ).splitlines()
+    for title in titles:
         at = next(n for n, line in enumerate(lines) if line.strip().startswith(title))
         assert lines[at + 1].strip().startswith(f"answer in {title}")
     terminal.tmux("send-keys", "-t", "chat", "Escape")
