@@ -155,9 +155,9 @@ def _tier(
     in most messages reads its window as before."""
     first = min(TIER_SESSIONS, window)
     found = engine.candidates(db, user_id, terms, before=before, window=first)
-    sessions = len({row[1] for row in found})
     if len(found) < first:
         return found, False
+    sessions = len({row[1] for row in found})
     if first == window or sessions >= TIER_SESSIONS:
         return found, True
     wanted = math.ceil((TIER_SESSIONS - sessions) * first / sessions * 1.1)
